@@ -1,0 +1,45 @@
+# Flakeboard: `make run` serves the demo board, `make test` runs the whole suite.
+# Both create .venv and install requirements.txt first. Django 6 needs Python 3.12+.
+
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+BENCH_SCALE ?= 1
+
+# The newest of python3.13, python3.12 and python3 that is at least 3.12 (and runs),
+# then pyenv's installed versions. Override with PYTHON=/path/to/python3.12.
+PYTHON ?= $(shell for p in python3.13 python3.12 python3 \
+	$$(ls -d $$HOME/.pyenv/versions/3.13*/bin/python3 $$HOME/.pyenv/versions/3.12*/bin/python3 2>/dev/null); do \
+	if $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then echo $$p; break; fi; done)
+
+.PHONY: install run test lint bench clean
+
+$(VENV)/.installed: requirements.txt
+	@if [ -z "$(PYTHON)" ]; then \
+		echo "Flakeboard needs Python 3.12 or newer, and none was found (tried python3.13, python3.12, python3)."; \
+		echo "Install one, or name it: make $(MAKECMDGOALS) PYTHON=/path/to/python3.12"; exit 1; fi
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py demo
+	@echo
+	@echo "  Flakeboard is at http://127.0.0.1:$(PORT)/suites/demo/"
+	@echo "  Sign in as lead (or owner, viewer; admin for /admin/) with the password flakeboard-demo"
+	@echo
+	$(PY) manage.py runserver 127.0.0.1:$(PORT)
+
+test: install
+	$(PY) -m ruff check .
+	$(PY) manage.py makemigrations --check --dry-run
+	$(PY) -m pytest
+
+lint: install
+	$(PY) -m ruff check .
+
+clean:
+	rm -rf $(VENV) staticfiles .pytest_cache .hypothesis test-artifacts

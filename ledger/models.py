@@ -1,0 +1,353 @@
+"""Suites, their nodes and tiers, the quarantine ledger, its audit trail and API tokens."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+from flakeboard import rules
+
+
+def default_max_upper_rate():
+    return settings.FLAKEBOARD_DEFAULT_POLICY["max_upper_rate"]
+
+
+def default_min_runs():
+    return settings.FLAKEBOARD_DEFAULT_POLICY["min_runs"]
+
+
+def default_max_quarantined_share():
+    return settings.FLAKEBOARD_DEFAULT_POLICY["max_quarantined_share"]
+
+
+def default_max_quarantine_days():
+    return settings.FLAKEBOARD_DEFAULT_POLICY["max_quarantine_days"]
+
+
+class Suite(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200, blank=True)
+    max_upper_rate = models.FloatField(
+        default=default_max_upper_rate,
+        validators=[MinValueValidator(0.0001), MaxValueValidator(1.0)],
+        help_text="A measurement passes when its Wilson upper bound is at or below this.",
+    )
+    min_runs = models.PositiveIntegerField(
+        default=default_min_runs,
+        validators=[MinValueValidator(1), MaxValueValidator(1_000_000)],
+        help_text="A measurement with fewer runs is not evidence of stability.",
+    )
+    max_quarantined_share = models.FloatField(
+        default=default_max_quarantined_share,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="The largest share of the test set that may be quarantined at once.",
+    )
+    max_quarantine_days = models.PositiveIntegerField(
+        default=default_max_quarantine_days,
+        validators=[MinValueValidator(1), MaxValueValidator(365)],
+        help_text="How far ahead an entry's expiry may be set.",
+    )
+    fixture_manifest = models.CharField(
+        max_length=200, blank=True, help_text="The pinned fixture manifest digest (empty: no pin)."
+    )
+    fixture_seed = models.BigIntegerField(null=True, blank=True)
+    # Bumped by every change to what the served ledger holds: the gate endpoint's ETag.
+    ledger_revision = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self):
+        return self.slug
+
+    @property
+    def title(self):
+        return self.name or self.slug
+
+    @property
+    def policy(self) -> rules.Policy:
+        return rules.Policy(
+            max_upper_rate=self.max_upper_rate,
+            min_runs=self.min_runs,
+            max_quarantined_share=self.max_quarantined_share,
+            max_quarantine_days=self.max_quarantine_days,
+        )
+
+    @property
+    def fixture_pin(self) -> rules.FixturePin | None:
+        if not self.fixture_manifest:
+            return None
+        return rules.FixturePin(self.fixture_manifest, self.fixture_seed)
+
+
+class Role(models.TextChoices):
+    VIEWER = "viewer", "Viewer"
+    OWNER = "owner", "Owner"
+    LEAD = "lead", "Lead"
+
+
+ROLE_RANK = {Role.VIEWER: 0, Role.OWNER: 1, Role.LEAD: 2}
+
+
+class Membership(models.Model):
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["suite", "user"], name="one_membership_per_user")
+        ]
+
+    def __str__(self):
+        return f"{self.user} is {self.role} of {self.suite}"
+
+
+class Node(models.Model):
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="nodes")
+    nodeid = models.CharField(max_length=rules.NODEID_MAX_LENGTH)
+    # A tier 0 or 1 stated by an upload sticks; the effective tier also follows the rules.
+    stated_tier = models.PositiveSmallIntegerField(null=True, blank=True)
+    tier = models.PositiveSmallIntegerField(default=rules.Tier.REPEAT_BUDGET)
+    first_seen = models.DateField()
+    last_seen = models.DateField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["suite", "nodeid"], name="unique_node_per_suite")
+        ]
+        indexes = [models.Index(fields=["suite", "last_seen"], name="node_suite_seen")]
+
+    def __str__(self):
+        return self.nodeid
+
+
+class TierRule(models.Model):
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="tier_rules")
+    glob = models.CharField(max_length=rules.NODEID_MAX_LENGTH)
+    tier = models.PositiveSmallIntegerField(
+        choices=[(0, "0: property check"), (1, "1: pinned fixture"), (2, "2: repeat budget")]
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["tier", "glob"]
+        constraints = [
+            models.UniqueConstraint(fields=["suite", "glob"], name="unique_glob_per_suite")
+        ]
+
+    def __str__(self):
+        return f"{self.glob} → tier {self.tier}"
+
+    @property
+    def spec(self) -> rules.TierRuleSpec:
+        return rules.TierRuleSpec(self.glob, self.tier)
+
+
+class EntryQuerySet(models.QuerySet):
+    def open(self):
+        return self.filter(cleared_at__isnull=True)
+
+    def violating(self):
+        return self.open().filter(node__tier__lt=rules.Tier.REPEAT_BUDGET)
+
+    def for_gate(self):
+        """What the served ledger holds: open entries, expired included, no violations."""
+        return self.open().filter(node__tier=rules.Tier.REPEAT_BUDGET)
+
+    def counting_for_share(self, today: date):
+        return self.for_gate().filter(expires__gte=today)
+
+    def expired(self, today: date):
+        return self.for_gate().filter(expires__lt=today)
+
+    def expiring(self, today: date):
+        horizon = today + timedelta(days=rules.EXPIRING_WITHIN_DAYS)
+        return self.for_gate().filter(expires__gte=today, expires__lte=horizon)
+
+    def active(self, today: date):
+        horizon = today + timedelta(days=rules.EXPIRING_WITHIN_DAYS)
+        return self.for_gate().filter(expires__gt=horizon)
+
+    def in_state(self, state: rules.EntryState, today: date):
+        match state:
+            case rules.EntryState.ACTIVE:
+                return self.active(today)
+            case rules.EntryState.EXPIRING:
+                return self.expiring(today)
+            case rules.EntryState.EXPIRED:
+                return self.expired(today)
+            case rules.EntryState.TIER_VIOLATION:
+                return self.violating()
+            case rules.EntryState.CLEARED:
+                return self.filter(cleared_at__isnull=False)
+        raise ValueError(state)
+
+
+class QuarantineEntry(models.Model):
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="entries")
+    node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="entries")
+    klass = models.CharField("class", max_length=20, default="flake")
+    seed_base = models.BigIntegerField(null=True, blank=True)
+    n = models.PositiveIntegerField(default=0)
+    fails = models.PositiveIntegerField(default=0)
+    upper95 = models.FloatField(default=1.0, help_text="The server's Wilson bound for fails/n.")
+    reported_upper95 = models.FloatField(null=True, blank=True)
+    upper95_mismatch = models.BooleanField(default=False)
+    owner = models.CharField(max_length=254)
+    expires = models.DateField()
+    evidence = models.CharField(max_length=2000)
+    note = models.TextField(blank=True)
+    renewals = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField()
+    created_by = models.CharField(max_length=200)
+    updated_at = models.DateTimeField()
+    cleared_at = models.DateTimeField(null=True, blank=True)
+    cleared_note = models.TextField(blank=True)
+
+    objects = EntryQuerySet.as_manager()
+
+    class Meta:
+        verbose_name_plural = "quarantine entries"
+        ordering = ["expires", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["node"],
+                condition=Q(cleared_at__isnull=True),
+                name="one_open_entry_per_node",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["suite", "cleared_at", "expires"], name="entry_suite_open_exp"),
+            models.Index(fields=["suite", "owner"], name="entry_suite_owner"),
+        ]
+
+    def __str__(self):
+        return f"{self.node.nodeid} ({self.owner}, until {self.expires})"
+
+    @property
+    def tier_violation(self) -> bool:
+        return self.cleared_at is None and self.node.tier < rules.Tier.REPEAT_BUDGET
+
+    @property
+    def facts(self) -> rules.EntryFacts:
+        return rules.EntryFacts(self.expires, self.tier_violation)
+
+    def state(self, today: date) -> rules.EntryState:
+        return rules.entry_state(
+            expires=self.expires,
+            today=today,
+            cleared=self.cleared_at is not None,
+            tier_violation=self.tier_violation,
+        )
+
+    def age_days(self, today: date) -> int:
+        return (today - self.created_at.date()).days
+
+    @property
+    def evidence_is_link(self) -> bool:
+        return rules.evidence_is_link(self.evidence)
+
+    def gate_dict(self) -> dict:
+        """The entry as the budget script's flake_ledger.json holds it (SPEC 3.3)."""
+        return {
+            "class": self.klass,
+            "seed_base": self.seed_base,
+            "n": self.n,
+            "fails": self.fails,
+            "upper95": round(self.upper95, 4),
+            "owner": self.owner,
+            "expires": self.expires.isoformat(),
+            "evidence": self.evidence,
+        }
+
+
+class AuditEvent(models.Model):
+    """Append-only record of every change to a suite's ledger and settings."""
+
+    class Action(models.TextChoices):
+        CREATE = "create", "Quarantined"
+        IMPORT = "import", "Imported"
+        RENEW = "renew", "Renewed"
+        CLEAR = "clear", "Cleared"
+        SETTINGS = "settings", "Settings changed"
+        TIER_RULE = "tier_rule", "Tier rule changed"
+        TOKEN = "token", "API token changed"
+        MEMBER = "member", "Membership changed"
+
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="events")
+    entry = models.ForeignKey(
+        QuarantineEntry, on_delete=models.CASCADE, null=True, blank=True, related_name="events"
+    )
+    action = models.CharField(max_length=20, choices=Action.choices)
+    actor = models.CharField(max_length=200)
+    at = models.DateTimeField()
+    before = models.JSONField(default=dict, blank=True)
+    after = models.JSONField(default=dict, blank=True)
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [
+            models.Index(fields=["entry", "at"], name="event_entry_at"),
+            models.Index(fields=["suite", "at"], name="event_suite_at"),
+        ]
+
+    def __str__(self):
+        return f"{self.get_action_display()} by {self.actor} at {self.at:%Y-%m-%d %H:%M}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise PermissionError("Audit events are append-only.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise PermissionError("Audit events are append-only.")
+
+    @property
+    def changes(self) -> list[tuple[str, object, object]]:
+        keys = list(dict.fromkeys([*self.before, *self.after]))
+        return [
+            (k, self.before.get(k), self.after.get(k))
+            for k in keys
+            if self.before.get(k) != self.after.get(k)
+        ]
+
+
+class ApiToken(models.Model):
+    class Scope(models.TextChoices):
+        READ = "read", "Read"
+        WRITE = "write", "Write"
+
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="tokens")
+    name = models.CharField(max_length=100, blank=True)
+    scope = models.CharField(max_length=5, choices=Scope.choices)
+    # The token is never stored: only its public prefix and the SHA-256 of the whole.
+    prefix = models.CharField(max_length=16, unique=True)
+    digest = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.CharField(max_length=200, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.prefix}… ({self.scope}, {self.suite})"
+
+    @property
+    def label(self) -> str:
+        return f"token {self.prefix}" + (f" ({self.name})" if self.name else "")
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

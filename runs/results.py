@@ -1,0 +1,105 @@
+"""The answer to an upload, the same for the API and the commands."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+
+from .ingest import IngestOutcome
+from .models import Report
+
+
+def _entry_summary(entry) -> dict | None:
+    if entry is None:
+        return None
+    return {"owner": entry.owner, "expires": entry.expires.isoformat()}
+
+
+def report_answer(outcome: IngestOutcome) -> dict:
+    report = outcome.upload
+    return {
+        "id": report.pk,
+        "url": reverse("report", args=[report.suite.slug, report.pk]) if report.pk else None,
+        "duplicate": outcome.duplicate,
+        "dry_run": outcome.dry_run,
+        "status": report.status,
+        "reason": report.reason,
+        "exit_code": report.exit_code,
+        "share": {
+            "quarantined": report.quarantined,
+            "test_set_size": report.test_set_size,
+            "share": round(report.share, 6),
+            "cap": report.max_share,
+            "over_cap": report.share > report.max_share + 1e-12,
+        },
+        "counts": {
+            "measurements": report.measurement_count,
+            "fail": report.fail_count,
+            "warn": report.warn_count,
+            "ok": report.measurement_count - report.fail_count - report.warn_count,
+        },
+        "measurements": [
+            {
+                "nodeid": m.node.nodeid,
+                "status": m.status,
+                "reason": m.reason,
+                "n": m.n,
+                "fails": m.fails,
+                "upper95": round(m.upper95, 4),
+                "reported_upper95": m.reported_upper95,
+                "flags": m.flags,
+                "entry": _entry_summary(m.entry) if m.entry_id else None,
+            }
+            for m in outcome.rows
+        ],
+    }
+
+
+def batch_answer(outcome: IngestOutcome) -> dict:
+    batch = outcome.upload
+    return {
+        "id": batch.pk,
+        "url": reverse("batch", args=[batch.suite.slug, batch.pk]) if batch.pk else None,
+        "duplicate": outcome.duplicate,
+        "dry_run": outcome.dry_run,
+        "verdict": batch.verdict,
+        "reason": batch.reason,
+        "exit_code": batch.exit_code,
+        "reason_counts": batch.reason_counts,
+        "records": [
+            {
+                "node": v.node.nodeid,
+                "verdict": v.verdict,
+                "reason": v.reason,
+                "flags": v.flags,
+                "fixture_lock": v.effective_lock,
+                "flake_status": v.effective_status,
+            }
+            for v in outcome.rows
+        ],
+    }
+
+
+def answer(outcome: IngestOutcome) -> dict:
+    return report_answer(outcome) if isinstance(outcome.upload, Report) else batch_answer(outcome)
+
+
+def summary_lines(outcome: IngestOutcome) -> list[str]:
+    """A readable per-row summary, as the budget script prints it, then the result."""
+    lines = []
+    if isinstance(outcome.upload, Report):
+        for m in outcome.rows:
+            lines.append(f"{m.status:<4} {m.node.nodeid}: {m.reason} "
+                         f"(upper95={m.upper95:.4f} over {m.n} runs)")
+        u = outcome.upload
+        lines.append(f"report {u.status} {u.reason}: exit {u.exit_code}; quarantined share "
+                     f"{u.share:.1%} of {u.test_set_size} (cap {u.max_share:.1%})")
+    else:
+        for v in outcome.rows:
+            lines.append(f"{v.verdict.upper():<6} {v.node.nodeid}: {v.reason}")
+        u = outcome.upload
+        lines.append(f"batch {u.verdict.upper()} {u.reason}: exit {u.exit_code}")
+    if outcome.duplicate:
+        lines.append("(a duplicate of an earlier upload: the stored result)")
+    if outcome.dry_run:
+        lines.append("(dry run: nothing stored)")
+    return lines

@@ -1,0 +1,82 @@
+"""Per-day reason-code rollups: bumped inside every ingest transaction, rebuildable from
+the raw rows, so the charts' cost does not grow with history."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import date
+
+from django.db import transaction
+from django.db.models import Count, F
+
+from flakeboard import rules
+from ledger.models import Suite
+
+from .models import Measurement, NodeVerdict, ReasonRollup, Report, VerdictBatch
+
+Source = ReasonRollup.Source
+# An upload adds one count of its own reason when that reason is an upload-level code.
+UPLOAD_LEVEL_REASONS = (rules.Reason.NO_EVIDENCE, rules.Reason.QUARANTINE_CAP_EXCEEDED)
+
+
+def upload_counts(row_reasons, upload_reason) -> Counter:
+    counts = Counter(str(r) for r in row_reasons)
+    if upload_reason in UPLOAD_LEVEL_REASONS:
+        counts[str(upload_reason)] += 1
+    return counts
+
+
+def rollup_add(*, suite: Suite, source: str, day: date, counts: Counter) -> None:
+    """Add counts to the day's rollup rows; safe beside concurrent ingests."""
+    if not counts:
+        return
+    ReasonRollup.objects.bulk_create(
+        [ReasonRollup(suite=suite, day=day, source=source, reason=r, count=0) for r in counts],
+        ignore_conflicts=True,
+    )
+    for reason, count in sorted(counts.items()):
+        ReasonRollup.objects.filter(suite=suite, source=source, day=day, reason=reason).update(
+            count=F("count") + count
+        )
+
+
+def counts_from_raw(suite: Suite) -> dict[tuple[str, date, str], int]:
+    """(source, day, reason) → count, recomputed from the stored rows."""
+    counts: Counter = Counter()
+    sources = (
+        (Source.REPORTS, Measurement.objects.filter(suite=suite), "report__day",
+         Report.objects.filter(suite=suite)),
+        (Source.VERDICTS, NodeVerdict.objects.filter(suite=suite), "batch__day",
+         VerdictBatch.objects.filter(suite=suite)),
+    )
+    for source, rows, day_field, uploads in sources:
+        grouped = rows.values_list(day_field, "reason").annotate(c=Count("pk")).order_by()
+        for day, reason, c in grouped:
+            counts[(source.value, day, reason)] += c
+        upload_level = (
+            uploads.filter(reason__in=UPLOAD_LEVEL_REASONS)
+            .values_list("day", "reason").annotate(c=Count("pk")).order_by()
+        )
+        for day, reason, c in upload_level:
+            counts[(source.value, day, reason)] += c
+    return dict(counts)
+
+
+def counts_from_rollups(suite: Suite) -> dict[tuple[str, date, str], int]:
+    rows = ReasonRollup.objects.filter(suite=suite, count__gt=0)
+    return {(r.source, r.day, r.reason): r.count for r in rows}
+
+
+def rebuild_rollups(suite: Suite) -> int:
+    """Recompute a suite's rollups from the raw rows; returns the number of rollup rows."""
+    counts = counts_from_raw(suite)
+    with transaction.atomic():
+        ReasonRollup.objects.filter(suite=suite).delete()
+        ReasonRollup.objects.bulk_create(
+            [
+                ReasonRollup(suite=suite, source=source, day=day, reason=reason, count=c)
+                for (source, day, reason), c in counts.items()
+            ],
+            batch_size=1000,
+        )
+    return len(counts)

@@ -3,13 +3,6 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from ledger import views as ledger_views
-from runs import views as run_views
-
-suite_patterns = [
-    path("", run_views.overview, name="overview"),
-    path("reports/<int:pk>/", run_views.report_detail, name="report"),
-    path("verdicts/<int:pk>/", run_views.batch_detail, name="batch"),
-]
 
 urlpatterns = [
     path("", ledger_views.home, name="home"),
@@ -17,5 +10,6 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("suites/<slug:suite>/", include(suite_patterns)),
+    path("suites/<slug:suite>/", include("ledger.urls")),
+    path("suites/<slug:suite>/", include("runs.urls")),
 ]

@@ -1,0 +1,3 @@
+"""Suite pages about the ledger, under /suites/<suite>/."""
+
+urlpatterns = []

@@ -1,8 +1,23 @@
-"""Reads of uploads: recent reports and batches."""
+"""Reads of uploads: recent uploads, a report's and a batch's rows, a node's history.
 
-from ledger.models import Suite
+Each returns what a page shows in a fixed number of queries, however many rows there are.
+"""
 
-from .models import Report, VerdictBatch
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Case, IntegerField, Value, When
+
+from flakeboard import rules
+from ledger.models import Node, QuarantineEntry, Suite
+from ledger.selectors import open_entries_by_node, tier_rule_specs
+
+from .models import Measurement, NodeVerdict, Report, VerdictBatch
+
+NODE_MEASUREMENTS = 90
+NODE_VERDICTS = 50
+LATEST_MEASUREMENTS = 5
 
 
 def recent_uploads(suite: Suite, limit: int = 5) -> dict:
@@ -10,3 +25,107 @@ def recent_uploads(suite: Suite, limit: int = 5) -> dict:
         "recent_reports": list(Report.objects.filter(suite=suite)[:limit]),
         "recent_batches": list(VerdictBatch.objects.filter(suite=suite)[:limit]),
     }
+
+
+def report_measurements(report: Report, status: str | None = None):
+    """A report's measurements, failing first, then warnings, then the rest."""
+    rows = report.measurements.select_related("node", "entry")
+    if status:
+        rows = rows.filter(status=status)
+    severity = Case(
+        When(status=rules.GateStatus.FAIL.value, then=Value(0)),
+        When(status=rules.GateStatus.WARN.value, then=Value(1)),
+        default=Value(2),
+        output_field=IntegerField(),
+    )
+    return rows.annotate(severity=severity).order_by("severity", "position")
+
+
+@dataclass(frozen=True)
+class ReportRow:
+    measurement: Measurement
+    entry: QuarantineEntry | None  # the node's open entry now, else the one at upload
+    tier: rules.TierResolution
+
+    @property
+    def failing(self) -> bool:
+        return self.measurement.status == rules.GateStatus.FAIL
+
+    @property
+    def tier_refused(self) -> bool:
+        return self.tier.tier < rules.Tier.REPEAT_BUDGET
+
+    @property
+    def quarantinable(self) -> bool:
+        """A failing tier-2 row whose node holds no open entry."""
+        open_entry = self.entry is not None and self.entry.cleared_at is None
+        return self.failing and not self.tier_refused and not open_entry
+
+    @property
+    def mismatch(self) -> bool:
+        return rules.Flag.UPPER95_MISMATCH.value in self.measurement.flags
+
+
+def report_rows(suite: Suite, measurements) -> list[ReportRow]:
+    """Rows of the report page: each measurement with its entry and its node's tier."""
+    measurements = list(measurements)
+    open_entries = open_entries_by_node(suite, [m.node_id for m in measurements])
+    specs = tier_rule_specs(suite)
+    return [
+        ReportRow(
+            measurement=m,
+            entry=open_entries.get(m.node_id) or m.entry,
+            tier=rules.resolve_tier(m.node.nodeid, specs, m.node.stated_tier),
+        )
+        for m in measurements
+    ]
+
+
+def batch_verdicts(batch: VerdictBatch, *, verdict: str | None = None, reason: str | None = None):
+    rows = batch.verdicts.select_related("node")
+    if verdict:
+        rows = rows.filter(verdict=verdict)
+    if reason:
+        rows = rows.filter(reason=reason)
+    return rows.order_by("position")
+
+
+@dataclass(frozen=True)
+class NodeHistory:
+    resolution: rules.TierResolution
+    measurements: list[Measurement]  # oldest first
+    verdicts: list[NodeVerdict]  # newest first
+    entries: list[QuarantineEntry]  # newest first
+    chart: dict
+
+
+def latest_measurements(node: Node, limit: int = LATEST_MEASUREMENTS) -> list[Measurement]:
+    return list(node.measurements.order_by("-created_at", "-pk")[:limit])
+
+
+def measurement_chart(measurements: list[Measurement], budget: float) -> dict:
+    """upper95 against the budget line, in the shape static/js/charts.js draws."""
+    return {
+        "type": "line",
+        "labels": [m.created_at.date().isoformat() for m in measurements],
+        "datasets": [
+            {"label": "upper95", "data": [round(m.upper95, 4) for m in measurements]},
+            {"label": "budget", "data": [budget for _ in measurements]},
+        ],
+    }
+
+
+def node_history(suite: Suite, node: Node) -> NodeHistory:
+    measurements = list(node.measurements.order_by("-created_at", "-pk")[:NODE_MEASUREMENTS])
+    measurements.reverse()
+    return NodeHistory(
+        resolution=rules.resolve_tier(node.nodeid, tier_rule_specs(suite), node.stated_tier),
+        measurements=measurements,
+        verdicts=list(node.verdicts.order_by("-created_at", "-pk")[:NODE_VERDICTS]),
+        entries=list(
+            QuarantineEntry.objects.filter(suite=suite, node=node)
+            .select_related("node")
+            .order_by("-created_at", "-pk")
+        ),
+        chart=measurement_chart(measurements, suite.max_upper_rate),
+    )

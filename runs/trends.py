@@ -1,17 +1,33 @@
 """Reason-code counts over a date range, read from the per-day rollups only, so the cost
-depends on the range, never on how much history the suite holds."""
+depends on the range, never on how much history the suite holds; and the charts of the
+trends page built from them, each with the table and CSV that carry the same numbers.
+
+The quarantined share over time is rebuilt from the ledger's entries (their creation,
+clearing and expiry) and the nodes' first and last sightings: its cost grows with the
+number of entries and with the range, not with the upload history.
+"""
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from itertools import accumulate
 
-from django.db.models import Sum
+from django.db.models import Count, Q, Sum
 
-from ledger.models import Suite
+from flakeboard import rules
+from flakeboard.trends_rules import Gate, Reading, read_distribution
+from ledger.models import Node, QuarantineEntry, Suite
 
 from .models import ReasonRollup
 
 BUCKETS = ("day", "week")
+SOURCES = {"verdicts": Gate.ARBITER, "reports": Gate.BUDGET}
+# The code each source counts when all is well: hidden from the charts unless asked for.
+CLEAN_REASON = {"verdicts": rules.Reason.CLEAN, "reports": rules.Reason.WITHIN_BUDGET}
+REASON_ORDER = {reason.value: i for i, reason in enumerate(rules.Reason)}
+OVERVIEW_DAYS = 30
 
 
 def bucket_start(day: date, bucket: str) -> date:
@@ -53,3 +69,307 @@ def reason_counts(
         "series": series,
         "totals": {reason: sum(counts) for reason, counts in series.items()},
     }
+
+
+# --- Quarantined share and expiries, from the ledger ----------------------------------
+
+
+@dataclass(frozen=True)
+class ShareDay:
+    day: date
+    quarantined: int  # entries counting toward the share at the end of the day
+    size: int  # nodes the suite knew that day
+
+    @property
+    def share(self) -> float:
+        return rules.quarantined_share(self.quarantined, self.size)
+
+
+def _midnight(day: date) -> datetime:
+    return datetime.combine(day, time.min, tzinfo=UTC)
+
+
+class _DayCounts:
+    """Counts per day over [start, end], built from half-open day intervals."""
+
+    def __init__(self, start: date, end: date):
+        self.start, self.days = start, (end - start).days + 1
+        self.delta = [0] * (self.days + 1)
+
+    def add(self, first: date, stop: date, by: int = 1) -> None:
+        lo = max(0, (first - self.start).days)
+        hi = min(self.days, (stop - self.start).days)
+        if lo < hi:
+            self.delta[lo] += by
+            self.delta[hi] -= by
+
+    def totals(self) -> list[int]:
+        return list(accumulate(self.delta[:-1]))
+
+
+def share_over_time(suite: Suite, *, start: date, end: date) -> list[ShareDay]:
+    """The quarantined share (SPEC 2.2) at the end of each day of [start, end].
+
+    A node counts as known from its first sighting to 30 days after its last one, or while
+    it holds an open entry; an entry counts from its creation until it is cleared or its
+    expiry passes, unless the node's tier now makes it a violation. On today the figures
+    are exactly those of the ledger's own share.
+    """
+    window = timedelta(days=rules.KNOWN_NODE_WINDOW_DAYS)
+    after_end = end + timedelta(days=1)
+    quarantined, size = _DayCounts(start, end), _DayCounts(start, end)
+
+    nodes = Node.objects.filter(suite=suite)
+    # Known on day d: first_seen <= d and last_seen >= d - window (first_seen <= last_seen).
+    before = nodes.aggregate(
+        seen=Count("pk", filter=Q(first_seen__lte=start)),
+        gone=Count("pk", filter=Q(last_seen__lt=start - window)),
+    )
+    size.add(start, after_end, before["seen"] - before["gone"])
+    arriving = nodes.filter(first_seen__gt=start, first_seen__lte=end)
+    for day, count in arriving.values_list("first_seen").annotate(c=Count("pk")).order_by():
+        size.add(day, after_end, count)
+    leaving = nodes.filter(last_seen__gte=start - window, last_seen__lt=end - window)
+    for day, count in leaving.values_list("last_seen").annotate(c=Count("pk")).order_by():
+        size.add(day + window + timedelta(days=1), after_end, -count)
+
+    entries = (
+        QuarantineEntry.objects.filter(suite=suite, created_at__lt=_midnight(after_end))
+        .filter(Q(cleared_at__isnull=True) | Q(cleared_at__gte=_midnight(start)))
+        .values_list(
+            "created_at", "cleared_at", "expires", "node__tier",
+            "node__first_seen", "node__last_seen",
+        )
+    )
+    for created_at, cleared_at, expires, tier, first_seen, last_seen in entries:
+        opened = created_at.astimezone(UTC).date()
+        closed = cleared_at.astimezone(UTC).date() if cleared_at else after_end
+        if tier == rules.Tier.REPEAT_BUDGET:
+            quarantined.add(opened, min(closed, expires + timedelta(days=1)))
+        # An open entry keeps its node known outside the node's sighting window.
+        size.add(opened, min(closed, first_seen))
+        size.add(max(opened, last_seen + window + timedelta(days=1)), closed)
+
+    days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
+    return [
+        ShareDay(day, q, s)
+        for day, q, s in zip(days, quarantined.totals(), size.totals(), strict=True)
+    ]
+
+
+def peak_per_bucket(days: list[ShareDay], bucket: str) -> list[tuple[date, ShareDay]]:
+    """Each bucket's day with the highest share (the first such day on a tie)."""
+    peaks: dict[date, ShareDay] = {}
+    for day in days:
+        key = bucket_start(day.day, bucket)
+        if key not in peaks or day.share > peaks[key].share:
+            peaks[key] = day
+    return list(peaks.items())
+
+
+def expiring_per_week(suite: Suite, today: date) -> tuple[int, list[tuple[date, int]]]:
+    """Open, non-violating entries already expired, and those expiring in each week ahead
+    (weeks counted from today), as far as the suite's longest expiry or the latest entry."""
+    rows = (
+        QuarantineEntry.objects.filter(suite=suite)
+        .for_gate()
+        .values_list("expires")
+        .annotate(c=Count("pk"))
+        .order_by()
+    )
+    by_day = dict(rows)
+    expired = sum(c for day, c in by_day.items() if day < today)
+    latest = max((day for day in by_day if day >= today), default=today)
+    weeks = max(math.ceil(suite.max_quarantine_days / 7), (latest - today).days // 7 + 1)
+    counts = [0] * weeks
+    for day, c in by_day.items():
+        if day >= today:
+            counts[(day - today).days // 7] += c
+    return expired, [(today + timedelta(weeks=i), c) for i, c in enumerate(counts)]
+
+
+# --- Charts, with the table and CSV of the same numbers --------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    label: str
+    values: list
+    drawn: bool = True  # False: in the table and CSV only
+    limit: bool = False  # a reference line, such as the cap
+
+
+@dataclass(frozen=True)
+class Chart:
+    key: str  # its name in URLs and element ids
+    title: str
+    kind: str  # "bar" or "line"
+    index_label: str  # heading of the table's first column
+    labels: list[str]
+    columns: list[Column]
+    stacked: bool = False
+    horizontal: bool = False
+    unit: str = ""
+    reading: Reading | None = None
+    description: str = ""
+
+    @property
+    def has_data(self) -> bool:
+        return any(v for column in self.columns if column.drawn for v in column.values)
+
+    @property
+    def element_id(self) -> str:
+        return f"chart-{self.key}"
+
+    @property
+    def spec(self) -> dict:
+        """What static/js/charts.js draws."""
+        datasets = []
+        for column in self.columns:
+            if column.drawn:
+                dataset = {"label": column.label, "data": column.values}
+                if column.limit:
+                    dataset["limit"] = True
+                datasets.append(dataset)
+        return {
+            "type": self.kind,
+            "labels": self.labels,
+            "datasets": datasets,
+            "stacked": self.stacked,
+            "horizontal": self.horizontal,
+            "unit": self.unit,
+        }
+
+    @property
+    def header(self) -> list[str]:
+        return [self.index_label, *(column.label for column in self.columns)]
+
+    @property
+    def rows(self) -> list[list]:
+        return [
+            [label, *(column.values[i] for column in self.columns)]
+            for i, label in enumerate(self.labels)
+        ]
+
+
+def _shown(counts: dict, source: str, include_clean: bool) -> dict[str, list[int]]:
+    series = counts["series"]
+    if not include_clean:
+        series = {r: c for r, c in series.items() if r != CLEAN_REASON[source]}
+    return dict(sorted(series.items(), key=lambda item: REASON_ORDER[item[0]]))
+
+
+def reason_chart(counts: dict, *, key: str, title: str, source: str, bucket: str,
+                 include_clean: bool) -> Chart:
+    series = _shown(counts, source, include_clean)
+    totals = [sum(values) for values in zip(*series.values(), strict=True)] or [
+        0 for _ in counts["buckets"]
+    ]
+    return Chart(
+        key=key, title=title, kind="bar", index_label=bucket.capitalize(),
+        labels=counts["buckets"],
+        columns=[Column(r, v) for r, v in series.items()] + [Column("total", totals, False)],
+        stacked=True,
+    )
+
+
+def cumulative_chart(counts: dict, *, key: str, title: str, source: str, bucket: str,
+                     include_clean: bool) -> Chart:
+    series = _shown(counts, source, include_clean)
+    return Chart(
+        key=key, title=title, kind="line", index_label=f"Up to {bucket}",
+        labels=counts["buckets"],
+        columns=[Column(r, list(accumulate(v))) for r, v in series.items()],
+    )
+
+
+def distribution_chart(counts: dict, *, key: str, title: str, source: str,
+                       include_clean: bool) -> Chart:
+    totals = {r: sum(v) for r, v in _shown(counts, source, include_clean).items()}
+    ranked = sorted(totals.items(), key=lambda item: (-item[1], REASON_ORDER[item[0]]))
+    whole = sum(totals.values())
+    shares = [round(100 * c / whole, 1) if whole else 0.0 for _, c in ranked]
+    return Chart(
+        key=key, title=title, kind="bar", index_label="Reason",
+        labels=[r for r, _ in ranked],
+        columns=[Column("% of shown", shares), Column("count", [c for _, c in ranked], False)],
+        horizontal=True, unit="%",
+        reading=read_distribution(counts["totals"], SOURCES[source]),
+    )
+
+
+def share_chart(suite: Suite, *, start: date, end: date, bucket: str) -> Chart:
+    points = peak_per_bucket(share_over_time(suite, start=start, end=end), bucket)
+    cap = round(100 * suite.max_quarantined_share, 2)
+    peak = bucket == "week"
+    return Chart(
+        key="share", title="Quarantined share against the cap", kind="line",
+        index_label="Week" if peak else "Day",
+        labels=[d.isoformat() for d, _ in points],
+        columns=[
+            Column("peak share %" if peak else "share %",
+                   [round(100 * p.share, 2) for _, p in points]),
+            Column("cap %", [cap] * len(points), limit=True),
+            Column("quarantined", [p.quarantined for _, p in points], False),
+            Column("known nodes", [p.size for _, p in points], False),
+        ],
+        unit="%",
+        description=(
+            "Entries counting toward the share (open, unexpired, not tier violations) "
+            "over the nodes the suite knew, at the end of each day."
+        ),
+    )
+
+
+def expiring_chart(suite: Suite, today: date) -> Chart:
+    expired, weeks = expiring_per_week(suite, today)
+    return Chart(
+        key="expiring", title="Open entries by expiry, week by week ahead", kind="bar",
+        index_label="Week starting", labels=["expired", *(d.isoformat() for d, _ in weeks)],
+        columns=[Column("entries", [expired, *(c for _, c in weeks)])],
+        description="Expired entries fail their gate until renewed or cleared.",
+    )
+
+
+@dataclass(frozen=True)
+class TrendCharts:
+    verdicts: list[Chart] = field(default_factory=list)  # per-node verdict reasons
+    budget: list[Chart] = field(default_factory=list)  # budget-gate outcomes
+    ledger: list[Chart] = field(default_factory=list)  # share and expiries
+
+    def by_key(self) -> dict[str, Chart]:
+        return {c.key: c for c in (*self.verdicts, *self.budget, *self.ledger)}
+
+
+# source → (chart key, chart name)
+_GROUPS = {
+    "verdicts": ("verdicts", "Verdict reasons"),
+    "reports": ("budget", "Budget-gate reasons"),
+}
+
+
+def trend_charts(suite: Suite, *, start: date, end: date, bucket: str, include_clean: bool,
+                 today: date) -> TrendCharts:
+    """Every chart of the trends page, each read once from the rollups or the ledger."""
+    groups = {}
+    for source, (key, name) in _GROUPS.items():
+        counts = reason_counts(suite, start=start, end=end, bucket=bucket, source=source)
+        shown = {"source": source, "include_clean": include_clean}
+        groups[key] = [
+            reason_chart(counts, key=key, title=f"{name} per {bucket}", bucket=bucket, **shown),
+            cumulative_chart(counts, key=f"{key}-cumulative", title=f"{name}, accumulated",
+                             bucket=bucket, **shown),
+            distribution_chart(counts, key=f"{key}-distribution",
+                               title=f"{name}, distribution over the range", **shown),
+        ]
+    ledger = [share_chart(suite, start=start, end=end, bucket=bucket),
+              expiring_chart(suite, today)]
+    return TrendCharts(groups["verdicts"], groups["budget"], ledger)
+
+
+def overview_chart(suite: Suite, today: date, days: int = OVERVIEW_DAYS) -> Chart:
+    """The overview's reason-code chart: non-clean verdict reasons per day."""
+    start = today - timedelta(days=days - 1)
+    counts = reason_counts(suite, start=start, end=today, bucket="day", source="verdicts")
+    return reason_chart(counts, key="verdicts", title=f"Verdict reasons, last {days} days",
+                        source="verdicts", bucket="day", include_clean=False)

@@ -27,6 +27,12 @@ def _no_outgoing_http(monkeypatch):
     monkeypatch.setattr(socket.socket, "connect", guarded)
 
 
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """The people fixtures hash a password each; the real hasher's cost buys tests nothing."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def today():
     return timezone.now().date()
@@ -72,6 +78,13 @@ def outsider(suite, other_suite):
 @pytest.fixture
 def staff(db):
     return _user("stella", is_staff=True, is_superuser=True)
+
+
+@pytest.fixture(scope="session")
+def live_server(django_db_setup, live_server):
+    """pytest-django's live server, started only once the test database exists, so that
+    its threads share the in-memory SQLite connection instead of each leaking their own."""
+    return live_server
 
 
 @pytest.fixture

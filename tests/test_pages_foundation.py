@@ -1,5 +1,7 @@
 """The overview, the health check and sign-in, on the demo suite and an empty one."""
 
+import re
+
 import pytest
 from django.core.management import call_command
 from django.urls import reverse
@@ -40,7 +42,41 @@ def test_demo_is_idempotent_and_has_every_state(client):
     states = {entry.state(today) for entry in QuarantineEntry.objects.select_related("node")}
     assert states >= {"active", "expiring", "expired", "cleared", "tier_violation"}
     assert suite.reports.count() == 90 and suite.batches.count() == 180
-    client.login(username="lead", password="flakeboard-demo")
+    signed_in = client.post(reverse("login"), {"username": "lead", "password": "flakeboard-demo"})
+    assert signed_in.status_code == 302
     response = client.get(reverse("overview", args=["demo"]))
     assert response.status_code == 200
     assert b"expired (gate failing)" in response.content
+
+
+@pytest.mark.parametrize("uploads", [1, 12])
+def test_the_overview_makes_a_bounded_number_of_queries(
+    client_for, viewer, suite, uploads, django_assert_max_num_queries
+):
+    from runs.ingest import report_ingest, signals_ingest
+    from tests.helpers import body, measurement, record
+
+    for i in range(uploads):
+        report_ingest(suite=suite, body=body([measurement(f"t.py::t{i}")]), actor="ci")
+        signals_ingest(suite=suite, body=body([record(f"t.py::t{i}")]), actor="ci")
+    client = client_for(viewer)
+    with django_assert_max_num_queries(12):
+        response = client.get(reverse("overview", args=[suite.slug]))
+    report_links = re.findall(rb'href="/suites/acme/reports/\d+/"', response.content)
+    assert len(report_links) == min(uploads, 5)
+
+
+def test_sign_in_and_sign_out(client, viewer, suite):
+    from tests.conftest import PASSWORD
+
+    page = client.get(reverse("login"))
+    assert b'<label for="id_username">' in page.content
+    assert b'<label for="id_password">' in page.content
+    signed_in = client.post(reverse("login"), {"username": "vic", "password": PASSWORD})
+    assert signed_in.status_code == 302
+    home = client.get(reverse("home"), follow=True)
+    assert home.redirect_chain[-1][0] == reverse("overview", args=[suite.slug])
+    assert b"Sign out" in home.content and b"@vic" in home.content
+    signed_out = client.post(reverse("logout"))
+    assert signed_out.status_code == 302
+    assert client.get(reverse("overview", args=[suite.slug])).status_code == 302

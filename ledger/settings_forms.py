@@ -1,0 +1,99 @@
+"""Forms of the settings page. They parse input only: the services check the rules, and
+the policy fields take their bounds from the Suite model's own validators."""
+
+from __future__ import annotations
+
+from django import forms
+from django.core.validators import MaxValueValidator, MinValueValidator
+
+from flakeboard import rules
+
+from .models import ApiToken, Role, Suite, TierRule
+from .settings_services import POLICY_FIELDS
+
+
+def _limit(name: str, kind) -> float | int | None:
+    for validator in Suite._meta.get_field(name).validators:
+        if isinstance(validator, kind):
+            return validator.limit_value
+    return None
+
+
+def _policy_field(name: str, field_class, **extra):
+    model_field = Suite._meta.get_field(name)
+    return field_class(
+        label=name,
+        help_text=model_field.help_text,
+        min_value=_limit(name, MinValueValidator),
+        max_value=_limit(name, MaxValueValidator),
+        **extra,
+    )
+
+
+class PolicyForm(forms.Form):
+    max_upper_rate = _policy_field(
+        "max_upper_rate", forms.FloatField, widget=forms.NumberInput(attrs={"step": "any"})
+    )
+    min_runs = _policy_field("min_runs", forms.IntegerField)
+    max_quarantined_share = _policy_field(
+        "max_quarantined_share",
+        forms.FloatField,
+        widget=forms.NumberInput(attrs={"step": "any"}),
+    )
+    max_quarantine_days = _policy_field("max_quarantine_days", forms.IntegerField)
+    note = forms.CharField(
+        required=False, max_length=500, help_text="Why the numbers change (kept in the audit)."
+    )
+
+    @classmethod
+    def for_suite(cls, suite: Suite) -> PolicyForm:
+        return cls(initial={name: getattr(suite, name) for name in POLICY_FIELDS})
+
+
+class FixturePinForm(forms.Form):
+    fixture_manifest = forms.CharField(
+        label="Manifest digest",
+        required=False,
+        max_length=200,
+        help_text="Leave empty to remove the pin.",
+        widget=forms.TextInput(attrs={"placeholder": "sha256:…", "spellcheck": "false"}),
+    )
+    fixture_seed = forms.IntegerField(label="Seed", required=False)
+
+    @classmethod
+    def for_suite(cls, suite: Suite) -> FixturePinForm:
+        return cls(initial={"fixture_manifest": suite.fixture_manifest,
+                            "fixture_seed": suite.fixture_seed})
+
+
+class TierRuleForm(forms.Form):
+    glob = forms.CharField(
+        max_length=rules.NODEID_MAX_LENGTH,
+        help_text="An fnmatch pattern on the node id, such as tests/test_properties.py::*",
+        widget=forms.TextInput(attrs={"spellcheck": "false", "autocomplete": "off"}),
+    )
+    tier = forms.TypedChoiceField(
+        choices=TierRule._meta.get_field("tier").choices, coerce=int, initial=0
+    )
+    # The ids of the entries the lead was warned about, sent back to confirm.
+    confirm = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    def confirmed_ids(self) -> set[int]:
+        raw = self.cleaned_data.get("confirm") or ""
+        return {int(part) for part in raw.split(",") if part.strip().isdigit()}
+
+
+class MemberForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.VIEWER)
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(
+        required=False, max_length=100, help_text="What uses it, such as “ci main”."
+    )
+    scope = forms.ChoiceField(
+        choices=ApiToken.Scope.choices,
+        initial=ApiToken.Scope.READ,
+        help_text="read: fetch the ledger and trends; write: also upload reports and verdicts.",
+    )

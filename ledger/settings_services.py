@@ -1,0 +1,137 @@
+"""A suite's settings: policy numbers, the fixture pin and its members.
+
+Each change is checked against the bounds the model declares, stored, and written to the
+audit trail in one transaction. A policy change also bumps the ledger revision, since it
+changes what the gate decides and what the full ledger view reports.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from flakeboard import rules
+
+from .models import AuditEvent, Membership, Role, Suite
+from .quarantine import bump_ledger_revision, record_event
+from .suites import member_remove, member_set
+
+POLICY_FIELDS = ("max_upper_rate", "min_runs", "max_quarantined_share", "max_quarantine_days")
+PIN_FIELDS = ("fixture_manifest", "fixture_seed")
+
+
+def _snapshot(suite: Suite, names) -> dict:
+    return {name: getattr(suite, name) for name in names}
+
+
+def _check_bounds(suite: Suite, values: dict) -> None:
+    """Validate ``values`` against the Suite fields' own validators, all errors at once."""
+    errors = {}
+    for name, value in values.items():
+        model_field = Suite._meta.get_field(name)
+        try:
+            model_field.clean(value, suite)
+        except ValidationError as exc:
+            errors[name] = exc.messages
+    if errors:
+        raise ValidationError(errors)
+
+
+def _update(*, suite: Suite, values: dict, actor: str, note: str, bump: bool) -> Suite:
+    with transaction.atomic():
+        locked = Suite.objects.select_for_update().get(pk=suite.pk)
+        before = _snapshot(locked, values)
+        if before == values:
+            return locked
+        for name, value in values.items():
+            setattr(locked, name, value)
+        locked.save(update_fields=list(values))
+        changed = [name for name in values if before[name] != values[name]]
+        record_event(
+            suite=locked,
+            action=AuditEvent.Action.SETTINGS,
+            actor=actor,
+            before={name: before[name] for name in changed},
+            after={name: values[name] for name in changed},
+            note=note,
+        )
+        if bump:
+            bump_ledger_revision(locked)
+            locked.refresh_from_db(fields=["ledger_revision"])
+    return locked
+
+
+def policy_update(
+    *,
+    suite: Suite,
+    actor: str,
+    max_upper_rate: float,
+    min_runs: int,
+    max_quarantined_share: float,
+    max_quarantine_days: int,
+    note: str = "",
+) -> Suite:
+    """Set the suite's policy numbers; refused with every out-of-bounds field named."""
+    values = {
+        "max_upper_rate": max_upper_rate,
+        "min_runs": min_runs,
+        "max_quarantined_share": max_quarantined_share,
+        "max_quarantine_days": max_quarantine_days,
+    }
+    _check_bounds(suite, values)
+    return _update(suite=suite, values=values, actor=actor, note=note or "policy", bump=True)
+
+
+def fixture_pin_set(*, suite: Suite, actor: str, manifest: str, seed: int | None) -> Suite:
+    """Pin the fixture manifest digest and seed; an empty manifest removes the pin."""
+    manifest = (manifest or "").strip()
+    if rules.has_control_chars(manifest):
+        raise ValidationError({"fixture_manifest": "The digest may not hold control characters."})
+    values = {"fixture_manifest": manifest, "fixture_seed": seed if manifest else None}
+    _check_bounds(suite, values)
+    note = "fixture pin set" if manifest else "fixture pin removed"
+    return _update(suite=suite, values=values, actor=actor, note=note, bump=False)
+
+
+def _other_leads(suite: Suite, membership: Membership) -> bool:
+    leads = Membership.objects.filter(suite=suite, role=Role.LEAD).exclude(pk=membership.pk)
+    return leads.exists()
+
+
+def _last_lead_error(suite: Suite) -> ValidationError:
+    return ValidationError(
+        f"{suite.slug} needs at least one lead: make someone else a lead first.",
+        code="last_lead",
+    )
+
+
+def member_change(*, suite: Suite, username: str, role: str, actor: str) -> Membership:
+    """Add a user to the suite with a role, or change their role."""
+    try:
+        role = Role(role)
+    except ValueError:
+        raise ValidationError({"role": "The role is viewer, owner or lead."}) from None
+    user = get_user_model().objects.filter(username=(username or "").strip()).first()
+    if user is None:
+        raise ValidationError({"username": f"There is no user “{username}”."})
+    with transaction.atomic():
+        Suite.objects.select_for_update().get(pk=suite.pk)
+        current = Membership.objects.filter(suite=suite, user=user).first()
+        if (
+            current is not None
+            and current.role == Role.LEAD
+            and role != Role.LEAD
+            and not _other_leads(suite, current)
+        ):
+            raise _last_lead_error(suite)
+        return member_set(suite=suite, user=user, role=role, actor=actor)
+
+
+def member_drop(*, membership: Membership, actor: str) -> None:
+    """Remove a member; the suite's last lead stays."""
+    with transaction.atomic():
+        Suite.objects.select_for_update().get(pk=membership.suite_id)
+        if membership.role == Role.LEAD and not _other_leads(membership.suite, membership):
+            raise _last_lead_error(membership.suite)
+        member_remove(membership=membership, actor=actor)

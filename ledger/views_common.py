@@ -1,0 +1,89 @@
+"""What the suite pages share: htmx-aware rendering, and an entry as a row of the ledger."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+from django.shortcuts import render
+from django.utils.cache import patch_vary_headers
+
+from flakeboard import rules
+
+from .forms import STATE_LABELS
+from .models import QuarantineEntry
+
+PER_PAGE = 25
+
+
+def wants_partial(request) -> bool:
+    """An htmx request that swaps part of a page (a history restore needs the whole page)."""
+    return bool(request.htmx) and not request.htmx.history_restore_request
+
+
+def render_page(request, template: str, context: dict, *, partial: str | None = None):
+    """The whole page, or for an htmx request the named partial of the same template."""
+    name = f"{template}#{partial}" if partial and wants_partial(request) else template
+    response = render(request, name, context)
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+def percent(fraction: float) -> str:
+    """0.083 → "8.3%", 0.05 → "5%"."""
+    return f"{fraction * 100:.1f}".removesuffix(".0") + "%"
+
+
+def share_context(share: float, cap: float) -> dict:
+    """The quarantined share as the pages print it, and a meter whose full scale is the cap."""
+    scale = cap if cap > 0 else 1.0
+    return {
+        "share_pct": percent(share),
+        "cap_pct": percent(cap),
+        "meter": {
+            "value": f"{min(share, scale):.6f}",
+            "max": f"{scale:.6f}",
+            "low": f"{scale * 0.7:.6f}",
+            "high": f"{scale * 0.9:.6f}",
+        },
+    }
+
+
+def expiry_phrase(expires: date, today: date) -> str:
+    days = (expires - today).days
+    if days == 0:
+        return "today"
+    if days == 1:
+        return "tomorrow"
+    if days > 1:
+        return f"in {days} days"
+    return "yesterday" if days == -1 else f"{-days} days ago"
+
+
+@dataclass(frozen=True)
+class EntryRow:
+    """An entry with the facts every page shows beside it, computed for one ``today``."""
+
+    entry: QuarantineEntry
+    state: rules.EntryState
+    today: date
+
+    @property
+    def state_label(self) -> str:
+        return STATE_LABELS[self.state]
+
+    @property
+    def is_open(self) -> bool:
+        return self.state is not rules.EntryState.CLEARED
+
+    @property
+    def expires_in(self) -> str:
+        return expiry_phrase(self.entry.expires, self.today)
+
+    @property
+    def age_days(self) -> int:
+        return self.entry.age_days(self.today)
+
+
+def entry_row(entry: QuarantineEntry, today: date) -> EntryRow:
+    return EntryRow(entry, entry.state(today), today)

@@ -1,0 +1,203 @@
+"""One entry: its page, and creating, renewing and clearing it.
+
+Renew and clear work in place with htmx from two places, told apart by ``place``: a row
+of the ledger (``row``: the row re-renders) and the entry page (``entry``: its body
+re-renders). Without htmx they are ordinary pages that redirect to the entry when done.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods
+
+from flakeboard import rules
+
+from .access import actor_label, can, suite_for, user_handle
+from .forms import ClearForm, QuarantineForm, RenewForm
+from .models import QuarantineEntry, Role
+from .quarantine import quarantine_clear, quarantine_create, quarantine_renew
+from .selectors import share_figures, tier_resolution
+from .views_common import entry_row, render_page, share_context, wants_partial
+
+PREFILL = ("node", "n", "fails", "upper95", "seed_base", "evidence")
+LEDGER, ENTRY = "ledger/ledger.html", "ledger/entry.html"
+
+
+def _place(request) -> str | None:
+    """Where an htmx action was started: a ledger ``row`` or the ``entry`` page."""
+    place = request.POST.get("place") or request.GET.get("place")
+    return place if place in ("row", "entry") and wants_partial(request) else None
+
+
+def _entry(suite, pk) -> QuarantineEntry:
+    return get_object_or_404(QuarantineEntry.objects.select_related("node"), suite=suite, pk=pk)
+
+
+def _renew_form(suite, entry, today, data=None) -> RenewForm:
+    _, latest = rules.expiry_bounds(today, suite.max_quarantine_days)
+    return RenewForm(
+        data,
+        initial={"expires": latest, "owner": entry.owner},
+        today=today,
+        max_days=suite.max_quarantine_days,
+        auto_id=f"id_renew{entry.pk}_%s",
+    )
+
+
+def _clear_form(entry, data=None) -> ClearForm:
+    return ClearForm(data, auto_id=f"id_clear{entry.pk}_%s")
+
+
+def _row_context(request, suite, entry, today, **extra) -> dict:
+    row = entry_row(entry, today)
+    can_edit = can(request.role, Role.OWNER) and row.is_open
+    return {
+        "suite": suite,
+        "nav": "ledger",
+        "today": today,
+        "entry": entry,
+        "row": row,
+        "can_edit": can_edit,
+        "can_renew": can_edit and row.state is not rules.EntryState.TIER_VIOLATION,
+        **extra,
+    }
+
+
+def _page_context(request, suite, entry, today, **extra) -> dict:
+    context = _row_context(request, suite, entry, today)
+    context["events"] = list(entry.events.order_by("at", "pk"))
+    if context["row"].state is rules.EntryState.TIER_VIOLATION:
+        context["resolution"] = tier_resolution(suite, entry.node.nodeid, entry.node)
+    context["renew_form"] = _renew_form(suite, entry, today)
+    context["clear_form"] = _clear_form(entry)
+    context.update(extra)
+    return context
+
+
+@login_required
+@require_GET
+def entry_page(request, suite, pk):
+    suite = suite_for(request, suite)
+    entry = _entry(suite, pk)
+    today = timezone.now().date()
+    if _place(request) == "row":
+        context = _row_context(request, suite, entry, today)
+        return render_page(request, LEDGER, context, partial="row")
+    return render(request, ENTRY, _page_context(request, suite, entry, today))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def entry_new(request, suite):
+    suite = suite_for(request, suite, Role.OWNER)
+    today = timezone.now().date()
+    bounds = {"today": today, "max_days": suite.max_quarantine_days}
+    if request.method == "POST":
+        form = QuarantineForm(request.POST, **bounds)
+        if form.is_valid():
+            try:
+                entry = quarantine_create(
+                    suite=suite, actor=actor_label(request.user), today=today,
+                    **form.service_arguments(),
+                )
+            except ValidationError as exc:
+                form.add_refusal(exc)
+            else:
+                messages.success(request, f"Quarantined until {entry.expires.isoformat()}.")
+                return redirect("entry", suite.slug, entry.pk)
+    else:
+        _, latest = rules.expiry_bounds(today, suite.max_quarantine_days)
+        initial = {"owner": user_handle(request.user), "expires": latest}
+        initial.update((key, request.GET[key]) for key in PREFILL if request.GET.get(key))
+        form = QuarantineForm(initial=initial, **bounds)
+    share = share_figures(suite, today)
+    return render(
+        request,
+        "ledger/entry_new.html",
+        {
+            "suite": suite,
+            "nav": "ledger",
+            "form": form,
+            "share": share,
+            **share_context(share.share, share.cap),
+            "prefilled": request.method == "GET" and "node" in request.GET,
+        },
+    )
+
+
+def _finished(request, suite, entry, today, place, notice):
+    """The entry after a renewal or a clearance, where the request came from."""
+    if place == "row":
+        context = _row_context(request, suite, entry, today, notice=notice)
+        return render_page(request, LEDGER, context, partial="row")
+    if place == "entry":
+        context = _page_context(request, suite, entry, today, notice=notice)
+        return render_page(request, ENTRY, context, partial="body")
+    messages.success(request, notice)
+    return redirect("entry", suite.slug, entry.pk)
+
+
+def _unfinished(request, suite, entry, today, place, action, form):
+    """The action's form (again, with what the service refused), where it was asked for."""
+    if place == "row":
+        context = _row_context(request, suite, entry, today, form=form)
+        return render_page(request, LEDGER, context, partial=f"row-{action}")
+    if place == "entry":
+        context = _page_context(
+            request, suite, entry, today, open_form=action, **{f"{action}_form": form}
+        )
+        return render_page(request, ENTRY, context, partial="body")
+    context = _row_context(request, suite, entry, today, action=action, form=form)
+    return render(request, "ledger/entry_action.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def entry_renew(request, suite, pk):
+    suite = suite_for(request, suite, Role.OWNER)
+    entry = _entry(suite, pk)
+    today = timezone.now().date()
+    place = _place(request)
+    if request.method == "GET":
+        form = _renew_form(suite, entry, today)
+        return _unfinished(request, suite, entry, today, place, "renew", form)
+    form = _renew_form(suite, entry, today, request.POST)
+    if form.is_valid():
+        try:
+            entry = quarantine_renew(
+                entry=entry, actor=actor_label(request.user), today=today,
+                **form.service_arguments(),
+            )
+        except ValidationError as exc:
+            form.add_refusal(exc)
+        else:
+            notice = f"Renewed until {entry.expires.isoformat()}."
+            return _finished(request, suite, entry, today, place, notice)
+    return _unfinished(request, suite, entry, today, place, "renew", form)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def entry_clear(request, suite, pk):
+    suite = suite_for(request, suite, Role.OWNER)
+    entry = _entry(suite, pk)
+    today = timezone.now().date()
+    place = _place(request)
+    if request.method == "GET":
+        return _unfinished(request, suite, entry, today, place, "clear", _clear_form(entry))
+    form = _clear_form(entry, request.POST)
+    if form.is_valid():
+        try:
+            entry = quarantine_clear(
+                entry=entry, note=form.cleaned_data["note"], actor=actor_label(request.user)
+            )
+        except ValidationError as exc:
+            form.add_refusal(exc)
+        else:
+            notice = "Cleared: the entry has left the ledger and stays in its history."
+            return _finished(request, suite, entry, today, place, notice)
+    return _unfinished(request, suite, entry, today, place, "clear", form)

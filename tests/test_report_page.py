@@ -1,0 +1,150 @@
+"""The reports list and a report's page: one row per node, failing rows first, with the
+"Quarantine" action on failing rows and the reason a tier-0/1 row cannot be quarantined."""
+
+import html as htmllib
+import re
+from datetime import timedelta
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.urls import reverse
+
+from ledger.quarantine import quarantine_create
+from ledger.tiers import tier_rule_add
+from runs.ingest import report_ingest
+from tests.helpers import body, measurement
+
+FLAKY = "tests/test_pay.py::test_refund_retry"
+PROPERTY = "tests/test_properties.py::test_roundtrip"
+QUARANTINED = "tests/test_pay.py::test_capture_timeout"
+HTMX = {"HX-Request": "true"}
+
+
+def clean_rows(k):
+    return [measurement(f"tests/test_many.py::test_{i:03}") for i in range(k)]
+
+
+@pytest.fixture
+def report(suite, today):
+    tier_rule_add(suite=suite, glob="tests/test_properties.py::*", tier=0, actor="@lea")
+    report_ingest(suite=suite, body=body(clean_rows(40)), actor="ci")
+    quarantine_create(suite=suite, nodeid=QUARANTINED, owner="@sam", evidence="ci/run-1",
+                      expires=today + timedelta(days=9), actor="@sam", today=today)
+    rows = [
+        *clean_rows(40),
+        measurement(FLAKY, fails=5, upper95=0.0537, seed_base=9137),
+        measurement(PROPERTY, fails=3),
+        measurement(QUARANTINED, fails=4),
+    ]
+    return report_ingest(suite=suite, body=body({"measurements": rows, "commit": "abc123",
+                                                 "branch": "main", "evidence": "ci/run-2"}),
+                         actor="ci").upload
+
+
+def row_html(html, nodeid) -> str:
+    for row in re.findall(r"<tr id=\"m\d+\".*?</tr>", html, re.S):
+        if f"<code>{nodeid}</code>" in row:
+            return row
+    raise AssertionError(f"no row for {nodeid}")
+
+
+def page(client, suite, report, **params):
+    return client.get(reverse("report", args=[suite.slug, report.pk]), params)
+
+
+def test_reports_list(client_for, viewer, suite, report):
+    html = client_for(viewer).get(reverse("reports", args=[suite.slug])).content.decode()
+    assert f'href="{reverse("report", args=[suite.slug, report.pk])}"' in html
+    assert '<span class="badge s-fail">FAIL</span>' in html
+    assert "abc123" in html and "main" in html
+    assert "2 reports" in html
+
+
+def test_reports_list_filters_by_status(client_for, viewer, suite, report):
+    client = client_for(viewer)
+    failing = client.get(reverse("reports", args=[suite.slug]), {"status": "FAIL"}).content
+    assert b"1 report with status FAIL" in failing
+    partial = client.get(reverse("reports", args=[suite.slug]), {"status": "OK"}, headers=HTMX)
+    assert b"<html" not in partial.content and b"1 report with status OK" in partial.content
+
+
+def test_one_row_per_node_failing_first(client_for, viewer, suite, report):
+    html = page(client_for(viewer), suite, report).content.decode()
+    rows = re.findall(r'<tr id="m\d+" class="status-(\w+)"', html)
+    assert len(rows) == 43
+    assert rows[:2] == ["fail", "fail"] and rows[2] == "warn" and set(rows[3:]) == {"ok"}
+    assert "43 measurements" in html
+
+
+def test_a_row_shows_status_reason_counts_and_both_bounds(client_for, viewer, suite, report):
+    row = row_html(page(client_for(viewer), suite, report).content.decode(), FLAKY)
+    assert '<span class="badge s-fail">FAIL</span>' in row
+    assert '<code class="reason">over_budget</code>' in row
+    assert '<td class="num">200</td>' in row and '<td class="num">5</td>' in row
+    assert "0.0572" in row and "0.0537" in row and "mismatch" in row
+
+
+def test_a_quarantined_row_shows_its_entry(client_for, viewer, suite, report):
+    row = row_html(page(client_for(viewer), suite, report).content.decode(), QUARANTINED)
+    assert '<span class="badge st-active">Active</span>' in row and "@sam" in row
+    assert "Quarantine</a>" not in row
+
+
+def test_failing_rows_link_to_the_prefilled_form(client_for, owner, suite, report):
+    client = client_for(owner)
+    row = row_html(page(client, suite, report).content.decode(), FLAKY)
+    link = re.search(r'<a class="button small" href="([^"]+)">Quarantine</a>', row)
+    assert link is not None
+    href = htmllib.unescape(link.group(1))
+    parts = urlsplit(href)
+    assert parts.path == reverse("entry_new", args=[suite.slug])
+    query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+    position = re.search(r'<tr id="m(\d+)"', row).group(1)
+    report_url = "http://testserver" + reverse("report", args=[suite.slug, report.pk])
+    assert query == {"node": FLAKY, "n": "200", "fails": "5", "upper95": "0.0537",
+                     "seed_base": "9137", "evidence": f"{report_url}#m{position}"}
+    form = client.get(href).content.decode()
+    assert f'value="{FLAKY}"' in form and 'name="seed_base" value="9137"' in form
+    assert f'name="evidence" value="{report_url}#m{position}"' in form
+
+
+def test_a_tier_zero_row_says_why_it_cannot_be_quarantined(client_for, owner, suite, report):
+    row = row_html(page(client_for(owner), suite, report).content.decode(), PROPERTY)
+    assert "Tier 0 by the rule <code>tests/test_properties.py::*</code>" in row
+    assert "cannot be quarantined" in row and "Quarantine</a>" not in row
+
+
+def test_viewers_get_no_quarantine_action(client_for, viewer, suite, report):
+    html = page(client_for(viewer), suite, report).content.decode()
+    assert reverse("entry_new", args=[suite.slug]) not in html
+
+
+def test_filter_by_status_over_htmx(client_for, viewer, suite, report):
+    response = page(client_for(viewer), suite, report, status="WARN")
+    assert re.findall(r'<tr id="m\d+" class="status-(\w+)"', response.content.decode()) == [
+        "warn"]
+    partial = client_for(viewer).get(reverse("report", args=[suite.slug, report.pk]),
+                                     {"status": "FAIL"}, headers=HTMX)
+    assert b"<html" not in partial.content
+    assert len(re.findall(rb'<tr id="m\d+"', partial.content)) == 2
+
+
+def test_an_empty_report_says_it_is_never_a_pass(client_for, viewer, suite):
+    empty = report_ingest(suite=suite, body=body([]), actor="ci").upload
+    html = page(client_for(viewer), suite, empty).content.decode()
+    assert "an empty sample is never a pass" in html and "no_evidence" in html
+
+
+@pytest.mark.parametrize("size", [5, 150])
+def test_the_report_pages_make_a_bounded_number_of_queries(
+    client_for, owner, suite, today, size, django_assert_max_num_queries
+):
+    tier_rule_add(suite=suite, glob="tests/test_many.py::test_00*", tier=1, actor="@lea")
+    rows = [measurement(f"tests/test_many.py::test_{i:03}", fails=i % 3) for i in range(size)]
+    report = report_ingest(suite=suite, body=body(rows), actor="ci").upload
+    client = client_for(owner)
+    with django_assert_max_num_queries(12):
+        response = page(client, suite, report)
+    assert len(re.findall(r'<tr id="m\d+"', response.content.decode())) == min(size, 100)
+    with django_assert_max_num_queries(12):
+        client.get(reverse("reports", args=[suite.slug]))

@@ -1,0 +1,395 @@
+"""The settings page (SPEC 6, 6a): leads only; policy numbers with bounds and the runs-needed
+helper; tier rules with a live preview and a warning before one creates violations; the
+fixture pin; members; API tokens shown once. Every change writes an audit event."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from flakeboard import rules
+from ledger.models import ApiToken, AuditEvent, Membership, QuarantineEntry, Role, Suite, TierRule
+from ledger.quarantine import quarantine_create
+from ledger.selectors import ledger_for_gate
+from ledger.settings_services import fixture_pin_set, member_change, member_drop, policy_update
+from ledger.tokens import token_authenticate
+from runs.ingest import report_ingest
+from tests.helpers import body, measurement
+
+FLAKY = "tests/test_contract.py::test_schema_roundtrip"
+OTHER = "tests/test_contract.py::test_headers"
+POLICY = {"max_upper_rate": "0.02", "min_runs": "200", "max_quarantined_share": "0.05",
+          "max_quarantine_days": "30"}
+
+
+def url(name, suite, *args):
+    return reverse(name, args=[suite.slug, *args])
+
+
+@pytest.fixture
+def quarantined(suite, today):
+    """A suite with forty known nodes and one tier-2 node in quarantine."""
+    rows = [measurement(f"tests/test_many.py::test_{i}") for i in range(38)]
+    rows += [measurement(FLAKY, fails=6), measurement(OTHER)]
+    report_ingest(suite=suite, body=body(rows), actor="ci")
+    return quarantine_create(suite=suite, nodeid=FLAKY, owner="@finley", evidence="ci/run-1",
+                             expires=today + timedelta(days=10), actor="@finley", today=today)
+
+
+def settings_events(suite):
+    return AuditEvent.objects.filter(suite=suite).exclude(
+        action__in=[AuditEvent.Action.CREATE, AuditEvent.Action.IMPORT]
+    )
+
+
+# --- access -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("who", "status"),
+    [("lead", 200), ("staff", 200), ("owner", 403), ("viewer", 403), ("outsider", 404)],
+)
+def test_only_leads_see_settings(client_for, suite, request, who, status):
+    response = client_for(request.getfixturevalue(who)).get(url("settings", suite))
+    assert response.status_code == status
+
+
+def test_signed_out_is_sent_to_sign_in(client_for, suite):
+    response = client_for(None).get(url("settings", suite))
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("settings_policy", POLICY),
+        ("settings_fixture_pin", {"fixture_manifest": "sha256:abc", "fixture_seed": "1"}),
+        ("settings_tier_rule_add", {"glob": "tests/*", "tier": "0"}),
+        ("settings_member_set", {"username": "vic", "role": "lead"}),
+        ("settings_token_create", {"name": "ci", "scope": "write"}),
+    ],
+)
+@pytest.mark.parametrize("who", ["owner", "viewer"])
+def test_members_below_lead_change_nothing(client_for, suite, viewer, request, who, name, data):
+    before = (Suite.objects.get(pk=suite.pk).ledger_revision, AuditEvent.objects.count())
+    response = client_for(request.getfixturevalue(who)).post(url(name, suite), data)
+    assert response.status_code == 403
+    assert (Suite.objects.get(pk=suite.pk).ledger_revision, AuditEvent.objects.count()) == before
+    assert not ApiToken.objects.exists() and not TierRule.objects.exists()
+
+
+@pytest.mark.parametrize("name", ["settings_tier_rule_preview", "settings_runs_needed"])
+def test_the_live_helpers_are_for_leads_too(client_for, suite, owner, lead, name):
+    query = {"glob": "tests/*", "tier": "0", "max_upper_rate": "0.02", "min_runs": "200"}
+    assert client_for(owner).get(url(name, suite), query).status_code == 403
+    assert client_for(lead).get(url(name, suite), query).status_code == 200
+
+
+def test_outsiders_cannot_post_either(client_for, suite, outsider):
+    response = client_for(outsider).post(url("settings_policy", suite), POLICY)
+    assert response.status_code == 404
+
+
+# --- policy ------------------------------------------------------------------------
+
+
+def test_runs_needed_is_shown_for_the_budget(client_for, suite, lead):
+    html = client_for(lead).get(url("settings", suite)).content.decode()
+    assert rules.runs_needed(0.02) == 189
+    assert '<span class="figure">189</span> consecutive clean runs' in html
+    policy_update(suite=suite, actor="@lea", max_upper_rate=0.05, min_runs=50,
+                  max_quarantined_share=0.05, max_quarantine_days=30)
+    html = client_for(lead).get(url("settings", suite)).content.decode()
+    assert f'<span class="figure">{rules.runs_needed(0.05)}</span>' in html
+    assert "the bound is what decides" in html
+
+
+def test_runs_needed_follows_the_numbers_being_typed(client_for, suite, lead):
+    client = client_for(lead)
+    live = url("settings_runs_needed", suite)
+    html = client.get(live, {"max_upper_rate": "0.05", "min_runs": "50"},
+                      headers={"HX-Request": "true"}).content.decode()
+    assert "<html" not in html and 'id="runs-needed"' in html
+    assert f'<span class="figure">{rules.runs_needed(0.05)}</span>' in html
+    assert "max_upper_rate = 0.05" in html and "min_runs = 50" in html
+    refused = client.get(live, {"max_upper_rate": "0", "min_runs": "50"}).content.decode()
+    assert "within their bounds" in refused and "figure" not in refused
+    assert client_for(lead).get(url("settings", suite)).content.decode().count(live) == 1
+    assert Suite.objects.get(pk=suite.pk).max_upper_rate == 0.02
+
+
+def test_saving_the_policy_audits_and_bumps_the_ledger_revision(client_for, suite, lead):
+    revision = suite.ledger_revision
+    data = {**POLICY, "max_upper_rate": "0.03", "min_runs": "150", "note": "budget review"}
+    response = client_for(lead).post(url("settings_policy", suite), data)
+    assert response.status_code == 302 and response["Location"].endswith("#policy")
+    suite.refresh_from_db()
+    assert (suite.max_upper_rate, suite.min_runs) == (0.03, 150)
+    assert suite.ledger_revision == revision + 1
+    event = AuditEvent.objects.get(suite=suite, action=AuditEvent.Action.SETTINGS)
+    assert (event.actor, event.note) == ("@lea", "budget review")
+    assert event.before == {"max_upper_rate": 0.02, "min_runs": 200}
+    assert event.after == {"max_upper_rate": 0.03, "min_runs": 150}
+
+
+def test_saving_unchanged_numbers_records_nothing(client_for, suite, lead):
+    client_for(lead).post(url("settings_policy", suite), POLICY)
+    assert not settings_events(suite).exists()
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("max_upper_rate", "0"),
+        ("max_upper_rate", "1.5"),
+        ("max_upper_rate", "nan"),
+        ("max_upper_rate", "lots"),
+        ("min_runs", "0"),
+        ("min_runs", "2.5"),
+        ("max_quarantined_share", "-0.1"),
+        ("max_quarantined_share", "1.01"),
+        ("max_quarantine_days", "0"),
+        ("max_quarantine_days", "366"),
+        ("max_quarantine_days", ""),
+    ],
+)
+def test_the_policy_form_refuses_numbers_out_of_bounds(client_for, suite, lead, field, value):
+    response = client_for(lead).post(url("settings_policy", suite), {**POLICY, field: value})
+    assert response.status_code == 200
+    form = response.context["policy_form"]
+    assert field in form.errors
+    suite.refresh_from_db()
+    assert getattr(suite, field) == Suite._meta.get_field(field).get_default()
+    assert not settings_events(suite).exists()
+
+
+def test_the_service_checks_the_bounds_itself(suite):
+    with pytest.raises(ValidationError) as refused:
+        policy_update(suite=suite, actor="@lea", max_upper_rate=2.0, min_runs=0,
+                      max_quarantined_share=0.05, max_quarantine_days=30)
+    assert set(refused.value.message_dict) == {"max_upper_rate", "min_runs"}
+    assert Suite.objects.get(pk=suite.pk).max_upper_rate == 0.02
+
+
+# --- fixture pin ---------------------------------------------------------------------
+
+
+def test_the_fixture_pin_is_set_and_removed_with_audit(client_for, suite, lead):
+    client = client_for(lead)
+    response = client.post(url("settings_fixture_pin", suite),
+                           {"fixture_manifest": " sha256:4be1 ", "fixture_seed": "9137"})
+    assert response.status_code == 302
+    suite.refresh_from_db()
+    assert suite.fixture_pin == rules.FixturePin("sha256:4be1", 9137)
+    client.post(url("settings_fixture_pin", suite), {"fixture_manifest": "", "fixture_seed": "5"})
+    suite.refresh_from_db()
+    assert (suite.fixture_manifest, suite.fixture_seed, suite.fixture_pin) == ("", None, None)
+    notes = list(settings_events(suite).values_list("note", flat=True))
+    assert notes == ["fixture pin set", "fixture pin removed"]
+
+
+def test_a_pin_with_control_characters_is_refused(suite):
+    with pytest.raises(ValidationError):
+        fixture_pin_set(suite=suite, actor="@lea", manifest="sha256:\x00", seed=1)
+    assert not settings_events(suite).exists()
+
+
+# --- tier rules ----------------------------------------------------------------------
+
+
+def test_a_rule_that_would_create_a_violation_is_warned_about_first(
+    client_for, suite, lead, quarantined, today
+):
+    client = client_for(lead)
+    glob = "tests/test_contract.py::*"
+    assert FLAKY in ledger_for_gate(suite)
+    warned = client.post(url("settings_tier_rule_add", suite), {"glob": glob, "tier": "1"})
+    assert warned.status_code == 200
+    html = warned.content.decode()
+    assert "would turn 1 quarantined node into a tier violation" in html
+    assert FLAKY in html and "Add the rule anyway" in html
+    assert f'name="confirm" value="{quarantined.pk}"' in html
+    assert not TierRule.objects.exists() and not settings_events(suite).exists()
+    assert FLAKY in ledger_for_gate(suite)
+
+    saved = client.post(url("settings_tier_rule_add", suite),
+                        {"glob": glob, "tier": "1", "confirm": str(quarantined.pk)})
+    assert saved.status_code == 302
+    entry = QuarantineEntry.objects.select_related("node").get(pk=quarantined.pk)
+    assert entry.state(today) is rules.EntryState.TIER_VIOLATION
+    assert FLAKY not in ledger_for_gate(suite)
+    event = settings_events(suite).get()
+    assert (event.action, event.after) == (AuditEvent.Action.TIER_RULE, {"glob": glob, "tier": 1})
+
+
+def test_a_confirmation_covers_only_the_entries_warned_about(
+    client_for, suite, lead, quarantined, today
+):
+    client = client_for(lead)
+    quarantine_create(suite=suite, nodeid=OTHER, owner="@finley", evidence="ci/run-2",
+                      expires=today + timedelta(days=5), actor="@finley", today=today)
+    response = client.post(url("settings_tier_rule_add", suite),
+                           {"glob": "tests/test_contract.py::*", "tier": "0",
+                            "confirm": str(quarantined.pk)})
+    assert response.status_code == 200
+    assert "would turn 2 quarantined nodes" in response.content.decode()
+    assert not TierRule.objects.exists()
+
+
+def test_a_harmless_rule_is_added_at_once(client_for, suite, lead, quarantined):
+    response = client_for(lead).post(url("settings_tier_rule_add", suite),
+                                     {"glob": "tests/test_many.py::test_1*", "tier": "0"})
+    assert response.status_code == 302
+    assert TierRule.objects.get().glob == "tests/test_many.py::test_1*"
+    assert FLAKY in ledger_for_gate(suite)
+
+
+def test_a_duplicate_glob_is_refused_on_the_form(client_for, suite, lead):
+    client = client_for(lead)
+    client.post(url("settings_tier_rule_add", suite), {"glob": "tests/a/*", "tier": "0"})
+    again = client.post(url("settings_tier_rule_add", suite), {"glob": "tests/a/*", "tier": "1"})
+    assert again.status_code == 200
+    assert "already exists" in again.content.decode()
+    assert TierRule.objects.count() == 1
+
+
+def test_the_live_preview_lists_matching_nodes_and_violations(client_for, suite, lead,
+                                                             quarantined):
+    client = client_for(lead)
+    preview = client.get(url("settings_tier_rule_preview", suite),
+                         {"glob": "tests/test_contract.py::*", "tier": "1"},
+                         headers={"HX-Request": "true"})
+    html = preview.content.decode()
+    assert preview.status_code == 200 and "<html" not in html
+    assert 'id="rule-preview"' in html
+    assert FLAKY in html and OTHER in html and "would become a tier violation" in html
+    harmless = client.get(url("settings_tier_rule_preview", suite),
+                          {"glob": "tests/test_contract.py::*", "tier": "2"},
+                          headers={"HX-Request": "true"}).content.decode()
+    assert "would become" not in harmless and "matches 2 known nodes" in harmless
+    empty = client.get(url("settings_tier_rule_preview", suite), {"glob": "", "tier": "0"},
+                       headers={"HX-Request": "true"}).content.decode()
+    assert "Type a glob" in empty
+    page = client.get(url("settings", suite)).content.decode()
+    assert 'hx-trigger="input changed delay:400ms"' in page
+    assert url("settings_tier_rule_preview", suite) in page
+
+
+def test_removing_a_rule_audits_and_frees_the_entry(client_for, suite, lead, quarantined,
+                                                    today):
+    client = client_for(lead)
+    client.post(url("settings_tier_rule_add", suite),
+                {"glob": FLAKY, "tier": "0", "confirm": str(quarantined.pk)})
+    rule = TierRule.objects.get()
+    response = client.post(url("settings_tier_rule_remove", suite, rule.pk))
+    assert response.status_code == 302 and not TierRule.objects.exists()
+    entry = QuarantineEntry.objects.select_related("node").get(pk=quarantined.pk)
+    assert entry.state(today) is not rules.EntryState.TIER_VIOLATION
+    assert FLAKY in ledger_for_gate(suite)
+    assert [e.note for e in settings_events(suite)] == ["added", "removed"]
+
+
+# --- members -------------------------------------------------------------------------
+
+
+def test_members_are_added_changed_and_removed(client_for, suite, lead):
+    newcomer = get_user_model().objects.create_user("nia", password="x")
+    client = client_for(lead)
+    client.post(url("settings_member_set", suite), {"username": "nia", "role": "viewer"})
+    assert Membership.objects.get(suite=suite, user=newcomer).role == Role.VIEWER
+    client.post(url("settings_member_set", suite), {"username": "nia", "role": "owner"})
+    membership = Membership.objects.get(suite=suite, user=newcomer)
+    assert membership.role == Role.OWNER
+    response = client.post(url("settings_member_remove", suite, membership.pk))
+    assert response.status_code == 302
+    assert not Membership.objects.filter(suite=suite, user=newcomer).exists()
+    events = settings_events(suite).filter(action=AuditEvent.Action.MEMBER)
+    assert [e.after.get("role") for e in events] == ["viewer", "owner", None]
+
+
+def test_an_unknown_user_is_explained(client_for, suite, lead):
+    response = client_for(lead).post(url("settings_member_set", suite),
+                                     {"username": "ghost", "role": "viewer"})
+    assert response.status_code == 200
+    assert "There is no user “ghost”" in response.content.decode()
+
+
+def test_the_last_lead_stays(client_for, suite, lead):
+    membership = Membership.objects.get(suite=suite, user=lead)
+    with pytest.raises(ValidationError, match="at least one lead"):
+        member_change(suite=suite, username="lea", role="owner", actor="@lea")
+    with pytest.raises(ValidationError, match="at least one lead"):
+        member_drop(membership=membership, actor="@lea")
+    response = client_for(lead).post(url("settings_member_remove", suite, membership.pk),
+                                     follow=True)
+    assert "at least one lead" in response.content.decode()
+    assert Membership.objects.get(pk=membership.pk).role == Role.LEAD
+    assert not settings_events(suite).exists()
+
+
+# --- tokens --------------------------------------------------------------------------
+
+
+def test_a_token_is_shown_once_and_stored_as_a_digest(client_for, suite, lead):
+    client = client_for(lead)
+    response = client.post(url("settings_token_create", suite), {"name": "ci main",
+                                                                 "scope": "write"})
+    assert response.status_code == 200
+    assert "no-store" in response["Cache-Control"]
+    raw = response.context["new_token_raw"]
+    assert raw.startswith("fbw_") and raw in response.content.decode()
+    token = ApiToken.objects.get()
+    assert raw not in (token.prefix, token.digest, token.name)
+    assert token_authenticate(raw) == token
+    later = client.get(url("settings", suite)).content.decode()
+    assert raw not in later and f"{token.prefix}…" in later and "ci main" in later
+    client.post(url("settings_token_revoke", suite, token.pk))
+    assert token_authenticate(raw) is None
+    assert [e.note for e in settings_events(suite)] == ["created", "revoked"]
+
+
+# --- every change is audited; the page's cost is bounded ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("settings_policy", {**POLICY, "max_quarantine_days": "14"}),
+        ("settings_fixture_pin", {"fixture_manifest": "sha256:abc", "fixture_seed": ""}),
+        ("settings_tier_rule_add", {"glob": "tests/pinned/*", "tier": "1"}),
+        ("settings_member_set", {"username": "vic", "role": "owner"}),
+        ("settings_token_create", {"name": "", "scope": "read"}),
+    ],
+)
+def test_every_settings_change_writes_an_audit_event(client_for, suite, lead, viewer, name, data):
+    response = client_for(lead).post(url(name, suite), data)
+    assert response.status_code in (200, 302)
+    event = settings_events(suite).get()
+    assert event.actor == "@lea"
+    assert event.before != event.after
+
+
+def test_the_settings_page_query_count_is_bounded(client_for, suite, lead,
+                                                  django_assert_max_num_queries):
+    client = client_for(lead)
+
+    def queries():
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url("settings", suite)).status_code == 200
+        return len(captured)
+
+    few = queries()
+    for i in range(12):
+        user = get_user_model().objects.create_user(f"member{i}", password="x")
+        member_change(suite=suite, username=user.username, role="viewer", actor="@lea")
+        client.post(url("settings_token_create", suite), {"name": f"t{i}", "scope": "read"})
+        client.post(url("settings_tier_rule_add", suite), {"glob": f"tests/{i}/*", "tier": "1"})
+    assert queries() == few
+    with django_assert_max_num_queries(12):
+        client.get(url("settings", suite))

@@ -1,0 +1,101 @@
+"""The trends page in a real browser (Debian's Chromium through Playwright): every chart is
+drawn from its JSON, switching the range with htmx redraws them, and the console stays free
+of errors, CSP violations included."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.urls import reverse
+from django.utils import timezone
+
+from ledger.quarantine import quarantine_create
+from runs.ingest import report_ingest, signals_ingest
+from tests.helpers import body, measurement, record
+from tests.test_trends import page_charts
+
+CHROMIUM = shutil.which("chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed"),
+]
+
+DRAWN = """() => Array.from(document.querySelectorAll("canvas.chart")).map((canvas) => {
+  const chart = Chart.getChart(canvas);
+  return {
+    source: canvas.dataset.chartSource,
+    labels: chart ? chart.data.labels : null,
+    datasets: chart ? chart.data.datasets.map((d) => ({label: d.label, data: d.data})) : null,
+    width: canvas.width,
+  };
+})"""
+
+
+def _history(suite, today):
+    nodes = [f"tests/test_b.py::test_{i}" for i in range(6)]
+    for days_ago in range(12):
+        now = timezone.now() - timedelta(days=days_ago)
+        rows = [measurement(node, fails=(i + days_ago) % 4) for i, node in enumerate(nodes)]
+        report_ingest(suite=suite, actor="ci", now=now, body=body(rows))
+        locks = ["match", "drifted", "missing", "match", "match", "match"]
+        records = [record(node, lock=locks[(i + days_ago) % 6], status="frozen" if i == 4
+                          else "stable", prop="not_run" if i == 5 else "pass")
+                   for i, node in enumerate(nodes)]
+        signals_ingest(suite=suite, actor="ci", now=now, body=body(records))
+    quarantine_create(suite=suite, nodeid=nodes[0], owner="@finley", evidence="ci/run-1",
+                      expires=today + timedelta(days=9), actor="@finley", today=today,
+                      imported=True)
+
+
+def test_every_chart_is_drawn_and_htmx_redraws_them(live_server, client, suite, lead, today):
+    from playwright.sync_api import sync_playwright
+
+    _history(suite, today)
+    client.force_login(lead)
+    page_url = reverse("trends", args=[suite.slug])
+    expected, _ = page_charts(client.get(page_url, {"range": "30"}).content.decode())
+    expected_week, _ = page_charts(client.get(page_url, {"range": "7"}).content.decode())
+    session = client.cookies[settings.SESSION_COOKIE_NAME].value
+    problems = []
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": session,
+                              "url": live_server.url}])
+        page = context.new_page()
+        page.route("**/favicon.ico", lambda route: route.fulfill(status=204, body=""))
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda error: problems.append(str(error)))
+        page.goto(f"{live_server.url}{page_url}?range=30")
+        page.wait_for_load_state("networkidle")
+        drawn = page.evaluate(DRAWN)
+
+        page.select_option("#id_range", "7")
+        page.wait_for_url("**range=7**")
+        page.wait_for_function(
+            "() => Chart.getChart(document.querySelector("
+            "'canvas[data-chart-source=chart-verdicts]')).data.labels.length === 7"
+        )
+        redrawn = page.evaluate(DRAWN)
+        live_charts = page.evaluate("() => Object.keys(Chart.instances).length")
+        browser.close()
+
+    assert problems == []
+    for before, specs in ((drawn, expected), (redrawn, expected_week)):
+        assert {c["source"] for c in before} == {f"chart-{key}" for key in specs}
+        for chart in before:
+            spec = specs[chart["source"].removeprefix("chart-")]
+            assert chart["width"] > 0
+            assert chart["labels"] == spec["labels"]
+            assert chart["datasets"] == [
+                {"label": d["label"], "data": d["data"]} for d in spec["datasets"]
+            ]
+    assert live_charts == len(redrawn)

@@ -1,0 +1,235 @@
+"""Reading a reason-code distribution: which investment its codes point at, and the one
+plain sentence the trends page prints under the distribution chart."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flakeboard.rules import ARBITER_REASONS, BUDGET_REASONS, GateStatus, Reason, Verdict
+from flakeboard.trends_rules import (
+    DOMINANT_SHARE,
+    INVESTMENT_FOR,
+    Gate,
+    Investment,
+    Reading,
+    outcome_of,
+    percent,
+    read_distribution,
+)
+
+PROPERTY = settings(deadline=None, max_examples=300)
+
+
+def test_every_reason_code_has_an_investment_entry() -> None:
+    assert set(INVESTMENT_FOR) == set(Reason)
+    assert {r for r, i in INVESTMENT_FOR.items() if i is None} == {
+        Reason.CLEAN,
+        Reason.WITHIN_BUDGET,
+    }
+
+
+@pytest.mark.parametrize("gate", list(Gate))
+def test_every_gate_reason_has_an_outcome_from_the_rules(gate) -> None:
+    assert set(outcome_of(gate)) == set(gate.reasons)
+
+
+def test_outcomes_are_the_gates_own() -> None:
+    arbiter, budget = outcome_of(Gate.ARBITER), outcome_of(Gate.BUDGET)
+    assert arbiter[Reason.CLEAN] is Verdict.ACCEPT
+    assert arbiter[Reason.PROPERTY_FAIL] is Verdict.REJECT
+    assert {arbiter[r] for r in (Reason.FROZEN_NODE, Reason.FIXTURE_DRIFTED,
+                                 Reason.FIXTURE_MISSING, Reason.PROPERTY_NOT_RUN,
+                                 Reason.NO_EVIDENCE)} == {Verdict.HOLD}
+    assert budget[Reason.WITHIN_BUDGET] is GateStatus.OK
+    assert budget[Reason.QUARANTINED] is GateStatus.WARN
+    assert {budget[r] for r in (Reason.OVER_BUDGET, Reason.TOO_FEW_RUNS,
+                                Reason.QUARANTINE_EXPIRED, Reason.TIER_VIOLATION,
+                                Reason.QUARANTINE_CAP_EXCEEDED)} == {GateStatus.FAIL}
+
+
+SENTENCES = [
+    # totals, gate, investment, share, sentence
+    pytest.param(
+        {"clean": 900, "fixture_drifted": 40, "fixture_missing": 22, "frozen_node": 38},
+        Gate.ARBITER, Investment.FIXTURE_PINNING, 0.62,
+        "fixture_drifted and fixture_missing are 62% of holds: "
+        "fixture pinning is the next investment.",
+        id="fixtures-dominate-the-holds",
+    ),
+    pytest.param(
+        {"frozen_node": 70, "fixture_drifted": 20, "property_fail": 10},
+        Gate.ARBITER, Investment.FLAKE_REMOVAL, 0.70,
+        "frozen_node dominates (70% of holds and rejects): flake removal is the next investment.",
+        id="frozen-node-dominates",
+    ),
+    pytest.param(
+        {"frozen_node": 44, "fixture_drifted": 31, "property_fail": 25},
+        Gate.ARBITER, Investment.FLAKE_REMOVAL, 0.44,
+        "No cause dominates: frozen_node leads with 44% of holds and rejects, so flake "
+        "removal comes first, then fixture pinning (31%).",
+        id="no-cause-dominates",
+    ),
+    pytest.param(
+        {"fixture_drifted": 25, "fixture_missing": 15, "frozen_node": 35, "property_fail": 25},
+        Gate.ARBITER, Investment.FIXTURE_PINNING, 0.40,
+        "No cause dominates: fixture_drifted and fixture_missing lead with 40% of holds and "
+        "rejects, so fixture pinning comes first, then flake removal (35%).",
+        id="a-group-leads-without-dominating",
+    ),
+    pytest.param(
+        {"property_fail": 3, "clean": 97},
+        Gate.ARBITER, Investment.PROPERTY_FIXES, 1.0,
+        "property_fail dominates (100% of rejects): fixing property failures is the next "
+        "investment.",
+        id="only-rejects",
+    ),
+    pytest.param(
+        {"fixture_drifted": 50, "frozen_node": 50},
+        Gate.ARBITER, Investment.FIXTURE_PINNING, 0.5,
+        "fixture_drifted dominates (50% of holds): fixture pinning is the next investment.",
+        id="a-tie-goes-to-the-first-investment-and-half-dominates",
+    ),
+    pytest.param(
+        {"within_budget": 500, "quarantined": 60, "over_budget": 15, "too_few_runs": 25},
+        Gate.BUDGET, Investment.FLAKE_REMOVAL, 0.75,
+        "quarantined and over_budget are 75% of failures and warnings: "
+        "flake removal is the next investment.",
+        id="budget-flakes",
+    ),
+    pytest.param(
+        {"too_few_runs": 8, "quarantine_expired": 2},
+        Gate.BUDGET, Investment.REPEAT_RUNS, 0.8,
+        "too_few_runs dominates (80% of failures): repeat-run capacity is the next investment.",
+        id="budget-too-few-runs",
+    ),
+    pytest.param(
+        {"quarantine_expired": 3, "tier_violation": 3, "over_budget": 2},
+        Gate.BUDGET, Investment.LEDGER_UPKEEP, 0.75,
+        "quarantine_expired and tier_violation are 75% of failures: ledger upkeep is the "
+        "next investment.",
+        id="ledger-upkeep",
+    ),
+    pytest.param(
+        {"no_evidence": 2, "clean": 1},
+        Gate.ARBITER, Investment.UPLOAD_COVERAGE, 1.0,
+        "no_evidence dominates (100% of holds): upload coverage is the next investment.",
+        id="empty-batches",
+    ),
+    pytest.param(
+        {"clean": 10, "property_not_run": 0},
+        Gate.ARBITER, None, 0.0,
+        "Every verdict in this range is clean: nothing calls for an investment.",
+        id="all-clean",
+    ),
+    pytest.param(
+        {"within_budget": 10},
+        Gate.BUDGET, None, 0.0,
+        "Every measurement in this range is within budget: nothing calls for an investment.",
+        id="all-within-budget",
+    ),
+    pytest.param({}, Gate.ARBITER, None, 0.0, "No verdicts in this range.", id="no-verdicts"),
+    pytest.param(
+        {"over_budget": 0}, Gate.BUDGET, None, 0.0,
+        "No budget-gate outcomes in this range.", id="only-zero-counts",
+    ),
+]
+
+
+@pytest.mark.parametrize(("totals", "gate", "investment", "share", "sentence"), SENTENCES)
+def test_reading(totals, gate, investment, share, sentence) -> None:
+    reading = read_distribution(totals, gate)
+    assert reading.sentence == sentence
+    assert reading.investment == investment
+    assert reading.share == pytest.approx(share)
+    assert reading.dominant == (investment is not None and share >= DOMINANT_SHARE)
+
+
+@pytest.mark.parametrize(
+    ("totals", "gate"),
+    [
+        ({"over_budget": 1}, Gate.ARBITER),
+        ({"frozen_node": 1}, Gate.BUDGET),
+        ({"not_a_reason": 1}, Gate.ARBITER),
+        ({"clean": -1}, Gate.ARBITER),
+    ],
+)
+def test_foreign_or_negative_counts_are_refused(totals, gate) -> None:
+    with pytest.raises(ValueError, match=r"reason code|negative|not a valid"):
+        read_distribution(totals, gate)
+
+
+@pytest.mark.parametrize(
+    ("share", "shown"),
+    [(0.0, 0), (0.004, 0), (0.005, 1), (0.125, 13), (0.62, 62), (0.994, 99), (0.996, 99),
+     (1.0, 100)],
+)
+def test_percent_rounds_half_up_and_keeps_100_for_all(share, shown) -> None:
+    assert percent(share) == shown
+
+
+def _totals(gate: Gate):
+    return st.dictionaries(
+        st.sampled_from([r.value for r in gate.reasons]), st.integers(0, 10_000), max_size=8
+    )
+
+
+@st.composite
+def gates_and_totals(draw):
+    gate = draw(st.sampled_from(list(Gate)))
+    return gate, draw(_totals(gate))
+
+
+def _groups(totals) -> dict[Investment, int]:
+    groups = dict.fromkeys(Investment, 0)
+    for reason, count in totals.items():
+        if (investment := INVESTMENT_FOR[Reason(reason)]) is not None:
+            groups[investment] += count
+    return groups
+
+
+@PROPERTY
+@given(gates_and_totals())
+def test_the_named_investment_holds_the_largest_share(case) -> None:
+    gate, totals = case
+    reading = read_distribution(totals, gate)
+    groups = _groups(totals)
+    problems = sum(groups.values())
+    if problems == 0:
+        assert reading == Reading(reading.sentence)
+        assert "investment" not in reading.sentence or "nothing calls" in reading.sentence
+        return
+    assert groups[reading.investment] == max(groups.values())
+    assert reading.share == pytest.approx(groups[reading.investment] / problems)
+    assert reading.dominant == (reading.share >= DOMINANT_SHARE)
+    assert str(reading.investment) in reading.sentence
+    assert f"{percent(reading.share)}%" in reading.sentence
+    assert reading.reasons
+    assert all(INVESTMENT_FOR[r] is reading.investment and totals[r] > 0
+               for r in reading.reasons)
+    for reason in reading.reasons:
+        assert reason.value in reading.sentence
+    assert reading.sentence.endswith(".")
+
+
+@PROPERTY
+@given(gates_and_totals(), st.integers(2, 50), st.integers(0, 10_000))
+def test_scaling_the_counts_or_adding_clean_ones_changes_nothing(case, factor, clean) -> None:
+    gate, totals = case
+    reading = read_distribution(totals, gate)
+    scaled = read_distribution({r: c * factor for r, c in totals.items()}, gate)
+    assert (scaled.investment, scaled.reasons, scaled.dominant) == (
+        reading.investment, reading.reasons, reading.dominant)
+    assert scaled.share == pytest.approx(reading.share)
+    ok = Reason.CLEAN if gate is Gate.ARBITER else Reason.WITHIN_BUDGET
+    with_clean = dict(totals)
+    with_clean[ok.value] = with_clean.get(ok.value, 0) + clean + 1
+    more = read_distribution(with_clean, gate)
+    assert (more.investment, more.reasons, more.share) == (
+        reading.investment, reading.reasons, reading.share)
+
+
+def test_gate_vocabularies_are_the_rules() -> None:
+    assert Gate.ARBITER.reasons == ARBITER_REASONS
+    assert Gate.BUDGET.reasons == BUDGET_REASONS

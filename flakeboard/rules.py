@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from enum import StrEnum
@@ -83,7 +83,7 @@ class Flag(StrEnum):
 
 
 class PropertyCheck(StrEnum):
-    PASS = "pass"
+    PASS = "pass"  # noqa: S105 - a signal value, not a password
     FAIL = "fail"
     NOT_RUN = "not_run"
 
@@ -130,7 +130,7 @@ class Policy:
 
 def upper95(fails: int, n: int, z: float = Z95) -> float:
     """Upper limit of the Wilson score interval for fails/n, clipped to [0, 1]."""
-    if n <= 0:
+    if n <= 0 or fails >= n:
         return 1.0
     p = fails / n
     z2 = z * z
@@ -245,14 +245,14 @@ def expiry_error(expires: date, today: date, max_days: int) -> str | None:
 
 
 _HANDLE = re.compile(r"^@[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,62})(?:/[A-Za-z0-9_.-]{1,64})?$")
-_EMAIL = re.compile(r"^[^@\s<>\"']{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+$")
+_EMAIL = re.compile(r"^[^@\s<>\"'\x00-\x1f\x7f]{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+$")
 
 
 def owner_error(owner: str) -> str | None:
     """An owner is a @handle (optionally @org/team) or an e-mail address."""
     if not owner or not owner.strip():
         return "An owner is required: a @handle or an e-mail address."
-    if _HANDLE.match(owner) or (len(owner) <= 254 and _EMAIL.match(owner)):
+    if _HANDLE.fullmatch(owner) or (len(owner) <= 254 and _EMAIL.fullmatch(owner)):
         return None
     return "The owner must be a @handle (such as @finley) or an e-mail address."
 
@@ -312,7 +312,7 @@ def gate_measurement(
     violating = entry is not None and entry.tier_violation
     if violating:
         entry = None
-    if entry is not None and entry.expires <= today:
+    if entry is not None and entry.expires < today:
         return BudgetOutcome(GateStatus.FAIL, Reason.QUARANTINE_EXPIRED)
     enough_runs = n >= policy.min_runs
     if upper95(fails, n) <= policy.max_upper_rate and enough_runs:

@@ -1,0 +1,503 @@
+"""SPEC 2.2 (budget gate), the report level, and the quarantine bounds of SPEC 4.
+
+Gate order, first match wins:
+  1. a ledger entry whose expiry is before today          -> FAIL quarantine_expired
+  2. upper95 <= max_upper_rate and n >= min_runs           -> OK   within_budget
+  3. no ledger entry                                       -> FAIL over_budget / too_few_runs
+  4. otherwise                                             -> WARN quarantined
+A tier-violating entry counts as no entry; failing step 3 then gives tier_violation.
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flakeboard.rules import (
+    BUDGET_REASONS,
+    EXPIRING_WITHIN_DAYS,
+    NODEID_MAX_LENGTH,
+    BudgetOutcome,
+    EntryFacts,
+    EntryState,
+    GateStatus,
+    Policy,
+    Reason,
+    entry_counts_for_share,
+    entry_state,
+    evidence_error,
+    evidence_is_link,
+    expiry_bounds,
+    expiry_error,
+    gate_measurement,
+    gate_report,
+    nodeid_error,
+    owner_error,
+    quarantined_share,
+    share_over_cap,
+    upper95,
+)
+
+PROPERTY = settings(deadline=None, max_examples=300)
+
+TODAY = date(2026, 3, 15)
+YESTERDAY = TODAY - timedelta(days=1)
+LONG_AGO = TODAY - timedelta(days=90)
+NEXT_WEEK = TODAY + timedelta(days=7)
+NEXT_MONTH = TODAY + timedelta(days=30)
+
+# SPEC defaults: max_upper_rate 0.02, min_runs 200, max_quarantined_share 0.05, 30 days.
+POLICY = Policy()
+
+OK, WARN, FAIL = GateStatus.OK, GateStatus.WARN, GateStatus.FAIL
+
+NO_ENTRY = None
+ACTIVE = EntryFacts(expires=NEXT_MONTH)
+LAST_DAY = EntryFacts(expires=TODAY)  # expires today: still valid today
+EXPIRED = EntryFacts(expires=YESTERDAY)
+EXPIRED_LONG_AGO = EntryFacts(expires=LONG_AGO)
+VIOLATING = EntryFacts(expires=NEXT_MONTH, tier_violation=True)
+VIOLATING_EXPIRED = EntryFacts(expires=YESTERDAY, tier_violation=True)
+
+
+def test_defaults_are_the_spec_policy() -> None:
+    assert (
+        POLICY.max_upper_rate,
+        POLICY.min_runs,
+        POLICY.max_quarantined_share,
+        POLICY.max_quarantine_days,
+    ) == (0.02, 200, 0.05, 30)
+
+
+# --- 2.2 one measurement against the ledger ----------------------------------------------
+
+# Reference bounds (SPEC 2.1): 0/200 -> 0.0188 (within 2%), 1/200 -> 0.0278, 5/200 -> 0.0572,
+# 0/189 -> 0.0199 (within 2%, but fewer than 200 runs), 0/60 -> 0.0602.
+GATE_TABLE = [
+    # entry, n, fails, status, reason
+    # step 2 / 3 without an entry
+    pytest.param(NO_ENTRY, 200, 0, OK, "within_budget", id="no-entry-clean-200"),
+    pytest.param(NO_ENTRY, 5000, 20, OK, "within_budget", id="no-entry-20-of-5000"),
+    pytest.param(NO_ENTRY, 200, 1, FAIL, "over_budget", id="no-entry-1-of-200"),
+    pytest.param(NO_ENTRY, 200, 5, FAIL, "over_budget", id="no-entry-5-of-200"),
+    pytest.param(NO_ENTRY, 200, 200, FAIL, "over_budget", id="no-entry-always-fails"),
+    pytest.param(NO_ENTRY, 189, 0, FAIL, "too_few_runs", id="no-entry-within-rate-but-189-runs"),
+    pytest.param(NO_ENTRY, 199, 0, FAIL, "too_few_runs", id="no-entry-one-run-short"),
+    pytest.param(NO_ENTRY, 60, 0, FAIL, "too_few_runs", id="no-entry-clean-60"),
+    pytest.param(NO_ENTRY, 1, 0, FAIL, "too_few_runs", id="no-entry-single-run"),
+    # step 4: quarantined
+    pytest.param(ACTIVE, 200, 5, WARN, "quarantined", id="active-over-budget"),
+    pytest.param(ACTIVE, 60, 0, WARN, "quarantined", id="active-too-few-runs"),
+    pytest.param(ACTIVE, 200, 200, WARN, "quarantined", id="active-always-fails"),
+    pytest.param(LAST_DAY, 200, 5, WARN, "quarantined", id="expires-today-still-quarantined"),
+    # step 2 beats the entry: a quarantined node that recovered is simply within budget
+    pytest.param(ACTIVE, 200, 0, OK, "within_budget", id="active-but-within-budget"),
+    # step 1: expired beats everything
+    pytest.param(EXPIRED, 200, 5, FAIL, "quarantine_expired", id="expired-over-budget"),
+    pytest.param(EXPIRED, 200, 0, FAIL, "quarantine_expired", id="expired-beats-within-budget"),
+    pytest.param(EXPIRED, 60, 0, FAIL, "quarantine_expired", id="expired-beats-too-few-runs"),
+    pytest.param(EXPIRED_LONG_AGO, 5000, 0, FAIL, "quarantine_expired", id="expired-long-ago"),
+    # tier violations count as no entry
+    pytest.param(VIOLATING, 200, 5, FAIL, "tier_violation", id="violation-over-budget"),
+    pytest.param(VIOLATING, 60, 0, FAIL, "tier_violation", id="violation-too-few-runs"),
+    pytest.param(VIOLATING, 200, 0, OK, "within_budget", id="violation-within-budget"),
+    pytest.param(VIOLATING_EXPIRED, 200, 5, FAIL, "tier_violation", id="violation-expired"),
+    pytest.param(
+        VIOLATING_EXPIRED, 200, 0, OK, "within_budget", id="violation-expired-within-budget"
+    ),
+]
+
+
+@pytest.mark.parametrize(("entry", "n", "fails", "status", "reason"), GATE_TABLE)
+def test_gate_measurement(
+    entry: EntryFacts | None, n: int, fails: int, status: GateStatus, reason: str
+) -> None:
+    outcome = gate_measurement(n=n, fails=fails, entry=entry, policy=POLICY, today=TODAY)
+    assert outcome == BudgetOutcome(status, Reason(reason))
+
+
+@pytest.mark.parametrize(
+    ("policy", "n", "fails", "status", "reason"),
+    [
+        # A stricter min_runs: 0/250 is within 2% (0.0151) but still too few runs.
+        pytest.param(Policy(min_runs=300), 250, 0, FAIL, "too_few_runs", id="min-runs-300"),
+        pytest.param(Policy(min_runs=300), 300, 0, OK, "within_budget", id="min-runs-300-met"),
+        # A looser rate: 5/200 (0.0572) is within 6%.
+        pytest.param(Policy(max_upper_rate=0.06), 200, 5, OK, "within_budget", id="rate-6%"),
+        pytest.param(Policy(max_upper_rate=0.05), 200, 5, FAIL, "over_budget", id="rate-5%"),
+        # n == min_runs is enough.
+        pytest.param(Policy(min_runs=60), 60, 0, FAIL, "over_budget", id="min-runs-60-0.0602"),
+        pytest.param(
+            Policy(min_runs=60, max_upper_rate=0.07), 60, 0, OK, "within_budget", id="n-eq-min"
+        ),
+    ],
+)
+def test_gate_measurement_follows_the_policy(
+    policy: Policy, n: int, fails: int, status: GateStatus, reason: str
+) -> None:
+    outcome = gate_measurement(n=n, fails=fails, entry=None, policy=policy, today=TODAY)
+    assert outcome == BudgetOutcome(status, Reason(reason))
+
+
+def test_a_bound_exactly_at_the_rate_is_within_budget() -> None:
+    policy = Policy(max_upper_rate=upper95(0, 200))
+    outcome = gate_measurement(n=200, fails=0, entry=None, policy=policy, today=TODAY)
+    assert outcome == BudgetOutcome(OK, Reason.WITHIN_BUDGET)
+
+
+@PROPERTY
+@given(
+    n=st.integers(min_value=1, max_value=20_000),
+    data=st.data(),
+    days=st.none() | st.integers(min_value=-60, max_value=60),
+    violating=st.booleans(),
+)
+def test_gate_measurement_agrees_with_the_four_steps(
+    n: int, data: st.DataObject, days: int | None, violating: bool
+) -> None:
+    fails = data.draw(st.integers(min_value=0, max_value=n), label="fails")
+    entry = None if days is None else EntryFacts(TODAY + timedelta(days), violating)
+    outcome = gate_measurement(n=n, fails=fails, entry=entry, policy=POLICY, today=TODAY)
+
+    counts = entry is not None and not entry.tier_violation
+    within = upper95(fails, n) <= POLICY.max_upper_rate and n >= POLICY.min_runs
+    if counts and entry.expires < TODAY:
+        assert outcome == BudgetOutcome(FAIL, Reason.QUARANTINE_EXPIRED)
+    elif within:
+        assert outcome == BudgetOutcome(OK, Reason.WITHIN_BUDGET)
+    elif not counts:
+        assert outcome.status is FAIL
+        if entry is not None:
+            assert outcome.reason is Reason.TIER_VIOLATION
+        else:
+            assert outcome.reason in (Reason.OVER_BUDGET, Reason.TOO_FEW_RUNS)
+            if n >= POLICY.min_runs:
+                assert outcome.reason is Reason.OVER_BUDGET
+    else:
+        assert outcome == BudgetOutcome(WARN, Reason.QUARANTINED)
+
+
+# --- report level ------------------------------------------------------------------------
+
+
+def _o(status: GateStatus, reason: str) -> BudgetOutcome:
+    return BudgetOutcome(status, Reason(reason))
+
+
+OK_ROW = _o(OK, "within_budget")
+WARN_ROW = _o(WARN, "quarantined")
+OVER_ROW = _o(FAIL, "over_budget")
+EXPIRED_ROW = _o(FAIL, "quarantine_expired")
+FEW_ROW = _o(FAIL, "too_few_runs")
+VIOLATION_ROW = _o(FAIL, "tier_violation")
+
+REPORT_TABLE = [
+    # outcomes, quarantined entries, test-set size, status, reason, exit code
+    pytest.param([], 0, 100, FAIL, "no_evidence", 1, id="empty"),
+    pytest.param([], 0, 0, FAIL, "no_evidence", 1, id="empty-no-tests"),
+    pytest.param([], 50, 100, FAIL, "no_evidence", 1, id="empty-and-over-cap"),
+    pytest.param([OK_ROW], 0, 100, OK, "within_budget", 0, id="one-ok"),
+    pytest.param([OK_ROW, OK_ROW], 5, 100, OK, "within_budget", 0, id="share-at-cap"),
+    pytest.param([WARN_ROW], 1, 100, WARN, "quarantined", 0, id="one-warn-passes"),
+    pytest.param([OK_ROW, WARN_ROW, OK_ROW], 1, 100, WARN, "quarantined", 0, id="warns-pass"),
+    pytest.param([OK_ROW, OVER_ROW], 0, 100, FAIL, "over_budget", 1, id="one-fail"),
+    pytest.param([WARN_ROW, EXPIRED_ROW], 1, 100, FAIL, "quarantine_expired", 1, id="expired"),
+    pytest.param([FEW_ROW], 0, 100, FAIL, "too_few_runs", 1, id="too-few-runs"),
+    pytest.param([OK_ROW, VIOLATION_ROW], 0, 100, FAIL, "tier_violation", 1, id="violation"),
+    pytest.param([OK_ROW], 6, 100, FAIL, "quarantine_cap_exceeded", 1, id="over-cap"),
+    pytest.param([WARN_ROW], 6, 100, FAIL, "quarantine_cap_exceeded", 1, id="warn-over-cap"),
+    pytest.param([OK_ROW], 1, 0, FAIL, "quarantine_cap_exceeded", 1, id="entries-no-tests"),
+    pytest.param([OK_ROW], 0, 0, OK, "within_budget", 0, id="no-entries-no-tests"),
+]
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "quarantined", "size", "status", "reason", "exit_code"), REPORT_TABLE
+)
+def test_gate_report(
+    outcomes: list[BudgetOutcome],
+    quarantined: int,
+    size: int,
+    status: GateStatus,
+    reason: str,
+    exit_code: int,
+) -> None:
+    report = gate_report(outcomes, quarantined=quarantined, test_set_size=size, policy=POLICY)
+    assert (report.status, report.reason, report.exit_code) == (status, Reason(reason), exit_code)
+
+
+def test_gate_report_over_cap_and_failing_fails_and_says_so() -> None:
+    report = gate_report([OVER_ROW], quarantined=6, test_set_size=100, policy=POLICY)
+    assert report.status is FAIL
+    assert report.exit_code == 1
+    assert report.cap_exceeded is True
+    assert report.share == pytest.approx(0.06)
+
+
+@pytest.mark.parametrize(
+    ("quarantined", "size", "share", "over"),
+    [
+        pytest.param(0, 100, 0.0, False, id="none"),
+        pytest.param(5, 100, 0.05, False, id="at-cap"),
+        pytest.param(6, 100, 0.06, True, id="over-cap"),
+        pytest.param(1, 20, 0.05, False, id="1-of-20-at-cap"),
+        pytest.param(1, 19, 1 / 19, True, id="1-of-19-over-cap"),
+        pytest.param(3, 60, 0.05, False, id="3-of-60-float-at-cap"),
+        pytest.param(0, 0, 0.0, False, id="empty-suite"),
+        pytest.param(1, 0, 1.0, True, id="entry-but-no-tests"),
+    ],
+)
+def test_quarantined_share_against_the_cap(
+    quarantined: int, size: int, share: float, over: bool
+) -> None:
+    assert quarantined_share(quarantined, size) == pytest.approx(share)
+    assert share_over_cap(quarantined, size, POLICY) is over
+
+
+@PROPERTY
+@given(
+    measurements=st.lists(
+        st.tuples(
+            st.integers(min_value=1, max_value=5000),  # n
+            st.floats(min_value=0, max_value=1),  # fails as a share of n
+            st.none() | st.integers(min_value=-60, max_value=60),  # entry expiry, days from today
+            st.booleans(),  # the entry is a tier violation
+        ),
+        max_size=20,
+    ),
+    expired=st.tuples(
+        st.integers(min_value=1, max_value=5000),
+        st.floats(min_value=0, max_value=1),
+        st.integers(min_value=1, max_value=3650),  # expired this many days ago
+    ),
+    position=st.integers(min_value=0, max_value=20),
+    quarantined=st.integers(min_value=0, max_value=1000),
+    size=st.integers(min_value=0, max_value=1000),
+    today=st.dates(min_value=date(2000, 1, 1), max_value=date(2100, 1, 1)),
+    policy=st.builds(
+        Policy,
+        max_upper_rate=st.floats(min_value=0.001, max_value=1.0),
+        min_runs=st.integers(min_value=1, max_value=1000),
+        max_quarantined_share=st.floats(min_value=0.0, max_value=1.0),
+    ),
+)
+def test_a_report_never_passes_with_an_expired_entry_in_it(
+    measurements: list[tuple[int, float, int | None, bool]],
+    expired: tuple[int, float, int],
+    position: int,
+    quarantined: int,
+    size: int,
+    today: date,
+    policy: Policy,
+) -> None:
+    def outcome(n: int, share: float, entry: EntryFacts | None) -> BudgetOutcome:
+        fails = round(n * share)
+        return gate_measurement(n=n, fails=fails, entry=entry, policy=policy, today=today)
+
+    outcomes = [
+        outcome(n, share, None if d is None else EntryFacts(today + timedelta(d), violating))
+        for n, share, d, violating in measurements
+    ]
+    n, share, ago = expired
+    outcomes.insert(position, outcome(n, share, EntryFacts(today - timedelta(ago))))
+
+    report = gate_report(outcomes, quarantined=quarantined, test_set_size=size, policy=policy)
+    assert report.status is FAIL
+    assert report.exit_code == 1
+
+
+@PROPERTY
+@given(
+    outcomes=st.lists(
+        st.sampled_from([OK_ROW, WARN_ROW, OVER_ROW, EXPIRED_ROW, FEW_ROW, VIOLATION_ROW]),
+        max_size=10,
+    ),
+    quarantined=st.integers(min_value=0, max_value=100),
+    size=st.integers(min_value=0, max_value=100),
+)
+def test_a_report_passes_exactly_when_nonempty_without_fail_and_within_cap(
+    outcomes: list[BudgetOutcome], quarantined: int, size: int
+) -> None:
+    report = gate_report(outcomes, quarantined=quarantined, test_set_size=size, policy=POLICY)
+    passes = (
+        bool(outcomes)
+        and all(o.status is not FAIL for o in outcomes)
+        and not share_over_cap(quarantined, size, POLICY)
+    )
+    assert (report.exit_code == 0) is passes
+    assert report.exit_code in (0, 1)
+    assert (report.status is FAIL) is (report.exit_code == 1)
+
+
+def test_every_budget_reason_is_reachable_in_these_tables() -> None:
+    seen = {Reason(p.values[4]) for p in GATE_TABLE} | {Reason(p.values[4]) for p in REPORT_TABLE}
+    assert seen == set(BUDGET_REASONS)
+
+
+# --- entry states (SPEC 4) -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expires", "cleared", "violation", "state"),
+    [
+        pytest.param(TODAY + timedelta(days=30), False, False, "active", id="in-30-days"),
+        pytest.param(TODAY + timedelta(days=8), False, False, "active", id="in-8-days"),
+        pytest.param(TODAY + timedelta(days=7), False, False, "expiring", id="in-7-days"),
+        pytest.param(TODAY + timedelta(days=1), False, False, "expiring", id="tomorrow"),
+        pytest.param(TODAY, False, False, "expiring", id="today"),
+        pytest.param(YESTERDAY, False, False, "expired", id="yesterday"),
+        pytest.param(LONG_AGO, False, False, "expired", id="long-ago"),
+        pytest.param(NEXT_MONTH, True, False, "cleared", id="cleared-active"),
+        pytest.param(YESTERDAY, True, False, "cleared", id="cleared-expired"),
+        pytest.param(NEXT_MONTH, False, True, "tier_violation", id="violation-active"),
+        pytest.param(NEXT_WEEK, False, True, "tier_violation", id="violation-expiring"),
+        pytest.param(YESTERDAY, False, True, "tier_violation", id="violation-expired"),
+        pytest.param(YESTERDAY, True, True, "cleared", id="cleared-violation"),
+    ],
+)
+def test_entry_state(expires: date, cleared: bool, violation: bool, state: str) -> None:
+    assert EXPIRING_WITHIN_DAYS == 7
+    got = entry_state(expires=expires, today=TODAY, cleared=cleared, tier_violation=violation)
+    assert got is EntryState(state)
+
+
+@pytest.mark.parametrize(
+    ("facts", "counts"),
+    [
+        pytest.param(ACTIVE, True, id="active"),
+        pytest.param(LAST_DAY, True, id="expires-today"),
+        pytest.param(EXPIRED, False, id="expired"),
+        pytest.param(VIOLATING, False, id="violating"),
+        pytest.param(VIOLATING_EXPIRED, False, id="violating-expired"),
+    ],
+)
+def test_which_entries_count_towards_the_share(facts: EntryFacts, counts: bool) -> None:
+    assert entry_counts_for_share(facts, TODAY) is counts
+
+
+# --- quarantine bounds (SPEC 4) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("days_ahead", "max_days", "ok"),
+    [
+        pytest.param(-30, 30, False, id="last-month"),
+        pytest.param(-1, 30, False, id="yesterday"),
+        pytest.param(0, 30, False, id="today"),
+        pytest.param(1, 30, True, id="tomorrow"),
+        pytest.param(15, 30, True, id="in-15-days"),
+        pytest.param(30, 30, True, id="at-max"),
+        pytest.param(31, 30, False, id="one-past-max"),
+        pytest.param(365, 30, False, id="next-year"),
+        pytest.param(7, 7, True, id="max-7-at-max"),
+        pytest.param(8, 7, False, id="max-7-past-max"),
+        pytest.param(1, 1, True, id="max-1-tomorrow"),
+        pytest.param(2, 1, False, id="max-1-day-after"),
+    ],
+)
+def test_expiry_error_bounds(days_ahead: int, max_days: int, ok: bool) -> None:
+    error = expiry_error(TODAY + timedelta(days=days_ahead), TODAY, max_days)
+    assert (error is None) is ok
+    if not ok:
+        assert isinstance(error, str)
+        assert error
+
+
+def test_expiry_bounds() -> None:
+    assert expiry_bounds(TODAY, 30) == (date(2026, 3, 16), date(2026, 4, 14))
+
+
+def test_expiry_error_names_the_bound() -> None:
+    assert "2026-03-15" in (expiry_error(TODAY, TODAY, 30) or "")
+    assert "2026-04-14" in (expiry_error(date(2026, 4, 15), TODAY, 30) or "")
+
+
+@pytest.mark.parametrize(
+    ("owner", "ok"),
+    [
+        pytest.param("@finley", True, id="handle"),
+        pytest.param("@f", True, id="one-letter-handle"),
+        pytest.param("@finley-b.c_d", True, id="handle-punctuation"),
+        pytest.param("@org/team-infra", True, id="team-handle"),
+        pytest.param("finley@example.com", True, id="email"),
+        pytest.param("first.last+ci@mail.example.org", True, id="email-plus-subdomain"),
+        pytest.param("", False, id="empty"),
+        pytest.param("   ", False, id="spaces-only"),
+        pytest.param("\t", False, id="tab-only"),
+        pytest.param("finley", False, id="plain-word"),
+        pytest.param("Finley Baker", False, id="plain-words"),
+        pytest.param("@fin ley", False, id="handle-with-space"),
+        pytest.param(" @finley", False, id="leading-space"),
+        pytest.param("@finley ", False, id="trailing-space"),
+        pytest.param("@finley\n", False, id="handle-trailing-newline"),
+        pytest.param("finley@example.com\n", False, id="email-trailing-newline"),
+        pytest.param("fin\x00ley@example.com", False, id="email-with-nul"),
+        pytest.param("@", False, id="bare-at"),
+        pytest.param("@-finley", False, id="handle-starting-with-dash"),
+        pytest.param("finley@", False, id="email-without-domain"),
+        pytest.param("fin ley@example.com", False, id="email-with-space"),
+        pytest.param("<finley@example.com>", False, id="email-in-brackets"),
+    ],
+)
+def test_owner_error(owner: str, ok: bool) -> None:
+    assert (owner_error(owner) is None) is ok
+
+
+@pytest.mark.parametrize(
+    ("evidence", "ok"),
+    [
+        pytest.param("ci/run-88213", True, id="ci-run"),
+        pytest.param("https://ci.example.com/runs/88213", True, id="https-url"),
+        pytest.param("http://ci.local/88213", True, id="http-url"),
+        pytest.param("x" * 2000, True, id="2000-chars"),
+        pytest.param("", False, id="empty"),
+        pytest.param("   ", False, id="spaces-only"),
+        pytest.param("x" * 2001, False, id="2001-chars"),
+        pytest.param("ci/run-1\nci/run-2", False, id="line-break"),
+        pytest.param("ci/run\t1", False, id="tab"),
+        pytest.param("ci/run-1\x00", False, id="nul"),
+    ],
+)
+def test_evidence_error(evidence: str, ok: bool) -> None:
+    assert (evidence_error(evidence) is None) is ok
+
+
+@pytest.mark.parametrize(
+    ("evidence", "link"),
+    [
+        pytest.param("https://ci.example.com/runs/1", True, id="https"),
+        pytest.param("HTTP://CI.EXAMPLE.COM/1", True, id="http-upper"),
+        pytest.param("ci/run-88213", False, id="ci-run"),
+        pytest.param("javascript:alert(1)", False, id="javascript"),
+        pytest.param("ftp://example.com/x", False, id="ftp"),
+    ],
+)
+def test_evidence_is_link(evidence: str, link: bool) -> None:
+    assert evidence_is_link(evidence) is link
+
+
+@pytest.mark.parametrize(
+    ("nodeid", "ok"),
+    [
+        pytest.param("tests/test_ingest.py::test_stream_backpressure", True, id="pytest-node"),
+        pytest.param("tests/t.py::TestA::test_b[ü-1 2]", True, id="class-param-unicode-space"),
+        pytest.param("x" * NODEID_MAX_LENGTH, True, id="1000-chars"),
+        pytest.param("", False, id="empty"),
+        pytest.param("x" * (NODEID_MAX_LENGTH + 1), False, id="1001-chars"),
+        pytest.param("tests/t.py::test_a\x00", False, id="nul"),
+        pytest.param("tests/t.py::test_a\nb", False, id="newline"),
+        pytest.param("tests/t.py::test_a\tb", False, id="tab"),
+        pytest.param("tests/t.py::test_a\rb", False, id="carriage-return"),
+        pytest.param("tests/t.py::test_a\x1b[31m", False, id="escape"),
+        pytest.param("tests/t.py::test_a\x7f", False, id="del"),
+        pytest.param("tests/t.py::test_a\x85", False, id="c1-next-line"),
+        pytest.param(42, False, id="not-a-string"),
+        pytest.param(None, False, id="none"),
+    ],
+)
+def test_nodeid_error(nodeid: object, ok: bool) -> None:
+    assert NODEID_MAX_LENGTH == 1000
+    assert (nodeid_error(nodeid) is None) is ok

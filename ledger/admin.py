@@ -21,8 +21,17 @@ class MembershipInline(admin.TabularInline):
 class SuiteAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "max_upper_rate", "min_runs", "max_quarantined_share"]
     search_fields = ["slug", "name"]
-    readonly_fields = ["ledger_revision", "created_at"]
     inlines = [MembershipInline]
+    # Policy and the fixture pin change gate results: they change on the settings page,
+    # whose service writes the audit event and bumps the ledger revision.
+    audited_fields = [
+        "max_upper_rate", "min_runs", "max_quarantined_share", "max_quarantine_days",
+        "fixture_manifest", "fixture_seed",
+    ]
+
+    def get_readonly_fields(self, request, obj=None):
+        fixed = ["ledger_revision", "created_at"]
+        return fixed if obj is None else [*fixed, *self.audited_fields]
 
 
 @admin.register(Node)

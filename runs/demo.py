@@ -48,7 +48,7 @@ def _node_ids() -> dict[str, list[str]]:
 
 def _flake_rates(tier2: list[str], rng: random.Random) -> dict[str, float]:
     """Most nodes never fail; a dozen flake at rates the budget catches."""
-    flaky = rng.sample(tier2, 14)
+    flaky = rng.sample(tier2, 10)
     return {node: (rng.choice([0.01, 0.02, 0.03, 0.05, 0.08]) if node in flaky else 0.0)
             for node in tier2}
 
@@ -56,7 +56,7 @@ def _flake_rates(tier2: list[str], rng: random.Random) -> dict[str, float]:
 def _report_body(tier2, rates, day_index, rng) -> bytes:
     rows = []
     for node in tier2:
-        n = 200 if rng.random() > 0.03 else 120
+        n = 200 if rng.random() > 0.003 else 120
         fails = sum(rng.random() < rates[node] for _ in range(n))
         rows.append({"nodeid": node, "n": n, "fails": fails,
                      "upper95": round(rules.upper95(fails, n), 4), "seed_base": SEED})
@@ -106,7 +106,7 @@ def _users():
 def _tend_ledger(suite, day, now, rng, failing: list[str]):
     """Owners quarantine failing nodes, renew some entries as they near expiry, clear others."""
     for nodeid in failing:
-        if rng.random() < 0.5:
+        if rng.random() < 0.15:
             continue
         # Over the cap, or already open: as in real life, not every node gets in.
         with contextlib.suppress(ValidationError):
@@ -120,8 +120,8 @@ def _tend_ledger(suite, day, now, rng, failing: list[str]):
             )
     for entry in QuarantineEntry.objects.filter(suite=suite).open().select_related("node"):
         days_left = (entry.expires - day).days
-        late = days_left == -4  # an owner catches up with a failing gate
-        if (days_left == 2 and rng.random() < 0.6) or (late and rng.random() < 0.5):
+        late = days_left == -2  # an owner catches up with a failing gate
+        if (days_left == 2 and rng.random() < 0.75) or (late and rng.random() < 0.5):
             quarantine_renew(
                 entry=entry, expires=day + timedelta(days=rng.randint(14, 28)),
                 evidence=f"https://ci.example.com/runs/{rng.randint(100000, 199999)}",

@@ -1,0 +1,25 @@
+"""The JSON API CI calls, under /api/v1/ (SPEC 5); its OpenAPI document and docs beside it."""
+
+from ledger.api.auth import SuiteToken
+from ledger.api.errors import install_error_handlers
+from ledger.api.ledger import router as ledger_router
+from ledger.api.openapi import DocumentedAPI
+from runs.api.trends import router as trends_router
+from runs.api.uploads import router as uploads_router
+
+api = DocumentedAPI(
+    title="Flakeboard API",
+    version="1",
+    description=(
+        "The gate endpoints CI calls on every patch. Authenticate with "
+        "`Authorization: Bearer <token>`: a token belongs to one suite and reads, or reads "
+        "and writes. Every error answers `{\"error\": code, \"message\": text, "
+        "\"details\": [{\"row\", \"field\", \"code\", \"message\"}]}`."
+    ),
+    urls_namespace="api",
+    auth=SuiteToken(),
+)
+install_error_handlers(api)
+api.add_router("", ledger_router)
+api.add_router("", uploads_router)
+api.add_router("", trends_router)

@@ -1,0 +1,43 @@
+"""Bearer-token access to the API.
+
+A token belongs to one suite and has the scope ``read`` or ``write``; a write token also
+reads, so one token serves a whole CI job. No valid token is 401 (ninja asks
+``SuiteToken``); a valid token of the wrong scope or of another suite is 403
+(``suite_for_token``).
+"""
+
+from __future__ import annotations
+
+from ninja.security import HttpBearer
+
+from ..models import ApiToken, Suite
+from ..tokens import token_authenticate
+from .errors import ApiError
+
+Scope = ApiToken.Scope
+GRANTS = {Scope.READ: {Scope.READ}, Scope.WRITE: {Scope.READ, Scope.WRITE}}
+
+
+class SuiteToken(HttpBearer):
+    """Authorization: Bearer <token>, hashed at rest and compared in constant time."""
+
+    def authenticate(self, request, token: str) -> ApiToken | None:
+        return token_authenticate(token.strip())
+
+
+def suite_for_token(request, slug: str, scope: str) -> Suite:
+    """The token's suite when it is ``slug`` and the token grants ``scope``; else 403.
+
+    A token of another suite is refused the same way whether or not ``slug`` exists.
+    """
+    token: ApiToken = request.auth
+    if token.suite.slug != slug:
+        raise ApiError(
+            403, "wrong_suite", f"This token belongs to another suite, not to “{slug}”."
+        )
+    if Scope(scope) not in GRANTS[Scope(token.scope)]:
+        raise ApiError(
+            403, "wrong_scope",
+            f"This needs a {scope} token; this one is a {token.scope} token.",
+        )
+    return token.suite

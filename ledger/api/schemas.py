@@ -1,0 +1,105 @@
+"""The ledger endpoint's bodies, as the OpenAPI document describes them."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Literal
+
+from ninja import Schema
+from pydantic import ConfigDict, Field
+
+from flakeboard import rules
+
+
+class LedgerEntry(Schema):
+    """One entry of flake_ledger.json, exactly as the budget script reads it."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    klass: Literal["flake"] = Field(alias="class")
+    seed_base: int | None
+    n: int = Field(ge=0)
+    fails: int = Field(ge=0)
+    upper95: float = Field(ge=0, le=1, description="The server's Wilson upper bound.")
+    owner: str
+    expires: date
+    evidence: str
+
+
+class LedgerEntryFull(LedgerEntry):
+    node: str
+    state: rules.EntryState
+    renewals: int = Field(ge=0)
+    age_days: int
+    created: date
+    upper95_mismatch: bool = Field(
+        description="The bound reported when the entry was made differed from the server's."
+    )
+
+
+class TierViolation(LedgerEntryFull):
+    tier: int = Field(ge=0, le=1)
+    tier_rule: str | None = Field(
+        description="The glob of the tier rule that made the node tier 0 or 1; null when "
+        "an upload stated the tier."
+    )
+
+
+class SuiteRef(Schema):
+    slug: str
+    name: str
+
+
+class PolicyOut(Schema):
+    max_upper_rate: float
+    min_runs: int
+    max_quarantined_share: float
+    max_quarantine_days: int
+
+
+class FixturePinOut(Schema):
+    manifest: str
+    seed: int | None
+
+
+class EntryStateCounts(Schema):
+    active: int
+    expiring: int
+    expired: int
+    tier_violation: int
+
+
+class LedgerFull(Schema):
+    """``?view=full``: the ledger with its states, the policy and the violations."""
+
+    suite: SuiteRef
+    generated_at: datetime
+    today: date
+    ledger_revision: int = Field(
+        description="Bumped by every change to what the served ledger holds."
+    )
+    policy: PolicyOut
+    fixture_pin: FixturePinOut | None
+    policy_hash: str = Field(
+        description="sha256 of the policy and the fixture pin: with the revision and the "
+        "day, what a gate result depends on."
+    )
+    counts: EntryStateCounts
+    entries: list[LedgerEntryFull] = Field(
+        description="The served entries (expired ones included), by node id."
+    )
+    violations: list[TierViolation] = Field(
+        description="Open entries of nodes now tier 0 or 1: left out of the served ledger."
+    )
+
+
+LedgerMap = dict[str, LedgerEntry]
+
+
+class TokenOut(Schema):
+    suite: SuiteRef
+    scope: Literal["read", "write"]
+    name: str
+    prefix: str
+    created_at: datetime
+    last_used_at: datetime | None

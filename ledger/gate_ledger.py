@@ -1,0 +1,99 @@
+"""Reads behind the ledger endpoint: its version tag, the policy hash, and the full view.
+
+The compact ledger itself is ``selectors.ledger_for_gate``. Its tag is derived from the
+suite's ``ledger_revision``, which every change to the served ledger bumps, so a client
+whose copy is current is answered without building the ledger at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import date, datetime
+
+from flakeboard import rules
+
+from .models import QuarantineEntry, Suite
+from .selectors import tier_rule_specs
+
+
+def _sha256(value) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def policy_document(suite: Suite) -> dict:
+    """Everything besides the ledger and the day that a gate decision depends on."""
+    pin = suite.fixture_pin
+    return {
+        "policy": {
+            "max_upper_rate": suite.max_upper_rate,
+            "min_runs": suite.min_runs,
+            "max_quarantined_share": suite.max_quarantined_share,
+            "max_quarantine_days": suite.max_quarantine_days,
+        },
+        "fixture_pin": None if pin is None else {"manifest": pin.manifest, "seed": pin.seed},
+    }
+
+
+def policy_hash(suite: Suite) -> str:
+    return "sha256:" + _sha256(policy_document(suite))
+
+
+def ledger_etag(suite: Suite, *, full: bool, today: date) -> str:
+    """A strong entity tag for the served ledger.
+
+    The compact ledger changes only with the revision; the full view also shows entry
+    states and ages (which move with the day) and the policy.
+    """
+    parts = [suite.pk, suite.created_at.isoformat(), suite.ledger_revision]
+    if full:
+        parts += ["full", today.isoformat(), policy_hash(suite)]
+    return '"' + _sha256(parts)[:40] + '"'
+
+
+def _entry_facts(entry: QuarantineEntry, today: date) -> dict:
+    return {
+        "node": entry.node.nodeid,
+        **entry.gate_dict(),
+        "state": entry.state(today).value,
+        "renewals": entry.renewals,
+        "age_days": entry.age_days(today),
+        "created": entry.created_at.date().isoformat(),
+        "upper95_mismatch": entry.upper95_mismatch,
+    }
+
+
+def ledger_full(suite: Suite, *, today: date, now: datetime) -> dict:
+    """The served ledger with what a person or an audit needs beside it."""
+    entries = (
+        QuarantineEntry.objects.filter(suite=suite)
+        .open()
+        .select_related("node")
+        .order_by("node__nodeid")
+    )
+    specs = tier_rule_specs(suite)
+    served, violations = [], []
+    for entry in entries:
+        facts = _entry_facts(entry, today)
+        if entry.tier_violation:
+            resolution = rules.resolve_tier(entry.node.nodeid, specs, entry.node.stated_tier)
+            facts["tier"] = entry.node.tier
+            facts["tier_rule"] = resolution.rule.glob if resolution.rule else None
+            violations.append(facts)
+        else:
+            served.append(facts)
+    counts = {state.value: 0 for state in rules.EntryState if state != rules.EntryState.CLEARED}
+    for facts in (*served, *violations):
+        counts[facts["state"]] += 1
+    return {
+        "suite": {"slug": suite.slug, "name": suite.title},
+        "generated_at": now.isoformat(),
+        "today": today.isoformat(),
+        "ledger_revision": suite.ledger_revision,
+        **policy_document(suite),
+        "policy_hash": policy_hash(suite),
+        "counts": counts,
+        "entries": served,
+        "violations": violations,
+    }

@@ -1,0 +1,169 @@
+"""The two upload endpoints CI calls on every patch: flake reports and signal records.
+
+Both take the body as the tools write it, evaluate it against the ledger as it is now,
+store it once (the same body again answers the stored result) and answer with the
+gate's exit code, also sent as the ``Flakeboard-Exit-Code`` header so a shell script can
+fail on it with curl alone.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpResponse
+from django.utils import timezone
+from ninja import Query, Router, Status
+
+from ledger.api.auth import Scope, suite_for_token
+from ledger.api.errors import ApiError, ErrorOut
+from ledger.api.openapi import json_body
+
+from ..ingest import IngestOutcome, report_ingest, signals_ingest
+from ..results import batch_answer, report_answer
+from ..validation import UploadInvalid
+from .schemas import BatchAnswer, ReportAnswer, ReportUpload, SignalsUpload
+
+router = Router(tags=["uploads"])
+
+EXIT_CODE_HEADER = "Flakeboard-Exit-Code"
+UPLOAD_ERRORS = {
+    400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 413: ErrorOut, 415: ErrorOut, 422: ErrorOut,
+}
+
+ANSWER_HEADERS = {
+    EXIT_CODE_HEADER: {
+        "description": "The answer's exit_code, for scripts that read headers only.",
+        "schema": {"type": "integer"},
+    }
+}
+STORED_HEADERS = {
+    **ANSWER_HEADERS,
+    "Location": {"description": "The upload on the board.", "schema": {"type": "string"}},
+}
+DOCUMENTED_HEADERS = {200: {"headers": ANSWER_HEADERS}, 201: {"headers": STORED_HEADERS}}
+DRY_RUN = "Evaluate and answer, store nothing."
+EVIDENCE = "For a bare list: a CI run reference or an http(s) URL."
+
+
+def upload_body(request) -> bytes:
+    """The raw JSON body, refused when too large (413) or not declared JSON (415)."""
+    limit = settings.UPLOAD_MAX_BYTES
+    too_large = ApiError(
+        413, "too_large", f"The body is over the upload limit of {limit} bytes."
+    )
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    if declared > limit:
+        raise too_large
+    content_type = request.content_type or ""
+    if content_type != "application/json" and not content_type.endswith("+json"):
+        raise ApiError(
+            415, "unsupported_media_type",
+            f"The body must be sent as Content-Type: application/json "
+            f"(got {content_type or 'none'}).",
+        )
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        raise too_large from None
+    if len(body) > limit:
+        raise too_large
+    return body
+
+
+def refused(exc: UploadInvalid) -> ApiError:
+    """Not JSON is 400; JSON that is not a valid upload is 422. Nothing was stored."""
+    status = 400 if exc.code == "invalid_json" else 422
+    return ApiError(status, exc.code, exc.message, [p.as_dict() for p in exc.problems])
+
+
+def answered(request, response: HttpResponse, outcome: IngestOutcome, answer: dict) -> Status:
+    if answer["url"]:
+        answer["url"] = request.build_absolute_uri(answer["url"])
+    response[EXIT_CODE_HEADER] = str(answer["exit_code"])
+    if outcome.duplicate or outcome.dry_run:
+        return Status(200, answer)
+    response["Location"] = answer["url"]
+    return Status(201, answer)
+
+
+@router.post(
+    "/suites/{suite}/reports",
+    response={200: ReportAnswer, 201: ReportAnswer, **UPLOAD_ERRORS},
+    summary="Upload flake-report.json and gate it",
+    description=(
+        "The bare list the budget script writes (commit, branch and evidence then come "
+        "from the query), or the envelope. Each measurement is gated against the ledger "
+        "as it is now; the report fails on any FAIL, on no measurements (`no_evidence`) "
+        "or on a quarantined share over the cap. 201 when stored; 200 for a dry run or a "
+        "body uploaded before (`duplicate`: the stored result). Needs a write token."
+    ),
+    openapi_extra=json_body(
+        ReportUpload,
+        description="A flake report: the bare list the budget script writes, or the envelope.",
+        responses=DOCUMENTED_HEADERS,
+    ),
+)
+def upload_report(
+    request,
+    response: HttpResponse,
+    suite: str,
+    dry_run: Annotated[bool, Query(description=DRY_RUN)] = False,
+    commit: Annotated[str, Query(description="For a bare list: the commit measured.")] = "",
+    branch: Annotated[str, Query(description="For a bare list: the branch.")] = "",
+    evidence: Annotated[str, Query(description=EVIDENCE)] = "",
+):
+    suite = suite_for_token(request, suite, Scope.WRITE)
+    body = upload_body(request)
+    try:
+        outcome = report_ingest(
+            suite=suite, body=body, actor=request.auth.label, dry_run=dry_run,
+            query={"commit": commit, "branch": branch, "evidence": evidence},
+            now=timezone.now(),
+        )
+    except UploadInvalid as exc:
+        raise refused(exc) from None
+    return answered(request, response, outcome, report_answer(outcome))
+
+
+@router.post(
+    "/suites/{suite}/verdicts",
+    response={200: BatchAnswer, 201: BatchAnswer, **UPLOAD_ERRORS},
+    summary="Upload signal records and arbitrate them",
+    description=(
+        "A bare list of signal records (patch, commit and evidence then come from the "
+        "query), or the envelope. Each record gets ACCEPT, HOLD or REJECT with one reason "
+        "code; the batch's verdict is REJECT on any reject, else HOLD on any hold, else "
+        "ACCEPT, and an empty batch holds (`no_evidence`). exit_code: accept 0, reject 1, "
+        "hold 2. Needs a write token."
+    ),
+    openapi_extra=json_body(
+        SignalsUpload,
+        description="Signal records: a bare list, or the envelope.",
+        responses=DOCUMENTED_HEADERS,
+    ),
+)
+def upload_verdicts(
+    request,
+    response: HttpResponse,
+    suite: str,
+    dry_run: Annotated[bool, Query(description=DRY_RUN)] = False,
+    patch: Annotated[str, Query(description="For a bare list: the candidate patch.")] = "",
+    commit: Annotated[str, Query(description="For a bare list: the commit.")] = "",
+    evidence: Annotated[str, Query(description=EVIDENCE)] = "",
+):
+    suite = suite_for_token(request, suite, Scope.WRITE)
+    body = upload_body(request)
+    try:
+        outcome = signals_ingest(
+            suite=suite, body=body, actor=request.auth.label, dry_run=dry_run,
+            query={"patch": patch, "commit": commit, "evidence": evidence},
+            now=timezone.now(),
+        )
+    except UploadInvalid as exc:
+        raise refused(exc) from None
+    return answered(request, response, outcome, batch_answer(outcome))

@@ -1,0 +1,130 @@
+"""The OpenAPI document at /api/v1/openapi.json: valid, and describing every body.
+
+That real answers match it is checked on every call the API tests make (tests/api_http.py).
+"""
+
+import json
+import re
+
+import jsonschema_rs
+import pytest
+import schemathesis
+from schemathesis.specs.openapi.definitions import OPENAPI_31_VALIDATOR
+
+from tests.api_http import Board, schema_validator
+from tests.helpers import measurement, record
+
+OPERATIONS = {
+    ("get", "/api/v1/suites/{suite}/ledger"),
+    ("post", "/api/v1/suites/{suite}/reports"),
+    ("post", "/api/v1/suites/{suite}/verdicts"),
+    ("get", "/api/v1/suites/{suite}/trends"),
+    ("get", "/api/v1/token"),
+}
+
+
+def _no_duplicate_keys(pairs):
+    keys = [key for key, _ in pairs]
+    assert len(keys) == len(set(keys)), f"duplicate keys: {keys}"
+    return dict(pairs)
+
+
+@pytest.fixture
+def document(live_server):
+    answer = Board(live_server.url).get("/api/v1/openapi.json")
+    assert answer.status == 200
+    return json.loads(answer.raw, object_pairs_hook=_no_duplicate_keys)
+
+
+def operations(document):
+    for path, methods in document["paths"].items():
+        for method, operation in methods.items():
+            yield method, path, operation
+
+
+def request_schema(document, path):
+    body = document["paths"][path]["post"]["requestBody"]
+    return schema_validator(body["content"]["application/json"]["schema"])
+
+
+def test_the_document_validates(document):
+    assert document["openapi"].startswith("3.1")
+    assert [e.message for e in OPENAPI_31_VALIDATOR.iter_errors(document)] == []
+    schemathesis.openapi.from_dict(document).validate()
+    for name, schema in document["components"]["schemas"].items():
+        assert jsonschema_rs.meta.is_valid(schema), name
+
+
+def test_every_reference_resolves(document):
+    text = json.dumps(document)
+    names = set(re.findall(r'"#/components/schemas/([^"]+)"', text))
+    assert names and names <= set(document["components"]["schemas"])
+
+
+def test_it_lists_every_endpoint_behind_the_bearer_scheme(document):
+    assert {(m, p) for m, p, _ in operations(document)} == OPERATIONS
+    scheme = document["components"]["securitySchemes"]["SuiteToken"]
+    assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
+    for _, _, operation in operations(document):
+        assert operation["security"] == [{"SuiteToken": []}]
+
+
+def test_every_request_and_response_body_is_described(document):
+    for method, path, operation in operations(document):
+        responses = operation["responses"]
+        assert "401" in responses, path
+        if "{suite}" in path:
+            assert {"403", "422"} <= set(responses), path
+        for status, response in responses.items():
+            if status == "304":
+                assert "content" not in response
+                continue
+            assert response["content"]["application/json"]["schema"], (path, status)
+        if method == "post":
+            assert operation["requestBody"]["required"] is True
+            assert {"200", "201", "400", "413", "415"} <= set(responses)
+            assert "Flakeboard-Exit-Code" in responses["201"]["headers"]
+    ledger = document["paths"]["/api/v1/suites/{suite}/ledger"]["get"]["responses"]
+    assert "ETag" in ledger["200"]["headers"] and "ETag" in ledger["304"]["headers"]
+
+
+def test_errors_share_one_documented_shape(document):
+    error = document["components"]["schemas"]["ErrorOut"]
+    assert set(error["properties"]) == {"error", "message", "details"}
+    detail = document["components"]["schemas"]["ErrorDetail"]
+    assert {"row", "field", "code", "message"} <= set(detail["properties"])
+
+
+def test_the_report_body_is_the_seeds_list_or_the_envelope(document):
+    schema = request_schema(document, "/api/v1/suites/{suite}/reports")
+    seed_row = {"nodeid": "tests/a.py::test_x", "n": 200, "fails": 5, "upper95": 0.0572,
+                "seed_base": 9137}
+    assert schema.is_valid([seed_row, measurement("tests/a.py::test_y")])
+    assert schema.is_valid({"measurements": [seed_row], "commit": "abc", "branch": "main",
+                            "evidence": "ci/run-1", "selected_total": 400})
+    assert schema.is_valid([])
+    for bad in ([measurement("a::x", n=0)], [measurement("a::x", fails=-1)],
+                [measurement("")], [{"n": 1, "fails": 0}], {"measurements": "no"}):
+        assert not schema.is_valid(bad), bad
+
+
+def test_the_signals_body_has_the_closed_vocabulary(document):
+    schema = request_schema(document, "/api/v1/suites/{suite}/verdicts")
+    assert schema.is_valid([record("a::x", freeze_expires="2026-11-14", seed=7,
+                                   fixture_manifest="sha256:abc", tier=2)])
+    assert schema.is_valid({"records": [record("a::x")], "patch": "p-1"})
+    for bad in ([record("a::x", prop="maybe")], [record("a::x", lock="loose")],
+                [record("a::x", status="flaky")], [record("a::x", tier=3)]):
+        assert not schema.is_valid(bad), bad
+    enum = document["components"]["schemas"]["PropertyCheck"]["enum"]
+    assert set(enum) == {"pass", "fail", "not_run"}
+
+
+def test_the_interactive_docs_need_no_inline_script(live_server):
+    answer = Board(live_server.url).get("/api/v1/docs")
+    assert answer.status == 200
+    page = answer.raw.decode()
+    assert "swagger-ui-bundle.js" in page and "cdn." not in page
+    scripts = re.findall(r"<script([^>]*)>", page)
+    assert scripts and all("src=" in s or "application/json" in s for s in scripts)
+    assert "script-src 'self'" in answer.headers["Content-Security-Policy"]

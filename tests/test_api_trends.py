@@ -1,0 +1,103 @@
+"""GET /api/v1/suites/{suite}/trends: reason-code counts per day or week, from the rollups."""
+
+from datetime import UTC, datetime, time, timedelta
+
+import pytest
+
+from runs.ingest import report_ingest, signals_ingest
+from runs.models import ReasonRollup
+from tests.api_http import Board, new_token
+from tests.helpers import body, measurement, record
+
+
+@pytest.fixture
+def board(live_server):
+    return Board(live_server.url)
+
+
+@pytest.fixture
+def token(suite):
+    return new_token(suite, "read")
+
+
+def at(day):
+    return datetime.combine(day, time(12), tzinfo=UTC)
+
+
+@pytest.fixture
+def history(suite, today):
+    """Three days of batches and one report, the oldest nine days ago."""
+    days = [today - timedelta(days=9), today - timedelta(days=2), today]
+    for i, day in enumerate(days):
+        records = [record(f"a::x{i}"), record(f"a::y{i}", prop="fail"),
+                   record(f"a::z{i}", lock="drifted")]
+        signals_ingest(suite=suite, body=body(records), actor="ci", now=at(day))
+    signals_ingest(suite=suite, body=b"[]", actor="ci", now=at(today))
+    report_ingest(suite=suite, body=body([measurement("a::x", fails=9)]), actor="ci",
+                  now=at(today - timedelta(days=2)))
+    return days
+
+
+def test_counts_per_day_over_the_last_30_days_by_default(board, suite, token, today, history):
+    answer = board.trends(suite.slug, token)
+    assert answer.status == 200
+    trends = answer.json
+    assert (trends["from"], trends["to"]) == (
+        (today - timedelta(days=29)).isoformat(), today.isoformat())
+    assert (trends["bucket"], trends["source"]) == ("day", "verdicts")
+    assert len(trends["buckets"]) == 30
+    assert trends["totals"] == {"clean": 3, "property_fail": 3, "fixture_drifted": 3,
+                                "no_evidence": 1}
+    assert trends["series"]["no_evidence"][-1] == 1
+    nine_days_ago = trends["buckets"].index((today - timedelta(days=9)).isoformat())
+    assert trends["series"]["clean"][nine_days_ago] == 1
+
+
+def test_a_range_and_weekly_buckets(board, suite, token, today, history):
+    start = today - timedelta(days=3)
+    trends = board.trends(suite.slug, token, query={
+        "from": start.isoformat(), "to": today.isoformat(), "bucket": "week"}).json
+    assert trends["totals"] == {"clean": 2, "property_fail": 2, "fixture_drifted": 2,
+                                "no_evidence": 1}
+    monday = start - timedelta(days=start.weekday())
+    assert trends["buckets"][0] == monday.isoformat()
+    assert all(datetime.fromisoformat(b).weekday() == 0 for b in trends["buckets"])
+    assert sum(sum(series) for series in trends["series"].values()) == 7
+
+
+def test_report_reasons_are_their_own_source(board, suite, token, history):
+    trends = board.trends(suite.slug, token, query={"source": "reports"}).json
+    assert trends["source"] == "reports"
+    assert trends["totals"] == {"over_budget": 1}
+
+
+def test_the_counts_are_the_rollups(board, suite, token, today, history):
+    ReasonRollup.objects.filter(reason="clean").update(count=40)
+    assert board.trends(suite.slug, token).json["totals"]["clean"] == 120
+
+
+def test_an_empty_range_has_buckets_and_no_series(board, suite, token):
+    trends = board.trends(suite.slug, token, query={"from": "2020-01-01", "to": "2020-01-07"})
+    assert trends.json["buckets"][0] == "2020-01-01" and len(trends.json["buckets"]) == 7
+    assert (trends.json["series"], trends.json["totals"]) == ({}, {})
+
+
+@pytest.mark.parametrize(("query", "field"), [
+    ({"from": "2026-02-01", "to": "2026-01-01"}, "from"),
+    ({"from": "2000-01-01", "to": "2026-01-01"}, "from"),
+    ({"from": "yesterday"}, "from"),
+    ({"to": "2026-02-30"}, "to"),
+    ({"bucket": "month"}, "bucket"),
+    ({"source": "everything"}, "source"),
+])
+def test_a_bad_parameter_is_422_naming_it(board, suite, token, query, field):
+    answer = board.trends(suite.slug, token, query=query)
+    assert (answer.status, answer.error) == (422, "invalid_request")
+    assert answer.json["details"][0]["field"] == field
+
+
+@pytest.mark.parametrize("day", ["0", "1700000000", "2026-01-01T00:00:00", "2026-1-1",
+                                 "2026-01-01\n", "\uff12\uff10\uff12\uff16-01-01"])
+def test_days_are_written_yyyy_mm_dd_only(board, suite, token, day):
+    answer = board.trends(suite.slug, token, query={"to": day})
+    assert (answer.status, answer.json["details"][0]["field"]) == (422, "to")

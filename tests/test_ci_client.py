@@ -1,0 +1,225 @@
+"""The single-file CI client, downloaded from the board and run as CI runs it."""
+
+import ast
+import json
+import shutil
+import socket
+import subprocess
+import sys
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+
+from ledger.quarantine import quarantine_create
+from runs.models import Report, VerdictBatch
+from tests.api_http import Board, new_token
+from tests.helpers import body, measurement, record
+
+CLIENT = settings.BASE_DIR / "client" / "flakeboard_ci.py"
+FLAKY = "tests/test_ingest.py::test_stream_backpressure"
+
+
+@pytest.fixture
+def client_script(live_server, tmp_path):
+    """The client as CI gets it: fetched from the board with nothing but HTTP."""
+    answer = Board(live_server.url).get("/ci/flakeboard_ci.py")
+    assert answer.status == 200
+    assert "attachment" in answer.headers["Content-Disposition"]
+    path = tmp_path / "flakeboard_ci.py"
+    path.write_bytes(answer.raw)
+    return path
+
+
+@pytest.fixture
+def run(client_script, live_server, suite, tmp_path):
+    """run(*args, token=..., **env) runs the client in tmp_path, with no site-packages."""
+
+    def run_client(*args, token=None, **env):
+        environment = {"PATH": "/usr/bin:/bin", "FLAKEBOARD_URL": live_server.url,
+                       "FLAKEBOARD_TOKEN": token or new_token(suite, "write"), **env}
+        return subprocess.run(
+            [sys.executable, "-I", "-S", str(client_script), *args],
+            cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=60,
+        )
+
+    return run_client
+
+
+def write(tmp_path, name, data):
+    (tmp_path / name).write_bytes(body(data))
+    return name
+
+
+def test_the_board_serves_the_client_file(client_script):
+    assert client_script.read_bytes() == CLIENT.read_bytes()
+
+
+def test_the_client_uses_only_the_standard_library():
+    tree = ast.parse(CLIENT.read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module.split(".")[0])
+    assert imported and imported <= set(sys.stdlib_module_names) | {"__future__"}
+
+
+def test_ledger_writes_flake_ledger_json(run, suite, today, tmp_path, live_server):
+    suite.max_quarantined_share = 1.0
+    suite.save()
+    for nodeid, days in ((FLAKY, 10), ("tests/a.py::test_old", -2)):
+        quarantine_create(suite=suite, nodeid=nodeid, owner="@finley", evidence="ci/run-1",
+                          expires=today + timedelta(days=days), actor="@finley", today=today,
+                          imported=days < 0)
+    done = run("ledger", token=new_token(suite, "read"))
+    assert done.returncode == 0, done.stderr
+    served = Board(live_server.url).ledger(suite.slug, new_token(suite, "read")).json
+    assert json.loads((tmp_path / "flake_ledger.json").read_text()) == served
+    assert "EXPIRED tests/a.py::test_old" in done.stdout
+    assert "2 quarantine entries of suite acme, 1 expired" in done.stdout
+
+
+def test_ledger_full_view_goes_to_its_own_file(run, suite, tmp_path):
+    done = run("ledger", "--full", token=new_token(suite, "read"))
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "flake_ledger_full.json").read_text())["suite"]["slug"] == \
+        "acme"
+    assert not (tmp_path / "flake_ledger.json").exists()
+
+
+def test_a_failing_report_exits_1_with_a_line_per_node(run, suite, tmp_path):
+    name = write(tmp_path, "flake-report.json",
+                 [measurement("tests/a.py::test_ok"), measurement(FLAKY, fails=5)])
+    done = run("report", name, "--commit", "abc123", "--branch", "main")
+    assert done.returncode == 1, done.stderr
+    assert f"FAIL {FLAKY}: over_budget (upper95=0.0572, 5/200 failed)" in done.stdout
+    assert "OK   tests/a.py::test_ok: within_budget" in done.stdout
+    report = Report.objects.get()
+    assert f"/suites/acme/reports/{report.pk}/" in done.stdout
+    assert (report.commit, report.branch) == ("abc123", "main")
+
+
+def test_a_passing_report_exits_0_and_the_file_name_defaults(run, tmp_path):
+    write(tmp_path, "flake-report.json", [measurement("tests/a.py::test_ok")])
+    done = run("report")
+    assert done.returncode == 0, done.stderr
+    assert "report OK (within_budget)" in done.stdout
+
+
+def test_an_empty_report_exits_1(run, tmp_path):
+    done = run("report", write(tmp_path, "flake-report.json", []))
+    assert done.returncode == 1
+    assert "report FAIL (no_evidence)" in done.stdout
+
+
+def test_a_dry_run_stores_nothing(run, tmp_path):
+    done = run("report", write(tmp_path, "r.json", [measurement(FLAKY, fails=5)]), "--dry-run")
+    assert done.returncode == 1 and "Dry run: nothing was stored." in done.stdout
+    assert not Report.objects.exists()
+
+
+def test_a_second_upload_says_it_was_a_duplicate(run, tmp_path):
+    name = write(tmp_path, "r.json", [measurement("tests/a.py::test_ok")])
+    assert run("report", name).returncode == 0
+    again = run("report", name)
+    assert again.returncode == 0 and "uploaded before" in again.stdout
+    assert Report.objects.count() == 1
+
+
+@pytest.mark.parametrize(("records", "code", "line"), [
+    ([record("a::x")], 0, "ACCEPT a::x: clean"),
+    ([record("a::x"), record("a::y", prop="fail")], 1, "REJECT a::y: property_fail"),
+    ([record("a::x", lock="drifted")], 2, "HOLD   a::x: fixture_drifted"),
+    ([], 2, "batch HOLD (no_evidence)"),
+])
+def test_signals_exit_with_the_verdict(run, tmp_path, records, code, line):
+    done = run("signals", write(tmp_path, "signals.json", records), "--patch", "p-1")
+    assert done.returncode == code, done.stderr
+    assert line in done.stdout
+    assert VerdictBatch.objects.get().patch == "p-1"
+
+
+def test_an_explicit_suite_is_used(run, suite, other_suite, tmp_path):
+    name = write(tmp_path, "r.json", [measurement("a::x")])
+    done = run("report", name, FLAKEBOARD_SUITE=other_suite.slug)
+    assert done.returncode == 4
+    assert "wrong_suite" in done.stderr
+    assert run("report", name, FLAKEBOARD_SUITE=suite.slug).returncode == 0
+
+
+def test_an_unreachable_board_has_its_own_exit_code(run, tmp_path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    name = write(tmp_path, "r.json", [measurement("a::x")])
+    done = run("--retries", "0", "report", name, FLAKEBOARD_URL=f"http://127.0.0.1:{port}")
+    assert done.returncode == 3
+    assert f"cannot reach the board at http://127.0.0.1:{port}" in done.stderr
+
+
+def test_a_refusal_names_the_problem(run, suite, tmp_path):
+    bad = write(tmp_path, "r.json", [measurement("a::x"), measurement("a::y", n=5, fails=6)])
+    done = run("report", bad)
+    assert done.returncode == 4
+    assert "422 validation_failed" in done.stderr and "row 1, field fails" in done.stderr
+    read_only = run("report", write(tmp_path, "ok.json", [measurement("a::x")]),
+                    token=new_token(suite, "read"))
+    assert read_only.returncode == 4 and "wrong_scope" in read_only.stderr
+    assert run("ledger", token="fbr_not-a-real-token").returncode == 4
+
+
+@pytest.mark.parametrize(("args", "env", "message"), [
+    (("report", "missing.json"), {}, "cannot read missing.json"),
+    (("ledger",), {"FLAKEBOARD_TOKEN": ""}, "set FLAKEBOARD_TOKEN"),
+    (("ledger",), {"FLAKEBOARD_URL": ""}, "set FLAKEBOARD_URL"),
+    (("ledger",), {"FLAKEBOARD_URL": "file:///etc"}, "must start with https://"),
+    (("publish",), {}, "invalid choice"),
+])
+def test_wrong_usage_exits_64(run, args, env, message):
+    done = run(*args, **env)
+    assert done.returncode == 64
+    assert message in done.stderr
+
+
+def readme_recipe() -> str:
+    text = (settings.BASE_DIR / "README.md").read_text()
+    block = text.split("<!-- ci-recipe:start -->")[1].split("<!-- ci-recipe:end -->")[0]
+    return block.strip().removeprefix("```sh").removesuffix("```")
+
+
+@pytest.mark.skipif(not shutil.which("curl"), reason="curl is not installed")
+@pytest.mark.parametrize(("report", "signals", "code"), [
+    ([measurement("tests/a.py::test_ok")], [record("a::x")], 0),
+    ([measurement(FLAKY, fails=5)], [record("a::x")], 1),
+    ([measurement("tests/a.py::test_ok")], [record("a::x", lock="missing")], 2),
+])
+def test_the_readme_curl_recipe_fails_the_job_with_the_gate(
+        live_server, suite, tmp_path, report, signals, code):
+    write(tmp_path, "flake-report.json", report)
+    write(tmp_path, "signals.json", signals)
+    env = {"PATH": "/usr/bin:/bin", "FLAKEBOARD_URL": live_server.url,
+           "FLAKEBOARD_SUITE": suite.slug, "FLAKEBOARD_TOKEN": new_token(suite, "write"),
+           "COMMIT": "abc123", "BRANCH": "main"}
+    done = subprocess.run(["bash", "-c", readme_recipe()], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == code, done.stderr
+    assert json.loads((tmp_path / "flake_ledger.json").read_text()) == {}
+    assert json.loads((tmp_path / "report-answer.json").read_text())["id"] == \
+        Report.objects.get().pk
+    assert Report.objects.get().commit == "abc123"
+    assert VerdictBatch.objects.get().commit == "abc123"
+
+
+@pytest.mark.skipif(not shutil.which("curl"), reason="curl is not installed")
+def test_the_readme_curl_recipe_fails_when_the_upload_is_refused(live_server, suite, tmp_path):
+    write(tmp_path, "flake-report.json", [measurement("a::x", n=0)])
+    write(tmp_path, "signals.json", [record("a::x")])
+    env = {"PATH": "/usr/bin:/bin", "FLAKEBOARD_URL": live_server.url,
+           "FLAKEBOARD_SUITE": suite.slug, "FLAKEBOARD_TOKEN": new_token(suite, "write")}
+    done = subprocess.run(["bash", "-c", readme_recipe()], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3
+    assert '"error":"validation_failed"' in done.stdout.replace(" ", "")
+    assert not Report.objects.exists()

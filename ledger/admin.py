@@ -9,6 +9,7 @@ from django.utils import timezone
 from .access import actor_label
 from .models import ApiToken, AuditEvent, Membership, Node, QuarantineEntry, Suite, TierRule
 from .quarantine import quarantine_create
+from .tokens import token_revoke
 
 
 class MembershipInline(admin.TabularInline):
@@ -141,7 +142,18 @@ class AuditEventAdmin(admin.ModelAdmin):
 class ApiTokenAdmin(admin.ModelAdmin):
     list_display = ["prefix", "suite", "scope", "name", "last_used_at", "revoked_at"]
     list_filter = ["suite", "scope"]
-    readonly_fields = ["prefix", "digest", "created_at", "created_by", "last_used_at"]
+    actions = ["revoke"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in ApiToken._meta.fields]
 
     def has_add_permission(self, request):
         return False  # created on the settings page or with create_token, shown once
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # revoked, never deleted: the audit trail names it
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request, queryset):
+        for token in queryset:
+            token_revoke(token=token, actor=actor_label(request.user))

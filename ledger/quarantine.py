@@ -74,11 +74,24 @@ def _check_tier(errors: _Errors, suite: Suite, nodeid: str, node: Node | None) -
     )
 
 
+def _is_unicode(text: str) -> bool:
+    """False for a string holding a lone surrogate (a JSON file can): not storable."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _check_fields(errors: _Errors, *, owner, evidence, expires, today, max_days, allow_past):
     if message := rules.owner_error(owner):
         errors.add("owner", message, "owner_invalid")
+    elif not _is_unicode(owner):
+        errors.add("owner", "The owner must be valid Unicode text.", "owner_invalid")
     if message := rules.evidence_error(evidence):
         errors.add("evidence", message, "evidence_required")
+    elif not _is_unicode(evidence):
+        errors.add("evidence", "The evidence must be valid Unicode text.", "evidence_required")
     if not isinstance(expires, date):
         errors.add("expires", "An expiry date is required.", "expiry_required")
     elif not (allow_past and expires < today) and (
@@ -110,7 +123,9 @@ def quarantine_create(
     kept (so the migrated ledger still fails its gate) and the share cap is not applied.
     """
     errors = _Errors()
-    if message := rules.nodeid_error(nodeid):
+    if message := rules.nodeid_error(nodeid) or (
+        None if _is_unicode(nodeid) else "must be valid Unicode text"
+    ):
         errors.add("node", f"The node id {message}.", "nodeid_invalid")
         errors.raise_if_any()
     _check_fields(
@@ -279,6 +294,7 @@ def quarantine_clear(
 class ImportResult:
     created: list[QuarantineEntry] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)  # (nodeid, why)
+    codes: dict[str, list[str]] = field(default_factory=dict)  # nodeid → refusal codes
     warnings: list[str] = field(default_factory=list)
 
 
@@ -321,9 +337,16 @@ def _parse_import_row(nodeid: str, row: object) -> dict:
 
 
 def _describe(error: ValidationError) -> str:
+    """Each refusal, after the name of the field it concerns."""
     return "; ".join(
-        message for messages in error.message_dict.values() for message in messages
+        message if name == NON_FIELD_ERRORS else f"{name}: {message}"
+        for name, messages in error.message_dict.items()
+        for message in messages
     )
+
+
+def _codes(error: ValidationError) -> list[str]:
+    return [e.code for errors in error.error_dict.values() for e in errors]
 
 
 def ledger_import(*, suite: Suite, ledger: object, actor: str, today: date) -> ImportResult:
@@ -345,8 +368,10 @@ def ledger_import(*, suite: Suite, ledger: object, actor: str, today: date) -> I
                     )
             except ValueError as exc:
                 result.refused.append((nodeid, str(exc)))
+                result.codes[nodeid] = ["invalid_row"]
             except ValidationError as exc:
                 result.refused.append((nodeid, _describe(exc)))
+                result.codes[nodeid] = _codes(exc)
             else:
                 result.created.append(entry)
                 if entry.expires < today:

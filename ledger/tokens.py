@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from datetime import timedelta
 
@@ -15,6 +16,9 @@ from .quarantine import record_event
 
 SCOPE_PREFIX = {ApiToken.Scope.READ: "fbr_", ApiToken.Scope.WRITE: "fbw_"}
 PREFIX_LENGTH = 12
+# What token_create makes: a scope prefix, then URL-safe base64. Anything else (a NUL byte,
+# say, which PostgreSQL cannot even compare) is refused before the database is asked.
+TOKEN_SHAPE = re.compile(r"fb[rw]_[A-Za-z0-9_-]+")
 # last_used_at is written at most this often, so a busy gate does not write on every read.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -65,7 +69,7 @@ def token_revoke(*, token: ApiToken, actor: str) -> ApiToken:
 
 def token_authenticate(raw: str) -> ApiToken | None:
     """The active token whose digest matches ``raw``, compared in constant time; else None."""
-    if not isinstance(raw, str) or not raw.startswith(tuple(SCOPE_PREFIX.values())):
+    if not isinstance(raw, str) or not TOKEN_SHAPE.fullmatch(raw):
         return None
     if len(raw) > 200 or len(raw) <= PREFIX_LENGTH:
         return None

@@ -84,6 +84,16 @@ def _type_name(value) -> str:
     )
 
 
+def _is_unicode(text: str) -> bool:
+    """False for a string holding a lone surrogate (JSON allows "\\ud800"): no database
+    can store it as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _int(c, row, name, value, *, low, high, required=True):
     if value is None and not required:
         return None
@@ -112,6 +122,9 @@ def _text(c, row, name, value, *, max_length, required=False):
     if rules.has_control_chars(value):
         c.add("control_characters", "must not contain control characters", row, name)
         return None
+    if not _is_unicode(value):
+        c.add("invalid_unicode", "must be valid Unicode text (no lone surrogates)", row, name)
+        return None
     return value
 
 
@@ -122,6 +135,9 @@ def _nodeid(c, row, name, value, seen: set):
     if (problem := rules.nodeid_error(value)) is not None:
         code = "wrong_type" if not isinstance(value, str) else "invalid_nodeid"
         c.add(code, problem, row, name)
+        return None
+    if not _is_unicode(value):
+        c.add("invalid_unicode", "must be valid Unicode text (no lone surrogates)", row, name)
         return None
     if value in seen:
         c.add("duplicate_node", f"{value!r} appears twice in one upload", row, name)
@@ -253,7 +269,7 @@ def _freeze_date(c, row, value) -> date | None:
             if moment.tzinfo is not None:
                 moment = moment.astimezone(UTC)
             return moment.date()
-        except ValueError:
+        except (ValueError, OverflowError):  # an offset can push year 1 or 9999 out of range
             pass
     c.add("invalid_date", f"must be an ISO date or datetime (got {value!r})", row,
           "freeze_expires")

@@ -1,5 +1,6 @@
 import json
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
@@ -21,12 +22,17 @@ class Command(BaseCommand):
 
     def handle(self, suite, file, **options):
         suite = get_suite(suite)
+        limit = settings.UPLOAD_MAX_BYTES
         try:
-            with open(file, encoding="utf-8") as handle:
-                data = json.load(handle)
+            with open(file, "rb") as handle:
+                raw = handle.read(limit + 1)
         except OSError as exc:
             raise CommandError(f"Cannot read {file}: {exc.strerror}") from None
-        except ValueError as exc:
+        if len(raw) > limit:
+            raise CommandError(f"{file} is over the upload limit of {limit} bytes.")
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (ValueError, RecursionError) as exc:
             raise CommandError(f"{file} is not valid JSON: {exc}") from None
         try:
             result = ledger_import(

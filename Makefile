@@ -41,5 +41,10 @@ test: install
 lint: install
 	$(PY) -m ruff check .
 
+# Benchmarks (bench/): prints the table, writes bench/results.json and docs/benchmarks.md.
+# SQLite always; PostgreSQL too when DATABASE_URL names a server. BENCH_SCALE=0.01 is a smoke run.
+bench: install
+	$(PY) -m bench --scale $(BENCH_SCALE)
+
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache .hypothesis test-artifacts

@@ -1,0 +1,40 @@
+"""The benchmark harness at smoke scale: every benchmark runs end to end and reports."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS = {"B1", "B2", "B3", "B4", "B5"}
+
+
+def test_smoke_run_reports_a_row_for_every_benchmark(tmp_path):
+    out = tmp_path / "out"
+    real_docs = ROOT / "docs" / "benchmarks.md"
+    docs_before = real_docs.stat().st_mtime_ns if real_docs.exists() else None
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'unused.sqlite3'}"}
+
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--scale", "0.01", "--out", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )
+
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["scale"] == 0.01
+    rows = results["rows"]
+    assert {row["id"] for row in rows} == BENCHMARKS
+    assert {row["backend"] for row in rows} == {"sqlite"}
+    assert not [row for row in rows if row["status"] == "error"]
+    for row in rows:
+        assert row["status"] in {"met", "missed", "not available yet"}, row
+        if row["status"] != "not available yet":
+            assert row["ratio"] is not None and row["ratio"] > 0, row
+    markdown = (out / "benchmarks.md").read_text()
+    assert all(f"| {bench_id} |" in markdown for bench_id in BENCHMARKS)
+    table = done.stdout
+    assert "result" in table and all(bench_id in table for bench_id in BENCHMARKS)
+    after = real_docs.stat().st_mtime_ns if real_docs.exists() else None
+    assert after == docs_before, "the smoke run must not overwrite docs/benchmarks.md"

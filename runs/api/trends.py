@@ -13,7 +13,7 @@ from pydantic import BeforeValidator
 from ledger.api.auth import Scope, suite_for_token
 from ledger.api.errors import ApiError, ErrorOut
 
-from ..trends import bucket_starts, reason_counts
+from ..trends import bucket_start, reason_counts
 from .schemas import TrendsOut
 
 router = Router(tags=["trends"])
@@ -37,16 +37,30 @@ FROM = f"The first day, YYYY-MM-DD (default: {DEFAULT_DAYS} days before to)."
 TO = "The last day, YYYY-MM-DD (default: today)."
 
 
-def _range(start: date | None, end: date | None, today: date) -> tuple[date, date]:
+def _range(start: date | None, end: date | None, today: date, bucket: str) -> tuple[date, date]:
     span = timedelta(days=DEFAULT_DAYS - 1)
-    if end is None:
-        end = today if start is None else start + span
-    if start is None:
-        start = end - span
+    try:
+        if end is None:
+            end = today if start is None else start + span
+        if start is None:
+            start = end - span
+        first = bucket_start(start, bucket)
+    except OverflowError:
+        raise ApiError(
+            422, "invalid_request", "The range reaches past the ends of the calendar.",
+            [{"field": "from", "code": "out_of_range", "message": "is too close to the "
+              "calendar's first or last day"}],
+        ) from None
     if start > end:
         raise ApiError(
             422, "invalid_request", f"from ({start}) must not be after to ({end}).",
             [{"field": "from", "code": "out_of_range", "message": "must not be after to"}],
+        )
+    if (end - first).days // (7 if bucket == "week" else 1) + 1 > MAX_BUCKETS:
+        raise ApiError(
+            422, "invalid_request",
+            f"The range holds more than {MAX_BUCKETS} {bucket}s: ask for a shorter one.",
+            [{"field": "from", "code": "range_too_long", "message": "is too far from to"}],
         )
     return start, end
 
@@ -71,13 +85,7 @@ def trends(
     source: Literal["verdicts", "reports"] = "verdicts",
 ):
     suite = suite_for_token(request, suite, Scope.READ)
-    start, end = _range(start, end, timezone.now().date())
-    if len(bucket_starts(start, end, bucket)) > MAX_BUCKETS:
-        raise ApiError(
-            422, "invalid_request",
-            f"The range holds more than {MAX_BUCKETS} {bucket}s: ask for a shorter one.",
-            [{"field": "from", "code": "range_too_long", "message": "is too far from to"}],
-        )
+    start, end = _range(start, end, timezone.now().date(), bucket)
     counts = reason_counts(suite, start=start, end=end, bucket=bucket, source=source)
     return {
         "suite": suite.slug, "from": start, "to": end, "bucket": bucket, "source": source,

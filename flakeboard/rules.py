@@ -272,8 +272,11 @@ def evidence_is_link(evidence: str) -> bool:
     return evidence.lower().startswith(("http://", "https://"))
 
 
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def has_control_chars(text: str) -> bool:
-    return any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text)
+    return _CONTROL_CHARS.search(text) is not None
 
 
 def nodeid_error(nodeid: object) -> str | None:

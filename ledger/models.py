@@ -258,16 +258,24 @@ class QuarantineEntry(models.Model):
 
     def gate_dict(self) -> dict:
         """The entry as the budget script's flake_ledger.json holds it (SPEC 3.3)."""
-        return {
-            "class": self.klass,
-            "seed_base": self.seed_base,
-            "n": self.n,
-            "fails": self.fails,
-            "upper95": round(self.upper95, 4),
-            "owner": self.owner,
-            "expires": self.expires.isoformat(),
-            "evidence": self.evidence,
-        }
+        return gate_entry(*(getattr(self, name) for name in GATE_FIELDS))
+
+
+GATE_FIELDS = ("klass", "seed_base", "n", "fails", "upper95", "owner", "expires", "evidence")
+
+
+def gate_entry(klass, seed_base, n, fails, upper95, owner, expires, evidence) -> dict:
+    """One flake_ledger.json entry from the GATE_FIELDS values, in their order."""
+    return {
+        "class": klass,
+        "seed_base": seed_base,
+        "n": n,
+        "fails": fails,
+        "upper95": round(upper95, 4),
+        "owner": owner,
+        "expires": expires.isoformat(),
+        "evidence": evidence,
+    }
 
 
 class AuditEvent(models.Model):

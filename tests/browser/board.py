@@ -64,27 +64,49 @@ class Board:
         self.settle()
 
     def settle(self) -> None:
-        """Wait until htmx has loaded the panels a page fetches after it loads."""
+        """Wait until the page has loaded, and htmx the panels it fetches after loading."""
+        self.page.wait_for_load_state("load")
         expect(self.page.locator("[hx-trigger='load']")).to_have_count(0)
         expect(self.page.locator(".htmx-request")).to_have_count(0)
 
-    def submit(self, button) -> None:
-        """Press a form's button and check the board answered the POST without an error."""
+    def follow(self, target) -> None:
+        """Click a link (or a plain form's button) and wait until the next page has loaded,
+        so that nothing of this one is still loading when the journey moves on."""
+        with self.page.expect_event("load"):
+            target.click()
+        self.settle()
+
+    def nav(self, name: str) -> None:
+        """Go to one of the suite's pages through the navigation bar."""
+        suite_nav = self.page.get_by_role("navigation", name="Suite")
+        self.follow(suite_nav.get_by_role("link", name=name))
+
+    def submit(self, button, *, in_place: bool = False) -> None:
+        """Press a form's button and check the board answered the POST without an error.
+        A plain form leads to the next page; an htmx form (``in_place``) swaps its answer in."""
         with self.page.expect_response(lambda r: r.request.method == "POST") as answer:
-            button.click()
+            if in_place:
+                button.click()
+            else:
+                with self.page.expect_event("load"):
+                    button.click()
         response = answer.value
         assert response.status < 400, f"{response.status} for POST {response.url}"
+        self.settle()
 
     def sign_in(self, username: str, password: str) -> None:
         """Sign in through the real form, as a person does; lands on the home page."""
         page = self.page
-        page.goto(self.url("/accounts/login/"))
+        self.goto("/accounts/login/")
         page.get_by_label("User name").fill(username)
         page.get_by_label("Password").fill(password)
-        page.get_by_role("button", name="Sign in").click()
-        page.wait_for_url(lambda url: "/accounts/login/" not in url)
+        self.submit(page.get_by_role("button", name="Sign in"))
+        assert "/accounts/login/" not in page.url, "the sign-in was refused"
         expect(page.locator(".whoami")).to_contain_text(f"@{username}")
-        self.settle()
+
+    def sign_out(self) -> None:
+        self.follow(self.page.get_by_role("button", name="Sign out"))
+        expect(self.page.get_by_role("heading", name="Sign in")).to_be_visible()
 
     def screenshot(self, name: str) -> Path:
         ARTIFACTS.mkdir(exist_ok=True)

@@ -37,14 +37,14 @@ def test_ci_uploads_a_failing_report_and_the_owner_quarantines_the_node(
 
     page = board.page
     board.sign_in(owner.username, PASSWORD)
-    page.get_by_role("navigation", name="Suite").get_by_role("link", name="Reports").click()
-    page.get_by_role("link", name=f"#{uploaded.json['id']}", exact=True).click()
+    board.nav("Reports")
+    board.follow(page.get_by_role("link", name=f"#{uploaded.json['id']}", exact=True))
     expect(page).to_have_url(uploaded.json["url"])
     expect(page.get_by_role("heading", level=1)).to_contain_text("FAIL")
 
     row = page.get_by_role("row").filter(has_text=FLAKY)
     expect(row).to_contain_text("over_budget")
-    row.get_by_role("link", name="Quarantine").click()
+    board.follow(row.get_by_role("link", name="Quarantine"))
 
     expect(page.get_by_role("heading", name="Quarantine a node")).to_be_visible()
     expect(page.get_by_text("Prefilled from a failing row of a report")).to_be_visible()
@@ -66,11 +66,11 @@ def test_ci_uploads_a_failing_report_and_the_owner_quarantines_the_node(
     expires = today + timedelta(days=14)
     page.get_by_label("Expires on", exact=True).fill(expires.isoformat())
     page.get_by_label("Note").fill("Retries race the refund webhook; fix in review.")
-    page.get_by_role("button", name="Quarantine", exact=True).click()
+    board.submit(page.get_by_role("button", name="Quarantine", exact=True))
 
     expect(page.get_by_role("status")).to_contain_text(f"Quarantined until {expires.isoformat()}")
     expect(page.get_by_role("heading", level=1)).to_have_text(FLAKY)
-    page.get_by_role("navigation", name="Suite").get_by_role("link", name="Ledger").click()
+    board.nav("Ledger")
     entry_row = page.get_by_role("row").filter(has_text=FLAKY)
     expect(entry_row).to_contain_text("@finley")
     expect(entry_row).to_contain_text(expires.isoformat())

@@ -4,6 +4,8 @@ the forms; every page that shows them is opened. No dialog opens, no payload run
 would set window.__pwned), each payload is shown as the text it is, and a javascript:
 evidence is never a link."""
 
+from urllib.parse import urlencode
+
 import pytest
 from playwright.sync_api import expect
 
@@ -95,10 +97,6 @@ def _upload(board, suite):
     return report.json, batch.json
 
 
-def _suite_nav(page, name):
-    page.get_by_role("navigation", name="Suite").get_by_role("link", name=name).click()
-
-
 def test_hostile_content_is_shown_as_text_and_never_runs(board, suite, owner, lead):
     report, batch = _upload(board, suite)
     page = board.page
@@ -106,10 +104,11 @@ def test_hostile_content_is_shown_as_text_and_never_runs(board, suite, owner, le
     board.sign_in(owner.username, PASSWORD)
     _inert(board)
 
-    _suite_nav(page, "Reports")
-    page.get_by_role("link", name=f"#{report['id']}", exact=True).click()
+    board.nav("Reports")
+    board.follow(page.get_by_role("link", name=f"#{report['id']}", exact=True))
     _inert(board, *HOSTILE, JS)
-    page.get_by_role("row").filter(has_text=N_IMG).get_by_role("link", name="Quarantine").click()
+    row = page.get_by_role("row").filter(has_text=N_IMG)
+    board.follow(row.get_by_role("link", name="Quarantine"))
     expect(page.get_by_label("Node id")).to_have_value(N_IMG)
     _inert(board)
     page.get_by_label("Owner").fill(IMG)
@@ -125,8 +124,8 @@ def test_hostile_content_is_shown_as_text_and_never_runs(board, suite, owner, le
     _inert(board, N_IMG, JS, OWNER, SCRIPT, IMG)
     expect(page.get_by_role("link", name="javascript:")).to_have_count(0)
 
-    _suite_nav(page, "Ledger")
-    page.get_by_role("link", name="Quarantine a node").click()
+    board.nav("Ledger")
+    board.follow(page.get_by_role("link", name="Quarantine a node"))
     page.get_by_label("Node id").fill(N_SCRIPT)
     page.get_by_label("Evidence", exact=True).fill(LINKED)
     page.get_by_label("Note").fill(ATTRIBUTE)
@@ -136,26 +135,27 @@ def test_hostile_content_is_shown_as_text_and_never_runs(board, suite, owner, le
     _inert(board, N_SCRIPT, LINKED, ATTRIBUTE)
 
     first, second = (QuarantineEntry.objects.get(node__nodeid=n) for n in (N_IMG, N_SCRIPT))
-    _suite_nav(page, "Ledger")
+    board.nav("Ledger")
     _inert(board, N_IMG, N_SCRIPT, OWNER)
     page.locator(f"#entry-{first.pk}").get_by_role("link", name="Renew").click()
     form = page.locator(f"#entry-{first.pk}.editing")
+    expect(form).to_contain_text(N_IMG)
     _inert(board)
     form.get_by_label("New evidence").fill(JS_MIXED)
     form.get_by_label("Note").fill(SCRIPT)
-    board.submit(form.get_by_role("button", name="Renew"))
+    board.submit(form.get_by_role("button", name="Renew"), in_place=True)
     expect(page.locator(f"#entry-{first.pk}").get_by_role("status")).to_contain_text("Renewed")
     _inert(board, N_IMG)
     page.locator(f"#entry-{second.pk}").get_by_role("link", name="Clear").click()
     form = page.locator(f"#entry-{second.pk}.editing")
     form.get_by_label("Why is it cleared?").fill(f"{IMG} {JS}")
-    board.submit(form.get_by_role("button", name="Clear the entry"))
+    board.submit(form.get_by_role("button", name="Clear the entry"), in_place=True)
     expect(page.locator(f"#entry-{second.pk}").get_by_role("status")).to_contain_text("Cleared")
     _inert(board, N_SCRIPT)
 
     _visit(board, f"/suites/{slug}/", SCRIPT[:20])
     _visit(board, f"/suites/{slug}/ledger/?state=cleared", N_SCRIPT, LINKED[:40])
-    _visit(board, f"/suites/{slug}/ledger/?q={SCRIPT}&owner={OWNER}")
+    _visit(board, f"/suites/{slug}/ledger/?{urlencode({'q': SCRIPT, 'owner': OWNER})}")
     expect(page.get_by_label("Search")).to_have_value(SCRIPT)
     _visit(board, f"/suites/{slug}/ledger/{first.pk}/", N_IMG, JS_MIXED.strip(), SCRIPT, OWNER)
     _visit(board, f"/suites/{slug}/ledger/{second.pk}/", N_SCRIPT, LINKED, ATTRIBUTE, IMG, JS)
@@ -165,14 +165,14 @@ def test_hostile_content_is_shown_as_text_and_never_runs(board, suite, owner, le
     _inert(board, *HOSTILE, SCRIPT, IMG, JS)
     for node in HOSTILE:
         page.goto(report["url"])
-        page.get_by_role("row").filter(has_text=node).get_by_role("link", name=node).click()
+        board.follow(page.get_by_role("row").filter(has_text=node).get_by_role("link", name=node))
         expect(page.get_by_role("heading", level=1)).to_contain_text(node)
         _inert(board, node)
     _visit(board, f"/suites/{slug}/trends/")
 
-    page.get_by_role("button", name="Sign out").click()
+    board.sign_out()
     board.sign_in(lead.username, PASSWORD)
-    _suite_nav(page, "Settings")
+    board.nav("Settings")
     page.get_by_label("Tier", exact=True).select_option("2")
     glob = "tests/test_xss.py::*<script>*"
     page.get_by_label("Glob").fill(glob)

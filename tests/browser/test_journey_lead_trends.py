@@ -88,7 +88,7 @@ def test_lead_reviews_trends_and_adds_a_tier_rule_after_the_warning(board, demo,
     assert len(overview) == 1
     shutil.copyfile(board.screenshot("journey-4-overview"), README_SCREENSHOT)
 
-    page.get_by_role("navigation", name="Suite").get_by_role("link", name="Trends").click()
+    board.nav("Trends")
     figures = page.locator("#trends-panel figure")
     expect(figures.first).to_be_visible()
     expect(page.get_by_text("Nothing to draw for this range.")).to_have_count(0)
@@ -118,7 +118,7 @@ def test_lead_reviews_trends_and_adds_a_tier_rule_after_the_warning(board, demo,
         expect(reading).to_have_text(re.compile(r"\d+% of "))
 
     nodeid = _a_quarantined_node(demo, today)
-    page.get_by_role("navigation", name="Suite").get_by_role("link", name="Settings").click()
+    board.nav("Settings")
     with page.expect_response("**/tier-rules/preview/**"):
         page.get_by_label("Tier", exact=True).select_option("1")
     page.get_by_label("Glob").fill(nodeid)
@@ -135,7 +135,7 @@ def test_lead_reviews_trends_and_adds_a_tier_rule_after_the_warning(board, demo,
         f"Rule “{nodeid}” added: 1 quarantine entry is now tier violations."
     )
 
-    page.get_by_role("navigation", name="Suite").get_by_role("link", name="Ledger").click()
+    board.nav("Ledger")
     page.get_by_label("State").select_option(label="Tier violation")
     page.wait_for_url("**state=tier_violation**")
     board.settle()

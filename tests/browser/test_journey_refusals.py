@@ -48,7 +48,7 @@ def test_refusals_are_shown_on_their_fields_and_store_nothing(
     page.on("request", lambda request: posts.append(request) if request.method == "POST" else None)
     board.sign_in(owner.username, PASSWORD)
     board.goto(f"/suites/{suite.slug}/ledger/")
-    page.get_by_role("link", name="Quarantine a node").click()
+    board.follow(page.get_by_role("link", name="Quarantine a node"))
     expect(page.get_by_role("heading", name="Quarantine a node")).to_be_visible()
 
     page.get_by_label("Node id").fill(PROPERTY)

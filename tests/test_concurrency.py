@@ -92,7 +92,7 @@ def _served(tmp_path_factory, backend: str, workers: int):
 @pytest.fixture(scope="module")
 def postgresql_board(tmp_path_factory):
     if BACKEND != "postgresql":
-        pytest.skip("the PostgreSQL load needs DATABASE_URL to be PostgreSQL")
+        pytest.skip("the PostgreSQL board needs DATABASE_URL to be PostgreSQL")
     yield from _served(tmp_path_factory, "postgresql", workers=4)
 
 

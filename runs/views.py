@@ -4,6 +4,7 @@ from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
@@ -152,6 +153,9 @@ def batch_detail(request, suite, pk):
 @require_GET
 def node_detail(request, suite, nodeid):
     suite = suite_for(request, suite)
+    if rules.nodeid_error(nodeid):
+        # No stored node id holds control characters; PostgreSQL could not even compare a NUL.
+        raise Http404("No such node.")
     node = get_object_or_404(Node, suite=suite, nodeid=nodeid)
     if wants_partial(request) and request.GET.get("panel") == "latest":
         context = {"suite": suite, "node": node,

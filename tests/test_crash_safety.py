@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -117,6 +118,9 @@ def big_upload(path) -> None:
     path.write_text(json.dumps(records))
 
 
+WATCHDOG_SECONDS = 600
+
+
 def test_a_killed_ingest_leaves_no_trace(board, tmp_path):
     before = board.run(STATE)
     assert before["rollups_match"] and before["tables"]["runs.VerdictBatch"] == 1
@@ -129,6 +133,10 @@ def test_a_killed_ingest_leaves_no_trace(board, tmp_path):
         cwd=ROOT, env=board.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     said = []
+    # A driver that never reaches the write (a lock held elsewhere, say) fails the test
+    # instead of hanging it: the watchdog kills it, the loop ends, the assertions speak.
+    watchdog = threading.Timer(WATCHDOG_SECONDS, ingest.kill)
+    watchdog.start()
     try:
         for line in ingest.stdout:  # until the driver says it is mid-write, or exits
             said.append(line)
@@ -136,6 +144,7 @@ def test_a_killed_ingest_leaves_no_trace(board, tmp_path):
                 os.kill(ingest.pid, signal.SIGKILL)
                 break
     finally:
+        watchdog.cancel()
         ingest.kill()
         ingest.wait(timeout=60)
         said.append(ingest.stderr.read())

@@ -1,19 +1,62 @@
-"""Admin for staff. Quarantine entries are created through the same service as the form
-and the API, so every rule holds here too; the audit trail is read-only."""
+"""Admin for staff. Whatever changes a ledger goes through the same audited services as
+the pages and the API, or is not offered here at all: quarantine entries and members go
+through the services, tier rules are added and removed on the settings page, and nodes,
+uploads and the audit trail are read-only."""
 
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html
 
 from .access import actor_label
-from .models import ApiToken, AuditEvent, Membership, Node, QuarantineEntry, Suite, TierRule
+from .models import ApiToken, AuditEvent, Membership, Node, QuarantineEntry, Role, Suite, TierRule
 from .quarantine import quarantine_create
+from .settings_services import _last_lead_error, member_change, member_drop
 from .tokens import token_revoke
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows staff may look at, never add, edit or delete."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class MembershipForm(forms.ModelForm):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            # Handing a membership to someone else would be an unaudited remove and add.
+            self.fields["user"].disabled = True
+
+
+class MembershipFormSet(forms.BaseInlineFormSet):
+    def clean(self):
+        # The services refuse to drop the last lead one change at a time; checking the
+        # result of the whole save here lets a lead step down while naming a successor.
+        super().clean()
+        if self.instance.pk is None or any(self.errors):
+            return
+        kept = [f for f in self.forms if f.has_changed() or f.instance.pk]
+        if any(f.cleaned_data.get("role") == Role.LEAD
+               for f in kept if not self._should_delete_form(f)):
+            return
+        if self.instance.memberships.filter(role=Role.LEAD).exists():
+            raise _last_lead_error(self.instance)
 
 
 class MembershipInline(admin.TabularInline):
     model = Membership
+    form = MembershipForm
+    formset = MembershipFormSet
     extra = 1
     autocomplete_fields = ["user"]
 
@@ -32,24 +75,55 @@ class SuiteAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         fixed = ["ledger_revision", "created_at"]
-        return fixed if obj is None else [*fixed, *self.audited_fields]
+        return fixed if obj is None else [*fixed, "settings_page", *self.audited_fields]
+
+    @admin.display(description="Settings page")
+    def settings_page(self, obj):
+        return format_html('<a href="{}">{}</a>', reverse("settings", args=[obj.slug]),
+                           "Policy, tier rules, fixture pin and tokens")
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # it would take the suite's uploads and audit trail with it
+
+    def save_formset(self, request, form, formset, change):
+        if formset.model is not Membership:
+            return super().save_formset(request, form, formset, change)
+        formset.save(commit=False)  # only sorts rows into new, changed and deleted
+        suite, actor = form.instance, actor_label(request.user)
+        changed = [*formset.new_objects, *(obj for obj, _ in formset.changed_objects)]
+        # New leads first, so that a lead stepping down is never the last one meanwhile.
+        for membership in sorted(changed, key=lambda m: m.role != Role.LEAD):
+            member_change(suite=suite, username=membership.user.get_username(),
+                          role=membership.role, actor=actor)
+        for membership in formset.deleted_objects:
+            # Reread: the posted row may carry a role it never had.
+            member_drop(membership=Membership.objects.get(pk=membership.pk), actor=actor)
 
 
 @admin.register(Node)
-class NodeAdmin(admin.ModelAdmin):
+class NodeAdmin(ReadOnlyAdmin):
+    """Nodes come from uploads, and their tier from uploads and tier rules: a node edited
+    or deleted here would leave its entries, measurements and the ledger revision behind."""
+
     list_display = ["nodeid", "suite", "tier", "stated_tier", "last_seen"]
     list_filter = ["suite", "tier"]
     search_fields = ["nodeid"]
-    readonly_fields = ["tier", "first_seen", "last_seen"]
 
 
 @admin.register(TierRule)
-class TierRuleAdmin(admin.ModelAdmin):
-    list_display = ["glob", "tier", "suite", "created_by", "created_at"]
-    list_filter = ["suite", "tier"]
+class TierRuleAdmin(ReadOnlyAdmin):
+    """Rules are added and removed on the suite's settings page, which re-tiers the nodes,
+    bumps the ledger revision, writes the audit event and first shows the entries a rule
+    would turn into tier violations."""
 
-    def has_change_permission(self, request, obj=None):
-        return False  # rules are added or removed through the settings page
+    list_display = ["glob", "tier", "suite", "created_by", "created_at", "settings_page"]
+    list_filter = ["suite", "tier"]
+    list_select_related = ["suite"]
+
+    @admin.display(description="Change on")
+    def settings_page(self, obj):
+        url = reverse("settings", args=[obj.suite.slug]) + "#tier-rules"
+        return format_html('<a href="{}">{}</a>', url, "settings page")
 
 
 class EntryCreateForm(forms.ModelForm):
@@ -120,22 +194,10 @@ class QuarantineEntryAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(ReadOnlyAdmin):
     list_display = ["at", "suite", "action", "actor", "entry", "note"]
     list_filter = ["suite", "action"]
     search_fields = ["actor", "note"]
-
-    def get_readonly_fields(self, request, obj=None):
-        return [f.name for f in AuditEvent._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(ApiToken)

@@ -1,4 +1,5 @@
-"""Uploads are evidence: staff may read them here, never edit them."""
+"""Uploads are evidence: staff may read them here, never edit or delete them. A deleted
+upload would leave the trends and rollups disagreeing with the stored rows, unaudited."""
 
 from django.contrib import admin
 
@@ -10,6 +11,9 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
         return False
 
 

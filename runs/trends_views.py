@@ -5,23 +5,33 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 from urllib.parse import urlencode
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from flakeboard.trends_rules import (
+    DEFAULT_RANGE_DAYS,
+    EARLIEST_DAY,
+    MAX_RANGE_DAYS,
+    RENAMED_PARAMETERS,
+    DayRange,
+    RangeError,
+    day_range,
+    last_days,
+)
 from ledger.access import suite_for
-from ledger.views_common import render_page
+from ledger.views_common import render_page, wants_partial
 
 from .trends import BUCKETS, trend_charts
 
-PRESETS = (7, 30, 90, 365)
-DEFAULT_DAYS = 90
-MAX_DAYS = 3 * 366
+PRESETS = (7, DEFAULT_RANGE_DAYS, 90, 365)
+WEEKLY_AFTER_DAYS = 90  # a longer range is drawn per week unless the day is asked for
 
 
 @dataclass(frozen=True)
@@ -37,7 +47,7 @@ class Period:
         """The URL query that shows this period again."""
         params = {"range": self.preset, "bucket": self.bucket}
         if self.preset == "custom":
-            params.update(start=self.start.isoformat(), end=self.end.isoformat())
+            params.update({"from": self.start.isoformat(), "to": self.end.isoformat()})
         if self.include_clean:
             params["with_clean"] = "1"
         return urlencode(params)
@@ -48,53 +58,77 @@ class Period:
 
 
 class TrendsForm(forms.Form):
+    """The page's query. A preset range wins over from and to, which the form sends along
+    read-only; without a preset, from and to make a custom range."""
+
     range = forms.ChoiceField(
         choices=[(str(d), f"last {d} days") for d in PRESETS] + [("custom", "custom range")],
         required=False,
+        error_messages={"invalid_choice": "Choose one of the listed ranges."},
     )
-    start = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
-    end = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
-    bucket = forms.ChoiceField(choices=[(b, f"per {b}") for b in BUCKETS], required=False)
+    bucket = forms.ChoiceField(
+        choices=[(b, f"per {b}") for b in BUCKETS],
+        required=False,
+        error_messages={"invalid_choice": "Choose per day or per week."},
+    )
     with_clean = forms.BooleanField(required=False, label="show clean and within_budget")
 
     def __init__(self, *args, today: date, **kwargs):
         super().__init__(*args, **kwargs)
         self.today = today
+        # "from" is a Python keyword, so neither can be a class attribute. Kept as text:
+        # day_range reads them, for this page as for the API.
+        for name in ("from", "to"):
+            self.fields[name] = forms.CharField(required=False, strip=False)
 
-    def clean_end(self):
-        end = self.cleaned_data.get("end")
-        if end is not None and end > self.today:
-            raise forms.ValidationError(f"The range ends today ({self.today}) at the latest.")
-        return end
+    @property
+    def custom(self) -> bool:
+        chosen = self.data.get("range")
+        return chosen == "custom" or (
+            not chosen and any(self.data.get(name) for name in ("from", "to"))
+        )
 
     def clean(self):
         data = super().clean()
-        if data.get("range") != "custom":
+        chosen = data.get("range")
+        if chosen and chosen != "custom":
+            data["dates"] = last_days(int(chosen), self.today)
             return data
-        start, end = data.get("start"), data.get("end")
-        if start is None or end is None:
-            raise forms.ValidationError("A custom range needs a first and a last day.")
-        if start > end:
-            raise forms.ValidationError("The first day must not be after the last day.")
-        if (end - start).days + 1 > MAX_DAYS:
-            raise forms.ValidationError(f"A range may span at most {MAX_DAYS} days.")
+        # An empty date input is how a form says "not set": the default fills it in.
+        found = day_range(data.get("from") or None, data.get("to") or None, today=self.today)
+        if isinstance(found, RangeError):
+            self.add_error(found.parameter, found.message)
+        else:
+            data["dates"] = found
         return data
 
-    def period(self) -> Period:
-        """The period asked for, or the last DEFAULT_DAYS days when the form is invalid."""
-        data = self.cleaned_data if self.is_valid() else {}
-        preset = data.get("range") or str(DEFAULT_DAYS)
-        if preset == "custom":
-            start, end = data["start"], data["end"]
-        else:
-            start, end = self.today - timedelta(days=int(preset) - 1), self.today
-        bucket = data.get("bucket") or ("week" if (end - start).days >= DEFAULT_DAYS else "day")
-        return Period(start, end, bucket, bool(data.get("with_clean")), preset)
+    def period(self) -> Period | None:
+        """The period asked for, or None when the query is refused (see the errors)."""
+        if not self.is_valid():
+            return None
+        data = self.cleaned_data
+        dates: DayRange = data["dates"]
+        preset = "custom" if self.custom else data["range"] or str(DEFAULT_RANGE_DAYS)
+        bucket = data["bucket"] or ("week" if dates.days > WEEKLY_AFTER_DAYS else "day")
+        return Period(dates.start, dates.end, bucket, data["with_clean"], preset)
+
+    def messages(self) -> list[str]:
+        return [message for errors in self.errors.values() for message in errors]
 
 
-def _period(request, today: date) -> tuple[TrendsForm, Period]:
-    form = TrendsForm(request.GET, today=today)
-    return form, form.period()
+def _renamed(request) -> str | None:
+    """This URL with start and end renamed from and to (the page's old names, still in
+    bookmarks), or None when it has neither."""
+    if not any(name in request.GET for name in RENAMED_PARAMETERS):
+        return None
+    pairs = []
+    for name, values in request.GET.lists():
+        if name in RENAMED_PARAMETERS:
+            name = RENAMED_PARAMETERS[name]
+            if name in request.GET:  # sent under both names: the new one wins
+                continue
+        pairs += [(name, value) for value in values]
+    return f"{request.path}?{urlencode(pairs)}"
 
 
 def _charts(suite, period: Period, today: date):
@@ -108,28 +142,54 @@ def _charts(suite, period: Period, today: date):
 @require_GET
 def trends(request, suite):
     suite = suite_for(request, suite)
+    if renamed := _renamed(request):
+        return redirect(renamed)
     today = timezone.now().date()
-    form, period = _period(request, today)
-    custom = form["range"].value() == "custom"
+    form = TrendsForm(request.GET, today=today)
+    period = form.period()
+    custom = form.custom
+    if period is not None:
+        shown = {"range": period.preset, "from": period.start.isoformat(),
+                 "to": period.end.isoformat(), "bucket": period.bucket,
+                 "with_clean": period.include_clean}
+    else:  # the query as sent, for the visitor to correct
+        shown = {name: form[name].value() for name in ("range", "from", "to", "bucket",
+                                                         "with_clean")}
+        shown["range"] = "custom" if custom else shown["range"]
     context = {
         "suite": suite,
         "nav": "trends",
         "form": form,
         "period": period,
         "custom": custom,
-        "start_value": (form["start"].value() if custom else None) or period.start.isoformat(),
-        "end_value": (form["end"].value() if custom else None) or period.end.isoformat(),
-        "charts": _charts(suite, period, today),
+        "shown": shown,
+        "earliest": EARLIEST_DAY.isoformat(),
+        "max_days": MAX_RANGE_DAYS,
+        "today": today.isoformat(),
+        "charts": _charts(suite, period, today) if period is not None else None,
     }
-    return render_page(request, "runs/trends.html", context, partial="charts")
+    response = render_page(request, "runs/trends.html", context, partial="charts")
+    if period is None:
+        response.status_code = 400
+        if wants_partial(request):
+            # htmx swaps no 4xx answer in place: have it load the whole page, which
+            # shows the errors beside the fields to correct.
+            response["HX-Redirect"] = request.get_full_path()
+    return response
 
 
 @login_required
 @require_GET
 def trends_csv(request, suite, chart):
     suite = suite_for(request, suite)
+    if renamed := _renamed(request):
+        return redirect(renamed)
     today = timezone.now().date()
-    _, period = _period(request, today)
+    form = TrendsForm(request.GET, today=today)
+    period = form.period()
+    if period is None:
+        return HttpResponseBadRequest("\n".join(form.messages()) + "\n",
+                                      content_type="text/plain; charset=utf-8")
     found = _charts(suite, period, today).by_key().get(chart)
     if found is None:
         raise Http404("No such chart.")

@@ -3,11 +3,19 @@
 from datetime import UTC, datetime, time, timedelta
 
 import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from runs.ingest import report_ingest, signals_ingest
 from runs.models import ReasonRollup
 from tests.api_http import Board, new_token
 from tests.helpers import body, measurement, record
+from tests.test_trends import DAY_TEXTS, accepted
+
+TODAY = timezone.now().date()
 
 
 @pytest.fixture
@@ -85,6 +93,13 @@ def test_an_empty_range_has_buckets_and_no_series(board, suite, token):
 @pytest.mark.parametrize(("query", "field"), [
     ({"from": "2026-02-01", "to": "2026-01-01"}, "from"),
     ({"from": "2000-01-01", "to": "2026-01-01"}, "from"),
+    ({"from": (TODAY - timedelta(days=366)).isoformat()}, "from"),  # 367 days
+    ({"from": (TODAY + timedelta(days=1)).isoformat()}, "from"),  # after to, today
+    ({"to": (TODAY + timedelta(days=1)).isoformat()}, "to"),
+    ({"to": "9999-12-31"}, "to"),
+    ({"from": "0001-01-01", "to": "0001-01-07"}, "from"),
+    ({"from": "1999-12-31", "to": "2000-01-06", "bucket": "week"}, "from"),
+    ({"from": "2005-01-01", "to": "2025-12-31", "bucket": "week"}, "from"),  # 21 years
     ({"from": "yesterday"}, "from"),
     ({"to": "2026-02-30"}, "to"),
     ({"bucket": "month"}, "bucket"),
@@ -101,3 +116,48 @@ def test_a_bad_parameter_is_422_naming_it(board, suite, token, query, field):
 def test_days_are_written_yyyy_mm_dd_only(board, suite, token, day):
     answer = board.trends(suite.slug, token, query={"to": day})
     assert (answer.status, answer.json["details"][0]["field"]) == (422, "to")
+
+
+def test_the_longest_range_is_366_days(board, suite, token, today):
+    start = today - timedelta(days=365)
+    trends = board.trends(suite.slug, token, query={"from": start.isoformat()}).json
+    assert (trends["from"], trends["to"]) == (start.isoformat(), today.isoformat())
+    assert len(trends["buckets"]) == 366
+
+
+@pytest.mark.parametrize(("query", "fields"), [
+    ({"start": "2026-01-01"}, ["start"]),
+    ({"end": "2026-01-31"}, ["end"]),
+    ({"start": "2026-01-01", "end": "2026-01-31"}, ["start", "end"]),
+    ({"from": "2026-01-01", "end": "2026-01-31"}, ["end"]),
+])
+def test_start_and_end_are_refused_naming_from_and_to(board, suite, token, query, fields):
+    answer = board.trends(suite.slug, token, query=query)
+    assert (answer.status, answer.error) == (422, "invalid_request")
+    details = answer.json["details"]
+    assert [(d["field"], d["code"]) for d in details] == [(f, "renamed") for f in fields]
+    assert "use from" in answer.json["message"] or "use to" in answer.json["message"]
+
+
+def test_the_page_and_the_api_show_the_same_30_days_by_default(board, suite, token, today,
+                                                                client_for, viewer):
+    trends = board.trends(suite.slug, token).json
+    period = client_for(viewer).get(reverse("trends", args=[suite.slug])).context["period"]
+    assert (trends["from"], trends["to"]) == (period.start.isoformat(), period.end.isoformat())
+    assert period.days == 30 and period.end == today
+
+
+@settings(deadline=None, max_examples=200,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(first=DAY_TEXTS, last=DAY_TEXTS, bucket=st.sampled_from(["day", "week"]))
+def test_no_range_makes_the_api_fail(suite, token, first, last, bucket):
+    """In-process, where a server error raises: each range is answered, or refused with a
+    422 exactly when the page refuses it too."""
+    query = {name: value for name, value in (("from", first), ("to", last)) if value is not None}
+    answer = Client(HTTP_AUTHORIZATION=f"Bearer {token}").get(
+        f"/api/v1/suites/{suite.slug}/trends", {**query, "bucket": bucket})
+    # The API takes an empty from or to as sent (not a day); the page, as not set.
+    ok = accepted(first, last, timezone.now().date()) and "" not in query.values()
+    assert answer.status_code == (200 if ok else 422), answer.content[:300]
+    if not ok:
+        assert answer.json()["details"][0]["field"] in ("from", "to")

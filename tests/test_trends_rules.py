@@ -1,19 +1,38 @@
 """Reading a reason-code distribution: which investment its codes point at, and the one
-plain sentence the trends page prints under the distribution chart."""
+plain sentence the trends page prints under the distribution chart; and the range of days a
+from/to pair asks for, the same for the page and the API."""
 
 from __future__ import annotations
+
+from datetime import date, timedelta
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flakeboard.rules import ARBITER_REASONS, BUDGET_REASONS, GateStatus, Reason, Verdict
+from flakeboard.rules import (
+    ARBITER_REASONS,
+    BUDGET_REASONS,
+    KNOWN_NODE_WINDOW_DAYS,
+    GateStatus,
+    Reason,
+    Verdict,
+)
 from flakeboard.trends_rules import (
+    DEFAULT_RANGE_DAYS,
     DOMINANT_SHARE,
+    EARLIEST_DAY,
     INVESTMENT_FOR,
+    MAX_RANGE_DAYS,
+    RENAMED_PARAMETERS,
+    DayRange,
     Gate,
     Investment,
+    RangeError,
+    RangeProblem,
     Reading,
+    day_range,
+    last_days,
     outcome_of,
     percent,
     read_distribution,
@@ -233,3 +252,80 @@ def test_scaling_the_counts_or_adding_clean_ones_changes_nothing(case, factor, c
 def test_gate_vocabularies_are_the_rules() -> None:
     assert Gate.ARBITER.reasons == ARBITER_REASONS
     assert Gate.BUDGET.reasons == BUDGET_REASONS
+
+
+# --- The range a from/to pair asks for ---------------------------------------------------
+
+TODAY = date(2026, 6, 15)
+NOT_A_DATE = RangeProblem.NOT_A_DATE
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "expected"),
+    [
+        (None, None, (date(2026, 5, 17), TODAY)),  # the default: 30 days ending today
+        (None, "2026-06-15", (date(2026, 5, 17), TODAY)),
+        (None, "2026-06-16", ("to", RangeProblem.AFTER_TODAY)),  # tomorrow
+        ("2026-06-16", None, ("from", RangeProblem.AFTER_TO)),
+        ("2026-06-15", "2026-06-15", (TODAY, TODAY)),
+        ("2026-06-10", "2026-06-09", ("from", RangeProblem.AFTER_TO)),
+        (None, "2026-01-31", (date(2026, 1, 2), date(2026, 1, 31))),
+        ("2026-06-01", None, (date(2026, 6, 1), TODAY)),
+        ("2025-06-15", None, (date(2025, 6, 15), TODAY)),  # 366 days, the most
+        ("2025-06-14", None, ("from", RangeProblem.TOO_LONG)),  # 367
+        ("2000-01-01", "2000-12-31", (date(2000, 1, 1), date(2000, 12, 31))),  # leap: 366
+        ("1999-12-31", "2000-01-05", ("from", RangeProblem.BEFORE_EARLIEST)),
+        (None, "2000-01-10", (date(2000, 1, 1), date(2000, 1, 10))),  # default kept in bounds
+        (None, "1999-12-31", ("to", RangeProblem.BEFORE_EARLIEST)),
+        ("0001-01-01", "0001-01-01", ("from", RangeProblem.BEFORE_EARLIEST)),
+        (None, "0001-01-01", ("to", RangeProblem.BEFORE_EARLIEST)),
+        ("0001-01-01", None, ("from", RangeProblem.BEFORE_EARLIEST)),
+        (None, "9999-12-31", ("to", RangeProblem.AFTER_TODAY)),
+        ("9999-12-31", None, ("from", RangeProblem.AFTER_TO)),
+        ("9999-12-31", "9999-12-31", ("to", RangeProblem.AFTER_TODAY)),
+        ("", None, ("from", NOT_A_DATE)),
+        ("yesterday", None, ("from", NOT_A_DATE)),
+        ("2026-6-1", None, ("from", NOT_A_DATE)),
+        ("20260601", None, ("from", NOT_A_DATE)),
+        ("2026-W23-1", None, ("from", NOT_A_DATE)),
+        ("2026-06-01T00:00:00", None, ("from", NOT_A_DATE)),
+        ("2026-06-01\n", None, ("from", NOT_A_DATE)),
+        (" 2026-06-01", None, ("from", NOT_A_DATE)),
+        ("\uff12\uff10\uff12\uff16-06-01", None, ("from", NOT_A_DATE)),  # full-width digits
+        (None, "2026-02-30", ("to", NOT_A_DATE)),
+        (None, "0000-01-01", ("to", NOT_A_DATE)),
+        ("2026-06-01", "today", ("to", NOT_A_DATE)),
+        ("nope", "nope", ("from", NOT_A_DATE)),  # the first problem: from before to
+    ],
+)
+def test_day_range(first, last, expected) -> None:
+    found = day_range(first, last, today=TODAY)
+    if isinstance(expected[0], date):
+        assert found == DayRange(*expected)
+    else:
+        assert isinstance(found, RangeError)
+        assert (found.parameter, found.problem) == expected
+        assert found.parameter in found.message.split()  # the sentence names it too
+
+
+def test_the_range_bounds() -> None:
+    assert DEFAULT_RANGE_DAYS == 30 and MAX_RANGE_DAYS == 366
+    assert last_days(DEFAULT_RANGE_DAYS, TODAY) == day_range(None, None, today=TODAY)
+    # Far enough from date.min for the known-node window and a week's start before it.
+    assert EARLIEST_DAY - timedelta(days=KNOWN_NODE_WINDOW_DAYS + 6) > date.min
+    assert RENAMED_PARAMETERS == {"start": "from", "end": "to"}
+
+
+DAY_TEXTS = st.one_of(st.none(), st.dates().map(date.isoformat), st.text(max_size=24))
+
+
+@PROPERTY
+@given(DAY_TEXTS, DAY_TEXTS, st.dates(EARLIEST_DAY, date(9999, 12, 1)))
+def test_a_range_is_in_bounds_or_refused_by_name(first, last, today) -> None:
+    found = day_range(first, last, today=today)
+    if isinstance(found, RangeError):
+        assert found.parameter in ("from", "to")
+        assert found.message
+    else:
+        assert EARLIEST_DAY <= found.start <= found.end <= today
+        assert found.days <= MAX_RANGE_DAYS

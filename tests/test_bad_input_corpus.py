@@ -14,12 +14,12 @@ from urllib.parse import urlencode
 
 import pytest
 from django.apps import apps
-from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
-from ledger.quarantine import ledger_import, quarantine_create
+from ledger.ledger_file import LedgerFileError, import_ledger, read_ledger
+from ledger.quarantine import quarantine_create
 from ledger.tiers import tier_rule_add
 from ledger.tokens import token_create
 from runs.ingest import report_ingest
@@ -130,15 +130,14 @@ def test_import_ledger_refuses_the_row(stocked, case, today):
         assert text in said
     if case["code"] is None:
         return  # refused before any row was read
-    ledger = json.loads((CORPUS / case["file"]).read_text())
+    raw = (CORPUS / case["file"]).read_bytes()
     if case["error"] == "refused":
-        result = ledger_import(suite=stocked, ledger=ledger, actor="corpus", today=today)
-        assert result.codes == {case["row"]: case["code"]}
-        assert not result.created
+        outcome = import_ledger(suite=stocked, pairs=read_ledger(raw), actor="corpus", today=today)
+        assert [nodeid for nodeid, _ in outcome.refused] == [case["row"]]
+        assert not outcome.stored
     else:
-        with pytest.raises(ValidationError) as raised:
-            ledger_import(suite=stocked, ledger=ledger, actor="corpus", today=today)
-        assert [e.code for e in raised.value.error_list] == case["code"]
+        with pytest.raises(LedgerFileError):
+            read_ledger(raw)
     assert table_sizes() == before
 
 

@@ -1,26 +1,36 @@
-import json
-
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from ledger.management import get_suite, one_line
-from ledger.quarantine import ledger_import
+from flakeboard import rules
+from ledger.ledger_file import LedgerFileError, describe, import_ledger, read_ledger
+from ledger.management import get_suite
+
+
+def _shown(nodeid: str) -> str:
+    # A node id with a line break or an escape sequence would garble the one-line listing;
+    # such an id is refused anyway, so it is shown quoted.
+    return nodeid if nodeid and not rules.has_control_chars(nodeid) else repr(nodeid)
 
 
 class Command(BaseCommand):
     help = (
         "Import a flake_ledger.json. Rows pass the same rules as the form, except that an "
-        "already-expired entry is kept as expired and the share cap only warns. A refused "
-        "row is named with its reason and nothing of it is stored."
+        "entry already expired (or expiring today) is kept and the share cap only warns. "
+        "The whole file is checked first and every refused row is named with its field. "
+        "By default nothing is stored if any row is refused; with --keep-valid the valid "
+        "rows are stored. Exits 1 if any row was refused."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("suite")
         parser.add_argument("file")
+        parser.add_argument(
+            "--keep-valid", action="store_true",
+            help="Store the rows that pass even if others are refused (still exits 1).",
+        )
 
-    def handle(self, suite, file, **options):
+    def handle(self, suite, file, keep_valid=False, **options):
         suite = get_suite(suite)
         limit = settings.UPLOAD_MAX_BYTES
         try:
@@ -31,23 +41,30 @@ class Command(BaseCommand):
         if len(raw) > limit:
             raise CommandError(f"{file} is over the upload limit of {limit} bytes.")
         try:
-            data = json.loads(raw.decode("utf-8"))
-        except (ValueError, RecursionError) as exc:
-            raise CommandError(f"{file} is not valid JSON: {exc}") from None
-        try:
-            result = ledger_import(
-                suite=suite, ledger=data, actor="manage.py import_ledger",
-                today=timezone.now().date(),
-            )
-        except ValidationError as exc:
-            raise CommandError(one_line(exc)) from None
-        for warning in result.warnings:
-            self.stderr.write(f"Warning: {warning}")
-        for nodeid, why in result.refused:
-            self.stderr.write(f"Refused {nodeid}: {why}")
-        self.stdout.write(
-            f"Imported {len(result.created)} entr{'y' if len(result.created) == 1 else 'ies'}"
-            f", refused {len(result.refused)}."
+            pairs = read_ledger(raw)
+        except LedgerFileError as exc:
+            raise CommandError(f"{file}: {exc}") from None
+
+        outcome = import_ledger(
+            suite=suite, pairs=pairs, actor="manage.py import_ledger",
+            today=timezone.now().date(), keep_valid=keep_valid,
         )
-        if result.refused:
-            raise CommandError(f"{len(result.refused)} row(s) refused; nothing of them stored.")
+        for warning in outcome.warnings:
+            self.stderr.write(f"Warning: {warning}")
+        for nodeid, errors in outcome.refused:
+            self.stderr.write(f"Refused {_shown(nodeid)}: {describe(errors)}")
+        refused = len(outcome.refused)
+        if not outcome.stored:
+            raise CommandError(
+                f"{refused} of {outcome.rows} row(s) refused; nothing was imported. Fix them "
+                "and run again, or pass --keep-valid to import the others."
+            )
+        created = len(outcome.created)
+        self.stdout.write(
+            f"Imported {created} entr{'y' if created == 1 else 'ies'}, refused {refused}."
+        )
+        if refused:
+            raise CommandError(
+                f"{refused} row(s) refused and not imported; {created} imported. Import the "
+                "corrected rows alone: the imported nodes now have open entries."
+            )

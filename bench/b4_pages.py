@@ -42,11 +42,11 @@ MS_LIMIT, QUERY_LIMIT = 150, 12
 ROWS_PER_UPLOAD = 1_000
 MEASUREMENT_COLUMNS = ("report_id", "suite_id", "node_id", "position", "created_at", "n",
                        "fails", "upper95", "reported_upper95", "seed_base", "status", "reason",
-                       "flags", "entry_id")
+                       "flags", "entry_id", "entry_state")
 VERDICT_COLUMNS = ("batch_id", "suite_id", "node_id", "position", "created_at",
                    "property_check", "fixture_lock", "flake_status", "fixture_manifest", "seed",
                    "freeze_expires", "stated_tier", "effective_lock", "effective_status",
-                   "verdict", "reason", "flags")
+                   "verdict", "reason", "flags", "entry_state")
 EVENT_COLUMNS = ("suite_id", "entry_id", "action", "actor", "at", "before", "after", "note")
 OUTCOMES = (  # (fails out of 200, status, reason), weighted toward the everyday
     *[(0, "OK", "within_budget")] * 16, (1, "OK", "within_budget"),
@@ -79,7 +79,7 @@ def _uploads(suite, node_pks, today, *, reports: int, batches: int) -> tuple[int
             for pos in range(ROWS_PER_UPLOAD):
                 fails, status, reason = OUTCOMES[(pos * 7 + i) % len(OUTCOMES)]
                 yield (report.pk, suite.pk, node_pks[offset + pos], pos, created, 200, fails,
-                       uppers[fails], None, data.SEED, status, reason, "[]", None)
+                       uppers[fails], None, data.SEED, status, reason, "[]", None, "")
 
     batch_objs = VerdictBatch.objects.bulk_create([
         VerdictBatch(suite=suite, created_at=data.moment(today - timedelta(hours=4 * i), 11),
@@ -98,7 +98,7 @@ def _uploads(suite, node_pks, today, *, reports: int, batches: int) -> tuple[int
                 prop, lock, status, verdict, reason, flags = VERDICTS[(pos * 3 + i) % 20]
                 yield (batch.pk, suite.pk, node_pks[offset + pos], pos, created, prop, lock,
                        status, data.MANIFEST, data.SEED, None, None, lock, status, verdict,
-                       reason, flags)
+                       reason, flags, "")
 
     measured = data.insert_rows(Measurement, MEASUREMENT_COLUMNS, measurement_rows())
     verdicts = data.insert_rows(NodeVerdict, VERDICT_COLUMNS, verdict_rows())

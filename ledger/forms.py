@@ -18,8 +18,6 @@ from flakeboard import rules
 
 from .models import QuarantineEntry
 
-INT32 = 2**31 - 1
-INT64 = 2**63 - 1
 STATE_LABELS = {
     rules.EntryState.ACTIVE: "Active",
     rules.EntryState.EXPIRING: "Expiring",
@@ -72,14 +70,20 @@ class QuarantineForm(ServiceForm):
     expires = forms.DateField(label="Expires on", required=False)
     evidence = forms.CharField(required=False, help_text=EVIDENCE_HELP, widget=_text())
     note = forms.CharField(required=False, widget=_note(3))
-    n = forms.IntegerField(label="Runs (n)", required=False, min_value=0, max_value=INT32)
-    fails = forms.IntegerField(label="Failures", required=False, min_value=0, max_value=INT32)
+    n = forms.IntegerField(
+        label="Runs (n)", required=False, min_value=0, max_value=rules.COUNT_MAX
+    )
+    fails = forms.IntegerField(
+        label="Failures", required=False, min_value=0, max_value=rules.COUNT_MAX
+    )
     upper95 = forms.FloatField(
         label="upper95 as reported", required=False, min_value=0, max_value=1,
         help_text="The board recomputes the Wilson bound from n and failures; "
         "a reported value that differs is flagged.",
     )
-    seed_base = forms.IntegerField(required=False, min_value=-INT64 - 1, max_value=INT64)
+    seed_base = forms.IntegerField(
+        required=False, min_value=rules.SEED_MIN, max_value=rules.SEED_MAX
+    )
 
     def __init__(self, *args, today: date, max_days: int, **kwargs):
         super().__init__(*args, **kwargs)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import date
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -10,6 +10,8 @@ from django.db import models
 from django.db.models import Q
 
 from flakeboard import rules
+
+from . import predicates
 
 
 def default_max_upper_rate():
@@ -116,8 +118,10 @@ class Node(models.Model):
     # A tier 0 or 1 stated by an upload sticks; the effective tier also follows the rules.
     stated_tier = models.PositiveSmallIntegerField(null=True, blank=True)
     tier = models.PositiveSmallIntegerField(default=rules.Tier.REPEAT_BUDGET)
-    first_seen = models.DateField()
-    last_seen = models.DateField()
+    # The first and last days an upload named the node; None for a node only quarantined
+    # by hand, which is not part of the test set for having been created.
+    first_seen = models.DateField(null=True, blank=True)
+    last_seen = models.DateField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -154,42 +158,21 @@ class TierRule(models.Model):
 
 class EntryQuerySet(models.QuerySet):
     def open(self):
-        return self.filter(cleared_at__isnull=True)
+        return self.filter(predicates.OPEN)
 
     def violating(self):
-        return self.open().filter(node__tier__lt=rules.Tier.REPEAT_BUDGET)
+        return self.filter(predicates.VIOLATING)
 
     def for_gate(self):
         """What the served ledger holds: open entries, expired included, no violations."""
-        return self.open().filter(node__tier=rules.Tier.REPEAT_BUDGET)
+        return self.filter(predicates.FOR_GATE)
 
-    def counting_for_share(self, today: date):
-        return self.for_gate().filter(expires__gte=today)
-
-    def expired(self, today: date):
-        return self.for_gate().filter(expires__lt=today)
-
-    def expiring(self, today: date):
-        horizon = today + timedelta(days=rules.EXPIRING_WITHIN_DAYS)
-        return self.for_gate().filter(expires__gte=today, expires__lte=horizon)
-
-    def active(self, today: date):
-        horizon = today + timedelta(days=rules.EXPIRING_WITHIN_DAYS)
-        return self.for_gate().filter(expires__gt=horizon)
+    def live(self, today: date):
+        """Entries that freeze their node and count toward the quarantined share."""
+        return self.filter(predicates.live_entry_q(today))
 
     def in_state(self, state: rules.EntryState, today: date):
-        match state:
-            case rules.EntryState.ACTIVE:
-                return self.active(today)
-            case rules.EntryState.EXPIRING:
-                return self.expiring(today)
-            case rules.EntryState.EXPIRED:
-                return self.expired(today)
-            case rules.EntryState.TIER_VIOLATION:
-                return self.violating()
-            case rules.EntryState.CLEARED:
-                return self.filter(cleared_at__isnull=False)
-        raise ValueError(state)
+        return self.filter(predicates.entry_state_q(state, today))
 
 
 class QuarantineEntry(models.Model):
@@ -202,9 +185,9 @@ class QuarantineEntry(models.Model):
     upper95 = models.FloatField(default=1.0, help_text="The server's Wilson bound for fails/n.")
     reported_upper95 = models.FloatField(null=True, blank=True)
     upper95_mismatch = models.BooleanField(default=False)
-    owner = models.CharField(max_length=254)
+    owner = models.CharField(max_length=rules.OWNER_MAX_LENGTH)
     expires = models.DateField()
-    evidence = models.CharField(max_length=2000)
+    evidence = models.CharField(max_length=rules.EVIDENCE_MAX_LENGTH)
     note = models.TextField(blank=True)
     renewals = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField()
@@ -235,7 +218,7 @@ class QuarantineEntry(models.Model):
 
     @property
     def tier_violation(self) -> bool:
-        return self.cleared_at is None and self.node.tier < rules.Tier.REPEAT_BUDGET
+        return self.cleared_at is None and not rules.quarantinable(self.node.tier)
 
     @property
     def facts(self) -> rules.EntryFacts:

@@ -3,7 +3,6 @@ is enforced here, once; the form, the API, the admin and the import command call
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
@@ -14,7 +13,7 @@ from django.utils import timezone
 from flakeboard import rules
 
 from .models import AuditEvent, Node, QuarantineEntry, Suite
-from .selectors import share_figures, tier_resolution
+from .selectors import known_nodes, share_figures, tier_resolution
 
 
 def _entry_snapshot(entry: QuarantineEntry) -> dict:
@@ -60,7 +59,7 @@ class _Errors:
 
 def _check_tier(errors: _Errors, suite: Suite, nodeid: str, node: Node | None) -> None:
     resolution = tier_resolution(suite, nodeid, node)
-    if resolution.tier >= rules.Tier.REPEAT_BUDGET:
+    if rules.quarantinable(resolution.tier):
         return
     if resolution.rule is not None:
         why = f"the tier rule “{resolution.rule.glob}” makes it tier {resolution.tier}"
@@ -74,27 +73,18 @@ def _check_tier(errors: _Errors, suite: Suite, nodeid: str, node: Node | None) -
     )
 
 
-def _is_unicode(text: str) -> bool:
-    """False for a string holding a lone surrogate (a JSON file can): not storable."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _check_fields(errors: _Errors, *, owner, evidence, expires, today, max_days, allow_past):
     if message := rules.owner_error(owner):
         errors.add("owner", message, "owner_invalid")
-    elif not _is_unicode(owner):
+    elif not rules.is_unicode(owner):
         errors.add("owner", "The owner must be valid Unicode text.", "owner_invalid")
     if message := rules.evidence_error(evidence):
         errors.add("evidence", message, "evidence_required")
-    elif not _is_unicode(evidence):
+    elif not rules.is_unicode(evidence):
         errors.add("evidence", "The evidence must be valid Unicode text.", "evidence_required")
     if not isinstance(expires, date):
         errors.add("expires", "An expiry date is required.", "expiry_required")
-    elif not (allow_past and expires < today) and (
+    elif not (allow_past and expires <= today) and (
         message := rules.expiry_error(expires, today, max_days)
     ):
         errors.add("expires", message, "expiry_out_of_bounds")
@@ -124,7 +114,7 @@ def quarantine_create(
     """
     errors = _Errors()
     if message := rules.nodeid_error(nodeid) or (
-        None if _is_unicode(nodeid) else "must be valid Unicode text"
+        None if rules.is_unicode(nodeid) else "must be valid Unicode text"
     ):
         errors.add("node", f"The node id {message}.", "nodeid_invalid")
         errors.raise_if_any()
@@ -147,23 +137,22 @@ def quarantine_create(
         if node is not None and QuarantineEntry.objects.open().filter(node=node).exists():
             errors.add("node", f"{nodeid} already has an open quarantine entry.", "already_open")
         if not imported:
-            figures = share_figures(suite, today, extra_node=nodeid)
-            if rules.share_over_cap(figures.quarantined + 1, figures.size, suite.policy):
+            # The node joins the test set by holding the new entry, if it is not known yet.
+            known = node is not None and known_nodes(suite, today).filter(pk=node.pk).exists()
+            after = share_figures(suite, today, joining=0 if known else 1).with_one_more()
+            if after.over_cap:
                 errors.add(
                     NON_FIELD_ERRORS,
-                    f"Quarantining this node would put {figures.quarantined + 1} of "
-                    f"{figures.size} nodes in quarantine "
-                    f"({rules.quarantined_share(figures.quarantined + 1, figures.size):.1%}), "
-                    f"over the suite's cap of {suite.max_quarantined_share:.1%}.",
+                    f"Quarantining this node would put {after.quarantined} of "
+                    f"{after.size} nodes in quarantine ({after.share:.1%}), "
+                    f"over the suite's cap of {after.cap:.1%}.",
                     "cap_exceeded",
                 )
         errors.raise_if_any()
         now = now or timezone.now()
         if node is None:
-            node = Node.objects.create(
-                suite=suite, nodeid=nodeid, tier=rules.Tier.REPEAT_BUDGET,
-                first_seen=today, last_seen=today,
-            )
+            # Not seen in any upload: it is in the test set only while it holds an entry.
+            node = Node.objects.create(suite=suite, nodeid=nodeid, tier=rules.Tier.REPEAT_BUDGET)
         server_upper = rules.upper95(fails, n)
         entry = QuarantineEntry.objects.create(
             suite=suite,
@@ -285,110 +274,3 @@ def quarantine_clear(
         )
         bump_ledger_revision(entry.suite)
     return entry
-
-
-# --- import_ledger ------------------------------------------------------------------------
-
-
-@dataclass
-class ImportResult:
-    created: list[QuarantineEntry] = field(default_factory=list)
-    refused: list[tuple[str, str]] = field(default_factory=list)  # (nodeid, why)
-    codes: dict[str, list[str]] = field(default_factory=dict)  # nodeid → refusal codes
-    warnings: list[str] = field(default_factory=list)
-
-
-def _parse_import_row(nodeid: str, row: object) -> dict:
-    """The keyword arguments of quarantine_create for one flake_ledger.json row."""
-    if not isinstance(row, dict):
-        raise ValueError("the entry must be a JSON object")
-    if row.get("class", "flake") != "flake":
-        raise ValueError(f"class must be \"flake\" (got {row.get('class')!r})")
-
-    def count(name):
-        value = row.get(name, 0)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{name} must be a whole number of 0 or more")
-        return value
-
-    reported = row.get("upper95")
-    if reported is not None and (
-        isinstance(reported, bool) or not isinstance(reported, int | float)
-        or not 0 <= reported <= 1
-    ):
-        raise ValueError("upper95 must be a number between 0 and 1")
-    seed_base = row.get("seed_base")
-    if seed_base is not None and (isinstance(seed_base, bool) or not isinstance(seed_base, int)):
-        raise ValueError("seed_base must be a whole number")
-    try:
-        expires = date.fromisoformat(str(row.get("expires", "")))
-    except ValueError:
-        raise ValueError("expires must be a date written YYYY-MM-DD") from None
-    return {
-        "nodeid": nodeid,
-        "owner": str(row.get("owner") or ""),
-        "evidence": str(row.get("evidence") or ""),
-        "expires": expires,
-        "n": count("n"),
-        "fails": count("fails"),
-        "reported_upper95": float(reported) if reported is not None else None,
-        "seed_base": seed_base,
-    }
-
-
-def _describe(error: ValidationError) -> str:
-    """Each refusal, after the name of the field it concerns."""
-    return "; ".join(
-        message if name == NON_FIELD_ERRORS else f"{name}: {message}"
-        for name, messages in error.message_dict.items()
-        for message in messages
-    )
-
-
-def _codes(error: ValidationError) -> list[str]:
-    return [e.code for errors in error.error_dict.values() for e in errors]
-
-
-def ledger_import(*, suite: Suite, ledger: object, actor: str, today: date) -> ImportResult:
-    """Import a flake_ledger.json mapping. Each row passes quarantine_create's rules or is
-    refused with its reason; a refused row stores nothing. Valid rows are stored together."""
-    result = ImportResult()
-    if not isinstance(ledger, dict):
-        raise ValidationError(
-            "The ledger must be a JSON object mapping node ids to entries.", code="not_a_ledger"
-        )
-    with transaction.atomic():
-        for nodeid, row in ledger.items():
-            try:
-                kwargs = _parse_import_row(nodeid, row)
-                with transaction.atomic():
-                    entry = quarantine_create(
-                        suite=suite, actor=actor, today=today, imported=True,
-                        note="Imported from flake_ledger.json", **kwargs,
-                    )
-            except ValueError as exc:
-                result.refused.append((nodeid, str(exc)))
-                result.codes[nodeid] = ["invalid_row"]
-            except ValidationError as exc:
-                result.refused.append((nodeid, _describe(exc)))
-                result.codes[nodeid] = _codes(exc)
-            else:
-                result.created.append(entry)
-                if entry.expires < today:
-                    result.warnings.append(
-                        f"{nodeid}: expired on {entry.expires.isoformat()}; kept as expired, "
-                        "so the gate fails it until it is renewed or cleared."
-                    )
-                if entry.upper95_mismatch:
-                    result.warnings.append(
-                        f"{nodeid}: reported upper95 {entry.reported_upper95} differs from the "
-                        f"server's {entry.upper95:.4f} (flagged upper95_mismatch)."
-                    )
-        figures = share_figures(suite, today)
-        if rules.share_over_cap(figures.quarantined, figures.size, suite.policy):
-            result.warnings.append(
-                f"The quarantined share is {figures.share:.1%} ({figures.quarantined} of "
-                f"{figures.size}), over the cap of {suite.max_quarantined_share:.1%}: "
-                "reports will fail with quarantine_cap_exceeded."
-            )
-    return result

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count
 
 from flakeboard import rules
 
+from . import predicates
 from .models import GATE_FIELDS, Node, QuarantineEntry, Suite, gate_entry
+
+ID_CHUNK = 500
 
 
 def tier_rule_specs(suite: Suite) -> list[rules.TierRuleSpec]:
@@ -23,30 +25,9 @@ def tier_resolution(suite: Suite, nodeid: str, node: Node | None = None) -> rule
 
 
 def known_nodes(suite: Suite, today: date):
-    """Nodes seen in an upload in the last 30 days, or holding an open entry."""
-    cutoff = today - timedelta(days=rules.KNOWN_NODE_WINDOW_DAYS)
-    open_entry = QuarantineEntry.objects.filter(node=OuterRef("pk"), cleared_at__isnull=True)
-    return Node.objects.filter(suite=suite).filter(Q(last_seen__gte=cutoff) | Exists(open_entry))
-
-
-@dataclass(frozen=True)
-class ShareFigures:
-    quarantined: int
-    size: int
-    cap: float
-
-    @property
-    def share(self) -> float:
-        return rules.quarantined_share(self.quarantined, self.size)
-
-    @property
-    def over_cap(self) -> bool:
-        return self.share > self.cap + 1e-12
-
-    @property
-    def headroom(self) -> int:
-        """How many more entries fit under the cap."""
-        return max(0, int(self.cap * self.size + 1e-9) - self.quarantined)
+    """The suite's test set: nodes seen in an upload within the window, or holding an open
+    entry (rules.node_is_known)."""
+    return Node.objects.filter(suite=suite).filter(predicates.known_node_q(today))
 
 
 def share_figures(
@@ -54,30 +35,34 @@ def share_figures(
     today: date,
     *,
     selected_total: int | None = None,
-    extra_node: str | None = None,
-) -> ShareFigures:
-    """The quarantined share of the test set (SPEC 2.2).
+    joining: int = 0,
+) -> rules.ShareFigures:
+    """The quarantined share of the test set (SPEC 2.2), the one computation every path uses.
 
-    ``extra_node`` is a node about to be quarantined: it belongs to the test set even if
-    no upload has named it yet.
+    ``joining`` counts the nodes an upload or a new entry is about to bring into the test
+    set (nodes it names that are not known yet): they belong to it from that moment.
     """
-    quarantined = QuarantineEntry.objects.filter(suite=suite).counting_for_share(today).count()
+    quarantined = QuarantineEntry.objects.filter(suite=suite).live(today).count()
     if selected_total is not None:
-        size = selected_total
+        size, source = selected_total, rules.SizeSource.SELECTED_TOTAL
     else:
-        nodes = known_nodes(suite, today)
-        size = nodes.count()
-        if extra_node is not None and not nodes.filter(nodeid=extra_node).exists():
-            size += 1
-    return ShareFigures(quarantined, size, suite.max_quarantined_share)
+        size = known_nodes(suite, today).count() + joining
+        source = rules.SizeSource.KNOWN_NODES
+    return rules.ShareFigures(quarantined, size, suite.max_quarantined_share, source)
 
 
 def open_entries_by_node(suite: Suite, node_ids=None) -> dict[int, QuarantineEntry]:
     """Open entries keyed by node pk, with their node (and so their tier) loaded."""
     entries = QuarantineEntry.objects.filter(suite=suite).open().select_related("node")
-    if node_ids is not None:
-        entries = entries.filter(node_id__in=node_ids)
-    return {entry.node_id: entry for entry in entries}
+    if node_ids is None:
+        return {entry.node_id: entry for entry in entries}
+    found = {}
+    node_ids = sorted(node_ids)
+    # In chunks: one IN list of a whole upload's nodes passes SQLite's variable limit.
+    for start in range(0, len(node_ids), ID_CHUNK):
+        chunk = entries.filter(node_id__in=node_ids[start : start + ID_CHUNK])
+        found.update((entry.node_id, entry) for entry in chunk)
+    return found
 
 
 def ledger_for_gate(suite: Suite) -> dict[str, dict]:
@@ -92,13 +77,17 @@ def ledger_for_gate(suite: Suite) -> dict[str, dict]:
     return {nodeid: gate_entry(*values) for nodeid, *values in rows}
 
 
+OPEN_STATES = (
+    rules.EntryState.ACTIVE,
+    rules.EntryState.EXPIRING,
+    rules.EntryState.EXPIRED,
+    rules.EntryState.TIER_VIOLATION,
+)
+
+
 def entry_counts(suite: Suite, today: date) -> dict[str, int]:
     """Open entries per state, counted in one query."""
-    horizon = today + timedelta(days=rules.EXPIRING_WITHIN_DAYS)
-    gate = Q(node__tier=rules.Tier.REPEAT_BUDGET)
-    return QuarantineEntry.objects.filter(suite=suite).open().aggregate(
-        active=Count("pk", filter=gate & Q(expires__gt=horizon)),
-        expiring=Count("pk", filter=gate & Q(expires__gte=today, expires__lte=horizon)),
-        expired=Count("pk", filter=gate & Q(expires__lt=today)),
-        tier_violation=Count("pk", filter=Q(node__tier__lt=rules.Tier.REPEAT_BUDGET)),
-    )
+    return QuarantineEntry.objects.filter(suite=suite).open().aggregate(**{
+        state.value: Count("pk", filter=predicates.entry_state_q(state, today))
+        for state in OPEN_STATES
+    })

@@ -42,7 +42,7 @@ def tier_rule_preview(suite: Suite, glob: str, tier: int, limit: int = 50) -> Ru
     nodes = Node.objects.filter(suite=suite).values_list("nodeid", flat=True)
     matching = [nodeid for nodeid in nodes.iterator() if fnmatchcase(nodeid, glob)]
     would_violate = []
-    if tier < rules.Tier.REPEAT_BUDGET:
+    if not rules.quarantinable(tier):
         entries = QuarantineEntry.objects.filter(suite=suite).for_gate().select_related("node")
         would_violate = [e for e in entries if fnmatchcase(e.node.nodeid, glob)]
     return RulePreview(matching[:limit], would_violate)

@@ -155,7 +155,7 @@ def build_demo(today: date) -> Suite:
                                 actor="token fbw_demo (ci)", now=now)
         failing = [m.node.nodeid for m in outcome.rows if m.reason == "over_budget"]
         _tend_ledger(suite, day, now + timedelta(hours=2), rng, failing)
-        frozen = set(QuarantineEntry.objects.filter(suite=suite).counting_for_share(day)
+        frozen = set(QuarantineEntry.objects.filter(suite=suite).live(day)
                      .values_list("node__nodeid", flat=True))
         for hour in (11, 16):
             signals_ingest(suite=suite, body=_signals_body(all_nodes, i, rng, frozen),

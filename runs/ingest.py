@@ -11,7 +11,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -19,7 +19,7 @@ from django.utils import timezone
 from flakeboard import rules
 from ledger.models import Node, QuarantineEntry, Suite
 from ledger.quarantine import bump_ledger_revision
-from ledger.selectors import ShareFigures, known_nodes, open_entries_by_node, tier_rule_specs
+from ledger.selectors import open_entries_by_node, share_figures, tier_rule_specs
 
 from .models import Measurement, NodeVerdict, Report, VerdictBatch
 from .rollups import Source, rollup_add, upload_counts
@@ -56,23 +56,12 @@ def _fetch_nodes(suite: Suite, nodeids: list[str]) -> dict[str, Node]:
     return found
 
 
-def _nodes_for_upload(
-    suite: Suite, stated: dict[str, int | None], today, *, store: bool
-) -> tuple[dict[str, Node], int]:
-    """Every uploaded node id's Node (unsaved ones in a dry run), and how many of them
-    join the set of known nodes by this upload."""
+def _nodes_for_upload(suite: Suite, stated: dict[str, int | None], today) -> dict[str, Node]:
+    """Every uploaded node id's Node, stored: new ones created, all marked seen today, and
+    a stated tier 0 or 1 made sticky (re-tiering a node changes the served ledger)."""
     nodeids = sorted(stated)
     existing = _fetch_nodes(suite, nodeids)
     specs = tier_rule_specs(suite)
-    cutoff = today - timedelta(days=rules.KNOWN_NODE_WINDOW_DAYS)
-    stale = [node for node in existing.values() if node.last_seen < cutoff]
-    with_entry = set(
-        QuarantineEntry.objects.open()
-        .filter(node__in=[n.pk for n in stale])
-        .values_list("node_id", flat=True)
-    ) if stale else set()
-    joining = len(nodeids) - len(existing) + sum(1 for n in stale if n.pk not in with_entry)
-
     new_nodes, retiered = [], []
     for nodeid in nodeids:
         node = existing.get(nodeid)
@@ -87,28 +76,27 @@ def _nodes_for_upload(
             node.stated_tier = sticky
             node.tier = rules.resolve_tier(nodeid, specs, sticky).tier
             retiered.append(node)
-    if not store:
-        existing.update((node.nodeid, node) for node in new_nodes)
-        return existing, joining
 
     Node.objects.bulk_create(new_nodes, batch_size=1000, ignore_conflicts=True)
     existing.update(_fetch_nodes(suite, [node.nodeid for node in new_nodes]))
+    unseen = sorted(n.pk for n in existing.values() if n.first_seen is None)
+    for chunk in _chunks(unseen):
+        Node.objects.filter(pk__in=chunk).update(first_seen=today)
     seen_before = sorted(n.pk for n in existing.values() if n.last_seen != today)
     for chunk in _chunks(seen_before):
         Node.objects.filter(pk__in=chunk).update(last_seen=today)
     if retiered:
         Node.objects.bulk_update(retiered, ["stated_tier", "tier"])
         bump_ledger_revision(suite)
-    return existing, joining
+    return existing
 
 
-def _share(suite: Suite, today, joining: int, selected_total: int | None) -> ShareFigures:
-    quarantined = QuarantineEntry.objects.filter(suite=suite).counting_for_share(today).count()
-    if selected_total is not None:
-        size = selected_total
-    else:
-        size = known_nodes(suite, today).count() + joining
-    return ShareFigures(quarantined, size, suite.max_quarantined_share)
+def _entry_facts(entry: QuarantineEntry | None) -> rules.EntryFacts | None:
+    return None if entry is None else entry.facts
+
+
+def _entry_state(entry: QuarantineEntry | None, today) -> str:
+    return "" if entry is None else entry.state(today).value
 
 
 def _stored(model, suite: Suite, digest: str) -> IngestOutcome | None:
@@ -118,18 +106,24 @@ def _stored(model, suite: Suite, digest: str) -> IngestOutcome | None:
     if model is Report:
         rows = upload.measurements.select_related("node", "entry")
     else:
-        rows = upload.verdicts.select_related("node")
+        rows = upload.verdicts.select_related("node", "entry")
     rows = list(rows.order_by("position"))
     return IngestOutcome(upload, rows, duplicate=True)
 
 
 def _ingest(model, suite, digest, dry_run, evaluate_and_store) -> IngestOutcome:
-    """Shared frame: duplicate check, one transaction, and the race of two equal uploads."""
-    if not dry_run and (stored := _stored(model, suite, digest)) is not None:
-        return stored
+    """Shared frame: duplicate check, one transaction, and the race of two equal uploads.
+
+    A dry run takes exactly the upload's path, its writes included, and then rolls them
+    back: it answers what the upload would, because it is the upload.
+    """
     if dry_run:
         with transaction.atomic():
-            return evaluate_and_store()
+            outcome = evaluate_and_store()
+            transaction.set_rollback(True)
+        return outcome
+    if (stored := _stored(model, suite, digest)) is not None:
+        return stored
     try:
         with transaction.atomic():
             return evaluate_and_store()
@@ -158,19 +152,18 @@ def report_ingest(
 
     def evaluate_and_store() -> IngestOutcome:
         stated = {row.nodeid: row.tier for row in parsed.rows}
-        nodes, joining = _nodes_for_upload(suite, stated, today, store=not dry_run)
-        entries = open_entries_by_node(suite, [n.pk for n in nodes.values() if n.pk])
-        share = _share(suite, today, joining, parsed.selected_total)
-        policy = suite.policy
+        nodes = _nodes_for_upload(suite, stated, today)
+        judged = Suite.objects.get(pk=suite.pk)  # the ledger revision and policy now in force
+        entries = open_entries_by_node(suite, [n.pk for n in nodes.values()])
+        # Judged against the test set with this upload's nodes in it, counted once.
+        share = share_figures(judged, today, selected_total=parsed.selected_total)
+        policy = judged.policy
         measurements, outcomes = [], []
         for position, row in enumerate(parsed.rows):
             node = nodes[row.nodeid]
-            entry = entries.get(node.pk) if node.pk else None
-            facts = None
-            if entry is not None:
-                facts = rules.EntryFacts(entry.expires, node.tier < rules.Tier.REPEAT_BUDGET)
+            entry = entries.get(node.pk)
             outcome = rules.gate_measurement(
-                n=row.n, fails=row.fails, entry=facts, policy=policy, today=today
+                n=row.n, fails=row.fails, entry=_entry_facts(entry), policy=policy, today=today
             )
             outcomes.append(outcome)
             flags = []
@@ -181,21 +174,21 @@ def report_ingest(
                 fails=row.fails, upper95=rules.upper95(row.fails, row.n),
                 reported_upper95=row.upper95, seed_base=row.seed_base,
                 status=outcome.status.value, reason=outcome.reason.value, flags=flags,
-                entry=entry,
+                entry=entry, entry_state=_entry_state(entry, today),
             ))
-        result = rules.gate_report(
-            outcomes, quarantined=share.quarantined, test_set_size=share.size, policy=policy
-        )
+        result = rules.gate_report(outcomes, share=share)
         report = Report(
             suite=suite, created_at=now, day=today, commit=parsed.commit, branch=parsed.branch,
             evidence=parsed.evidence, selected_total=parsed.selected_total, uploaded_by=actor,
             digest=digest, status=result.status.value, reason=result.reason.value,
             exit_code=result.exit_code, quarantined=share.quarantined,
             test_set_size=share.size, share=result.share, max_share=share.cap,
+            size_source=share.source.value, cap_exceeded=result.cap_exceeded,
             measurement_count=len(measurements),
             fail_count=sum(o.status is rules.GateStatus.FAIL for o in outcomes),
             warn_count=sum(o.status is rules.GateStatus.WARN for o in outcomes),
         )
+        report.judge(judged)
         if not dry_run:
             report.save()
             for m in measurements:
@@ -228,16 +221,15 @@ def signals_ingest(
 
     def evaluate_and_store() -> IngestOutcome:
         stated = {record.node: record.tier for record in parsed.records}
-        nodes, _ = _nodes_for_upload(suite, stated, today, store=not dry_run)
-        entries = open_entries_by_node(suite, [n.pk for n in nodes.values() if n.pk])
-        pin = suite.fixture_pin
+        nodes = _nodes_for_upload(suite, stated, today)
+        judged = Suite.objects.get(pk=suite.pk)  # the ledger revision, policy and pin now
+        entries = open_entries_by_node(suite, [n.pk for n in nodes.values()])
+        pin = judged.fixture_pin
         verdicts, outcomes = [], []
         for position, record in enumerate(parsed.records):
             node = nodes[record.node]
-            entry = entries.get(node.pk) if node.pk else None
-            facts = None
-            if entry is not None:
-                facts = rules.EntryFacts(entry.expires, node.tier < rules.Tier.REPEAT_BUDGET)
+            entry = entries.get(node.pk)
+            facts = _entry_facts(entry)
             outcome = rules.evaluate_record(record, ledger_entry=facts, pin=pin, today=today)
             outcomes.append(outcome)
             verdicts.append(NodeVerdict(
@@ -251,6 +243,7 @@ def signals_ingest(
                 effective_status=outcome.flake_status.value,
                 verdict=outcome.verdict.value, reason=outcome.reason.value,
                 flags=[f.value for f in outcome.flags],
+                entry=entry, entry_state=_entry_state(entry, today),
             ))
         verdict, reason = rules.aggregate_reason(outcomes)
         counts = upload_counts((o.reason for o in outcomes), reason)
@@ -259,7 +252,9 @@ def signals_ingest(
             evidence=parsed.evidence, uploaded_by=actor, digest=digest,
             verdict=verdict.value, reason=reason.value, exit_code=rules.EXIT_CODES[verdict],
             record_count=len(verdicts), reason_counts=dict(sorted(counts.items())),
+            pin_manifest=pin.manifest if pin else "", pin_seed=pin.seed if pin else None,
         )
+        batch.judge(judged)
         if not dry_run:
             batch.save()
             for v in verdicts:

@@ -11,9 +11,33 @@ from ledger.models import Node, QuarantineEntry, Suite
 STATUS_CHOICES = [(s.value, s.value) for s in rules.GateStatus]
 VERDICT_CHOICES = [(v.value, v.value) for v in rules.Verdict]
 REASON_CHOICES = [(r.value, r.value) for r in rules.Reason]
+ENTRY_STATE_CHOICES = [(s.value, s.value) for s in rules.EntryState]
 
 
-class Report(models.Model):
+class JudgedAgainst(models.Model):
+    """What a gate answer was judged against, stored with it so that it can be explained
+    later, whatever the suite's ledger and policy have become since."""
+
+    ledger_revision = models.PositiveBigIntegerField(null=True, blank=True)
+    policy = models.JSONField(default=dict, blank=True, help_text="The policy's numbers.")
+    policy_hash = models.CharField(max_length=16, blank=True)
+
+    class Meta:
+        abstract = True
+
+    def judge(self, suite: Suite) -> None:
+        policy = suite.policy
+        self.ledger_revision = suite.ledger_revision
+        self.policy = rules.policy_numbers(policy)
+        self.policy_hash = rules.policy_hash(policy)
+
+    @property
+    def judged_policy(self) -> rules.Policy | None:
+        """The policy in force at upload (None for an upload stored before it was kept)."""
+        return rules.Policy(**self.policy) if self.policy else None
+
+
+class Report(JudgedAgainst):
     """One uploaded flake-report.json and the report-level gate result."""
 
     suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="reports")
@@ -32,6 +56,11 @@ class Report(models.Model):
     test_set_size = models.PositiveIntegerField()
     share = models.FloatField()
     max_share = models.FloatField(help_text="The cap in force at upload.")
+    size_source = models.CharField(
+        max_length=20, blank=True, choices=[(s.value, s.value) for s in rules.SizeSource],
+        help_text="Where the test set size came from.",
+    )
+    cap_exceeded = models.BooleanField(default=False)
     measurement_count = models.PositiveIntegerField(default=0)
     fail_count = models.PositiveIntegerField(default=0)
     warn_count = models.PositiveIntegerField(default=0)
@@ -66,6 +95,10 @@ class Measurement(models.Model):
     entry = models.ForeignKey(
         QuarantineEntry, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    entry_state = models.CharField(
+        max_length=20, blank=True, choices=ENTRY_STATE_CHOICES,
+        help_text="The entry's state at upload.",
+    )
 
     class Meta:
         ordering = ["position"]
@@ -78,7 +111,7 @@ class Measurement(models.Model):
         return f"{self.node_id}: {self.fails}/{self.n} {self.status}"
 
 
-class VerdictBatch(models.Model):
+class VerdictBatch(JudgedAgainst):
     """One uploaded list of signal records and its aggregate verdict."""
 
     suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="batches")
@@ -94,6 +127,9 @@ class VerdictBatch(models.Model):
     exit_code = models.PositiveSmallIntegerField()
     record_count = models.PositiveIntegerField(default=0)
     reason_counts = models.JSONField(default=dict, blank=True)
+    # The suite's fixture pin at upload (empty manifest: no pin).
+    pin_manifest = models.CharField(max_length=200, blank=True)
+    pin_seed = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -128,6 +164,13 @@ class NodeVerdict(models.Model):
     verdict = models.CharField(max_length=6, choices=VERDICT_CHOICES)
     reason = models.CharField(max_length=40, choices=REASON_CHOICES)
     flags = models.JSONField(default=list, blank=True)
+    entry = models.ForeignKey(
+        QuarantineEntry, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    entry_state = models.CharField(
+        max_length=20, blank=True, choices=ENTRY_STATE_CHOICES,
+        help_text="The entry's state at upload.",
+    )
 
     class Meta:
         ordering = ["position"]

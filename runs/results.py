@@ -8,10 +8,25 @@ from .ingest import IngestOutcome
 from .models import Report
 
 
-def _entry_summary(entry) -> dict | None:
-    if entry is None:
+def _entry_summary(row) -> dict | None:
+    """The row's ledger entry, in the state it was in at upload."""
+    if row.entry_id is None:
         return None
-    return {"owner": entry.owner, "expires": entry.expires.isoformat()}
+    entry = row.entry
+    return {
+        "id": entry.pk,
+        "owner": entry.owner,
+        "expires": entry.expires.isoformat(),
+        "state": row.entry_state or None,
+    }
+
+
+def _judged_against(upload) -> dict:
+    return {
+        "ledger_revision": upload.ledger_revision,
+        "policy": upload.policy or None,
+        "policy_hash": upload.policy_hash or None,
+    }
 
 
 def report_answer(outcome: IngestOutcome) -> dict:
@@ -24,12 +39,14 @@ def report_answer(outcome: IngestOutcome) -> dict:
         "status": report.status,
         "reason": report.reason,
         "exit_code": report.exit_code,
+        "judged_against": _judged_against(report),
         "share": {
             "quarantined": report.quarantined,
             "test_set_size": report.test_set_size,
+            "size_source": report.size_source or None,
             "share": round(report.share, 6),
             "cap": report.max_share,
-            "over_cap": report.share > report.max_share + 1e-12,
+            "over_cap": report.cap_exceeded,
         },
         "counts": {
             "measurements": report.measurement_count,
@@ -47,7 +64,7 @@ def report_answer(outcome: IngestOutcome) -> dict:
                 "upper95": round(m.upper95, 4),
                 "reported_upper95": m.reported_upper95,
                 "flags": m.flags,
-                "entry": _entry_summary(m.entry) if m.entry_id else None,
+                "entry": _entry_summary(m),
             }
             for m in outcome.rows
         ],
@@ -64,6 +81,11 @@ def batch_answer(outcome: IngestOutcome) -> dict:
         "verdict": batch.verdict,
         "reason": batch.reason,
         "exit_code": batch.exit_code,
+        "judged_against": _judged_against(batch),
+        "fixture_pin": (
+            {"manifest": batch.pin_manifest, "seed": batch.pin_seed}
+            if batch.pin_manifest else None
+        ),
         "reason_counts": batch.reason_counts,
         "records": [
             {
@@ -73,6 +95,7 @@ def batch_answer(outcome: IngestOutcome) -> dict:
                 "flags": v.flags,
                 "fixture_lock": v.effective_lock,
                 "flake_status": v.effective_status,
+                "entry": _entry_summary(v),
             }
             for v in outcome.rows
         ],

@@ -53,7 +53,7 @@ class ReportRow:
 
     @property
     def tier_refused(self) -> bool:
-        return self.tier.tier < rules.Tier.REPEAT_BUDGET
+        return not rules.quarantinable(self.tier.tier)
 
     @property
     def quarantinable(self) -> bool:
@@ -82,7 +82,7 @@ def report_rows(suite: Suite, measurements) -> list[ReportRow]:
 
 
 def batch_verdicts(batch: VerdictBatch, *, verdict: str | None = None, reason: str | None = None):
-    rows = batch.verdicts.select_related("node")
+    rows = batch.verdicts.select_related("node", "entry")
     if verdict:
         rows = rows.filter(verdict=verdict)
     if reason:
@@ -103,21 +103,30 @@ def latest_measurements(node: Node, limit: int = LATEST_MEASUREMENTS) -> list[Me
     return list(node.measurements.order_by("-created_at", "-pk")[:limit])
 
 
-def measurement_chart(measurements: list[Measurement], budget: float) -> dict:
-    """upper95 against the budget line, in the shape static/js/charts.js draws."""
+def measurement_chart(measurements: list[Measurement]) -> dict:
+    """upper95 against the budget each was judged by, in the shape static/js/charts.js
+    draws (``budget`` is set on each measurement by node_history)."""
     return {
         "type": "line",
         "labels": [m.created_at.date().isoformat() for m in measurements],
         "datasets": [
             {"label": "upper95", "data": [round(m.upper95, 4) for m in measurements]},
-            {"label": "budget", "data": [budget for _ in measurements]},
+            {"label": "budget", "data": [m.budget for m in measurements]},
         ],
     }
 
 
 def node_history(suite: Suite, node: Node) -> NodeHistory:
-    measurements = list(node.measurements.order_by("-created_at", "-pk")[:NODE_MEASUREMENTS])
+    measurements = list(
+        node.measurements.select_related("report").order_by("-created_at", "-pk")[
+            :NODE_MEASUREMENTS
+        ]
+    )
     measurements.reverse()
+    for m in measurements:
+        # The budget in force at upload; today's for a report stored before it was kept.
+        policy = m.report.judged_policy
+        m.budget = policy.max_upper_rate if policy else suite.max_upper_rate
     return NodeHistory(
         resolution=rules.resolve_tier(node.nodeid, tier_rule_specs(suite), node.stated_tier),
         measurements=measurements,
@@ -127,5 +136,5 @@ def node_history(suite: Suite, node: Node) -> NodeHistory:
             .select_related("node")
             .order_by("-created_at", "-pk")
         ),
-        chart=measurement_chart(measurements, suite.max_upper_rate),
+        chart=measurement_chart(measurements),
     )

@@ -144,11 +144,14 @@ def share_over_time(suite: Suite, *, start: date, end: date) -> list[ShareDay]:
     for created_at, cleared_at, expires, tier, first_seen, last_seen in entries:
         opened = created_at.astimezone(UTC).date()
         closed = cleared_at.astimezone(UTC).date() if cleared_at else after_end
-        if tier == rules.Tier.REPEAT_BUDGET:
+        if rules.quarantinable(tier):
             quarantined.add(opened, min(closed, expires + timedelta(days=1)))
         # An open entry keeps its node known outside the node's sighting window.
-        size.add(opened, min(closed, first_seen))
-        size.add(max(opened, last_seen + window + timedelta(days=1)), closed)
+        if first_seen is None:  # never in an upload: known through its entry alone
+            size.add(opened, closed)
+        else:
+            size.add(opened, min(closed, first_seen))
+            size.add(max(opened, last_seen + window + timedelta(days=1)), closed)
 
     days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
     return [

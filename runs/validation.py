@@ -14,10 +14,6 @@ from datetime import UTC, date, datetime
 from flakeboard import rules
 
 MAX_ERRORS = 50
-MAX_COUNT = 1_000_000_000
-INT64 = 2**63 - 1
-MAX_META_LENGTH = 200
-MAX_EVIDENCE_LENGTH = 2000
 
 
 @dataclass
@@ -174,7 +170,7 @@ def _rows(c, body, key: str) -> tuple[list, dict]:
 def _meta(c, source: dict, names: tuple[str, ...]) -> dict:
     meta = {}
     for name in names:
-        limit = MAX_EVIDENCE_LENGTH if name == "evidence" else MAX_META_LENGTH
+        limit = rules.EVIDENCE_MAX_LENGTH if name == "evidence" else rules.META_MAX_LENGTH
         meta[name] = _text(c, None, name, source.get(name), max_length=limit) or ""
     return meta
 
@@ -204,7 +200,7 @@ def parse_report(body: object, query: dict | None = None) -> ParsedReport:
     meta = _meta(c, {**(query or {}), **envelope}, ("commit", "branch", "evidence"))
     selected_total = _int(
         c, None, "selected_total", envelope.get("selected_total"),
-        low=1, high=MAX_COUNT, required=False,
+        low=1, high=rules.COUNT_MAX, required=False,
     )
     parsed, seen = [], set()
     for i, row in enumerate(rows):
@@ -212,8 +208,8 @@ def parse_report(body: object, query: dict | None = None) -> ParsedReport:
             c.add("wrong_type", f"each measurement must be an object (got {_type_name(row)})", i)
             continue
         nodeid = _nodeid(c, i, "nodeid", row.get("nodeid"), seen)
-        n = _int(c, i, "n", row.get("n"), low=1, high=MAX_COUNT)
-        fails = _int(c, i, "fails", row.get("fails"), low=0, high=MAX_COUNT)
+        n = _int(c, i, "n", row.get("n"), low=1, high=rules.COUNT_MAX)
+        fails = _int(c, i, "fails", row.get("fails"), low=0, high=rules.COUNT_MAX)
         if n is not None and fails is not None and fails > n:
             c.add("out_of_range", f"fails ({fails}) must not exceed n ({n})", i, "fails")
         reported = row.get("upper95")
@@ -227,8 +223,8 @@ def parse_report(body: object, query: dict | None = None) -> ParsedReport:
             elif not 0 <= reported <= 1:
                 c.add("out_of_range", f"must be between 0 and 1 (got {reported})", i, "upper95")
                 reported = None
-        seed_base = _int(c, i, "seed_base", row.get("seed_base"), low=-INT64, high=INT64,
-                         required=False)
+        seed_base = _int(c, i, "seed_base", row.get("seed_base"), low=rules.SEED_MIN,
+                         high=rules.SEED_MAX, required=False)
         tier = _tier(c, i, row.get("tier"))
         if not c.problems:
             parsed.append(MeasurementRow(
@@ -290,8 +286,9 @@ def parse_signals(body: object, query: dict | None = None) -> ParsedBatch:
         lock = _choice(c, i, "fixture_lock", row.get("fixture_lock"), rules.FixtureLock)
         status = _choice(c, i, "flake_status", row.get("flake_status"), rules.FlakeStatus)
         manifest = _text(c, i, "fixture_manifest", row.get("fixture_manifest"),
-                         max_length=MAX_META_LENGTH)
-        seed = _int(c, i, "seed", row.get("seed"), low=-INT64, high=INT64, required=False)
+                         max_length=rules.META_MAX_LENGTH)
+        seed = _int(c, i, "seed", row.get("seed"), low=rules.SEED_MIN, high=rules.SEED_MAX,
+                    required=False)
         freeze = _freeze_date(c, i, row.get("freeze_expires"))
         tier = _tier(c, i, row.get("tier"))
         if not c.problems:

@@ -14,7 +14,14 @@ from flakeboard import rules
 from ledger import selectors as ledger_selectors
 from ledger.access import can, suite_for
 from ledger.models import Node, Role
-from ledger.views_common import PER_PAGE, entry_row, render_page, share_context, wants_partial
+from ledger.views_common import (
+    PER_PAGE,
+    EntryRow,
+    entry_row,
+    render_page,
+    share_context,
+    wants_partial,
+)
 
 from . import selectors
 from .models import Report, VerdictBatch
@@ -78,6 +85,14 @@ def _quarantine_url(request, suite, report, m) -> str:
     return f"{reverse('entry_new', args=[suite.slug])}?{urlencode(query)}"
 
 
+def _entry_at_upload(row, day) -> EntryRow | None:
+    """The row's entry as the gate saw it at upload (None for rows stored before the state
+    was kept: the page then says nothing rather than today's state)."""
+    if row.entry_id is None or not row.entry_state:
+        return None
+    return EntryRow(row.entry, rules.EntryState(row.entry_state), day)
+
+
 @login_required
 @require_GET
 def report_detail(request, suite, pk):
@@ -90,7 +105,8 @@ def report_detail(request, suite, pk):
     today = timezone.now().date()
     can_edit = can(request.role, Role.OWNER)
     rows = [
-        (row, entry_row(row.entry, today) if row.entry else None,
+        (row, _entry_at_upload(row.measurement, report.day),
+         entry_row(row.entry, today) if row.entry else None,
          _quarantine_url(request, suite, report, row.measurement) if can_edit else "")
         for row in selectors.report_rows(suite, page)
     ]
@@ -100,7 +116,7 @@ def report_detail(request, suite, pk):
         "report": report,
         "evidence_is_link": rules.evidence_is_link(report.evidence),
         "ok_count": report.measurement_count - report.fail_count - report.warn_count,
-        "over_cap": report.share > report.max_share + 1e-12,
+        "over_cap": report.cap_exceeded,
         **share_context(report.share, report.max_share),
         "page": page,
         "rows": rows,

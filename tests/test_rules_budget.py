@@ -26,7 +26,8 @@ from flakeboard.rules import (
     GateStatus,
     Policy,
     Reason,
-    entry_counts_for_share,
+    ShareFigures,
+    entry_is_live,
     entry_state,
     evidence_error,
     evidence_is_link,
@@ -225,12 +226,14 @@ def test_gate_report(
     reason: str,
     exit_code: int,
 ) -> None:
-    report = gate_report(outcomes, quarantined=quarantined, test_set_size=size, policy=POLICY)
+    report = gate_report(
+        outcomes, share=ShareFigures(quarantined, size, POLICY.max_quarantined_share)
+    )
     assert (report.status, report.reason, report.exit_code) == (status, Reason(reason), exit_code)
 
 
 def test_gate_report_over_cap_and_failing_fails_and_says_so() -> None:
-    report = gate_report([OVER_ROW], quarantined=6, test_set_size=100, policy=POLICY)
+    report = gate_report([OVER_ROW], share=ShareFigures(6, 100, POLICY.max_quarantined_share))
     assert report.status is FAIL
     assert report.exit_code == 1
     assert report.cap_exceeded is True
@@ -254,7 +257,7 @@ def test_quarantined_share_against_the_cap(
     quarantined: int, size: int, share: float, over: bool
 ) -> None:
     assert quarantined_share(quarantined, size) == pytest.approx(share)
-    assert share_over_cap(quarantined, size, POLICY) is over
+    assert share_over_cap(quarantined, size, POLICY.max_quarantined_share) is over
 
 
 @PROPERTY
@@ -304,7 +307,9 @@ def test_a_report_never_passes_with_an_expired_entry_in_it(
     n, share, ago = expired
     outcomes.insert(position, outcome(n, share, EntryFacts(today - timedelta(ago))))
 
-    report = gate_report(outcomes, quarantined=quarantined, test_set_size=size, policy=policy)
+    report = gate_report(
+        outcomes, share=ShareFigures(quarantined, size, policy.max_quarantined_share)
+    )
     assert report.status is FAIL
     assert report.exit_code == 1
 
@@ -321,11 +326,13 @@ def test_a_report_never_passes_with_an_expired_entry_in_it(
 def test_a_report_passes_exactly_when_nonempty_without_fail_and_within_cap(
     outcomes: list[BudgetOutcome], quarantined: int, size: int
 ) -> None:
-    report = gate_report(outcomes, quarantined=quarantined, test_set_size=size, policy=POLICY)
+    report = gate_report(
+        outcomes, share=ShareFigures(quarantined, size, POLICY.max_quarantined_share)
+    )
     passes = (
         bool(outcomes)
         and all(o.status is not FAIL for o in outcomes)
-        and not share_over_cap(quarantined, size, POLICY)
+        and not share_over_cap(quarantined, size, POLICY.max_quarantined_share)
     )
     assert (report.exit_code == 0) is passes
     assert report.exit_code in (0, 1)
@@ -375,7 +382,7 @@ def test_entry_state(expires: date, cleared: bool, violation: bool, state: str) 
     ],
 )
 def test_which_entries_count_towards_the_share(facts: EntryFacts, counts: bool) -> None:
-    assert entry_counts_for_share(facts, TODAY) is counts
+    assert entry_is_live(facts, TODAY) is counts
 
 
 # --- quarantine bounds (SPEC 4) ----------------------------------------------------------

@@ -14,12 +14,10 @@ from pydantic import ConfigDict, Field
 
 from flakeboard import rules
 
-from ..validation import INT64, MAX_COUNT, MAX_EVIDENCE_LENGTH, MAX_META_LENGTH
-
 NodeId = Annotated[str, Field(min_length=1, max_length=rules.NODEID_MAX_LENGTH)]
-Meta = Annotated[str | None, Field(max_length=MAX_META_LENGTH)]
-Evidence = Annotated[str | None, Field(max_length=MAX_EVIDENCE_LENGTH)]
-Seed = Annotated[int | None, Field(ge=-INT64, le=INT64)]
+Meta = Annotated[str | None, Field(max_length=rules.META_MAX_LENGTH)]
+Evidence = Annotated[str | None, Field(max_length=rules.EVIDENCE_MAX_LENGTH)]
+Seed = Annotated[int | None, Field(ge=rules.SEED_MIN, le=rules.SEED_MAX)]
 StatedTier = Annotated[
     Literal[0, 1, 2] | None,
     Field(description="A stated 0 or 1 sticks to the node; a stated 2 never loosens it."),
@@ -33,8 +31,8 @@ class MeasurementIn(Schema):
     """One row of flake-report.json, as the budget script writes it."""
 
     nodeid: NodeId
-    n: int = Field(ge=1, le=MAX_COUNT)
-    fails: int = Field(ge=0, le=MAX_COUNT, description="At most n.")
+    n: int = Field(ge=1, le=rules.COUNT_MAX)
+    fails: int = Field(ge=0, le=rules.COUNT_MAX, description="At most n.")
     upper95: float | None = Field(
         None, ge=0, le=1,
         description="The script's bound: kept, flagged when it differs from the server's.",
@@ -49,7 +47,7 @@ class ReportEnvelope(Schema):
     branch: Meta = None
     evidence: Evidence = None
     selected_total: int | None = Field(
-        None, ge=1, le=MAX_COUNT,
+        None, ge=1, le=rules.COUNT_MAX,
         description="The size of the selected test set, for the quarantined share.",
     )
 
@@ -84,9 +82,32 @@ SignalsUpload = list[SignalRecordIn] | SignalsEnvelope
 class ShareOut(Schema):
     quarantined: int = Field(description="Open, unexpired, non-violating entries.")
     test_set_size: int
+    size_source: rules.SizeSource | None = Field(
+        description="selected_total (stated by the report) or known_nodes (the board's)."
+    )
     share: float
     cap: float
     over_cap: bool
+
+
+class PolicyOut(Schema):
+    max_upper_rate: float
+    min_runs: int
+    max_quarantined_share: float
+    max_quarantine_days: int
+
+
+class JudgedAgainstOut(Schema):
+    ledger_revision: int | None = Field(
+        description="The served ledger's revision (its ETag) the answer was judged against."
+    )
+    policy: PolicyOut | None = Field(description="The suite's policy at upload.")
+    policy_hash: str | None = Field(description="A fingerprint of the policy's numbers.")
+
+
+class FixturePinOut(Schema):
+    manifest: str
+    seed: int | None
 
 
 class GateCounts(Schema):
@@ -97,8 +118,10 @@ class GateCounts(Schema):
 
 
 class EntryRef(Schema):
+    id: int
     owner: str
     expires: date
+    state: rules.EntryState | None = Field(description="The entry's state at upload.")
 
 
 class MeasurementOut(Schema):
@@ -121,6 +144,7 @@ class ReportAnswer(Schema):
     status: rules.GateStatus
     reason: rules.Reason
     exit_code: Literal[0, 1]
+    judged_against: JudgedAgainstOut
     share: ShareOut
     counts: GateCounts
     measurements: list[MeasurementOut]
@@ -133,6 +157,7 @@ class RecordOut(Schema):
     flags: list[rules.Flag]
     fixture_lock: rules.FixtureLock = Field(description="The effective fixture lock.")
     flake_status: rules.FlakeStatus = Field(description="The effective flake status.")
+    entry: EntryRef | None = Field(description="The node's open ledger entry at upload.")
 
 
 class BatchAnswer(Schema):
@@ -143,6 +168,8 @@ class BatchAnswer(Schema):
     verdict: rules.Verdict
     reason: rules.Reason
     exit_code: Literal[0, 1, 2] = Field(description="accept 0, reject 1, hold 2.")
+    judged_against: JudgedAgainstOut
+    fixture_pin: FixturePinOut | None = Field(description="The suite's pin at upload.")
     reason_counts: dict[rules.Reason, int]
     records: list[RecordOut]
 

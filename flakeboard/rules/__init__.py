@@ -1,0 +1,101 @@
+"""The rules of the gate (SPEC section 2), with no Django in sight.
+
+Every decision the board makes is taken in this package, one concept a module:
+
+- ``vocab``: verdicts, statuses, reason codes, signal values, entry states, tiers;
+- ``limits``: the bounds every input path shares;
+- ``stats``: the Wilson bound (2.1);
+- ``windows``: a window of days relative to today, the shape of every date predicate;
+- ``entries``: entry states, what is live, expiry bounds;
+- ``share``: the known-node window, the quarantined share and its cap (2.2);
+- ``tiers``: tier resolution and what may be quarantined (2.5);
+- ``budget``: the budget gate for a measurement and a report (2.2);
+- ``arbiter``: effective signals, the precedence table and the batch aggregate (2.3);
+- ``checks``: node id, owner and evidence checks.
+
+Nothing here reads the clock: callers pass ``today`` (a UTC date).
+"""
+
+from .arbiter import (
+    ArbiterOutcome,
+    FixturePin,
+    SignalRecord,
+    aggregate,
+    aggregate_reason,
+    arbitrate,
+    effective_fixture_lock,
+    effective_flake_status,
+    evaluate_record,
+)
+from .budget import (
+    BudgetOutcome,
+    Policy,
+    ReportOutcome,
+    gate_measurement,
+    gate_report,
+    policy_hash,
+    policy_numbers,
+)
+from .checks import (
+    evidence_error,
+    evidence_is_link,
+    has_control_chars,
+    is_unicode,
+    nodeid_error,
+    owner_error,
+)
+from .entries import (
+    EXPIRING_WITHIN_DAYS,
+    LIVE,
+    STATE_WINDOWS,
+    EntryFacts,
+    entry_is_live,
+    entry_state,
+    expiry_bounds,
+    expiry_error,
+    expiry_window,
+)
+from .limits import (
+    COUNT_MAX,
+    EVIDENCE_MAX_LENGTH,
+    META_MAX_LENGTH,
+    NODEID_MAX_LENGTH,
+    OWNER_MAX_LENGTH,
+    SEED_MAX,
+    SEED_MIN,
+)
+from .share import (
+    KNOWN_NODE_WINDOW,
+    KNOWN_NODE_WINDOW_DAYS,
+    ShareFigures,
+    SizeSource,
+    node_is_known,
+    quarantined_share,
+    share_over_cap,
+)
+from .stats import UPPER95_TOLERANCE, Z95, runs_needed, upper95, upper95_mismatch
+from .tiers import (
+    MIN_QUARANTINABLE_TIER,
+    TierResolution,
+    TierRuleSpec,
+    quarantinable,
+    resolve_tier,
+    sticky_tier,
+)
+from .vocab import (
+    ARBITER_REASONS,
+    BUDGET_REASONS,
+    EXIT_CODES,
+    EntryState,
+    FixtureLock,
+    Flag,
+    FlakeStatus,
+    GateStatus,
+    PropertyCheck,
+    Reason,
+    Tier,
+    Verdict,
+)
+from .windows import DayWindow
+
+__all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,0 +1,129 @@
+"""The arbiter (SPEC 2.3): effective signals, the precedence table, the batch aggregate."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+
+from .entries import EntryFacts, entry_is_live
+from .vocab import FixtureLock, Flag, FlakeStatus, PropertyCheck, Reason, Verdict
+
+
+@dataclass(frozen=True)
+class FixturePin:
+    manifest: str
+    seed: int | None
+
+
+_LOCK_SEVERITY = {FixtureLock.MATCH: 0, FixtureLock.DRIFTED: 1, FixtureLock.MISSING: 2}
+
+
+def effective_fixture_lock(
+    claimed: FixtureLock, manifest: str | None, seed: int | None, pin: FixturePin | None
+) -> FixtureLock:
+    """The worse of the record's claim and what the suite's pin says of the record."""
+    if pin is None:
+        return claimed
+    if not manifest:
+        found = FixtureLock.MISSING
+    elif manifest != pin.manifest or (pin.seed is not None and seed != pin.seed):
+        found = FixtureLock.DRIFTED
+    else:
+        found = FixtureLock.MATCH
+    return max(claimed, found, key=_LOCK_SEVERITY.__getitem__)
+
+
+def effective_flake_status(
+    claimed: FlakeStatus,
+    freeze_expires: date | None,
+    ledger_entry: EntryFacts | None,
+    today: date,
+) -> FlakeStatus:
+    """Frozen by a live ledger entry, or by the record's own live freeze."""
+    if ledger_entry is not None and entry_is_live(ledger_entry, today):
+        return FlakeStatus.FROZEN
+    if claimed is FlakeStatus.FROZEN and (freeze_expires is None or freeze_expires >= today):
+        return FlakeStatus.FROZEN
+    return FlakeStatus.STABLE
+
+
+def arbitrate(
+    property_check: PropertyCheck, fixture_lock: FixtureLock, flake_status: FlakeStatus
+) -> tuple[Verdict, Reason]:
+    """The precedence table (SPEC 2.3) over effective signals; first match wins."""
+    if fixture_lock is FixtureLock.DRIFTED:
+        return Verdict.HOLD, Reason.FIXTURE_DRIFTED
+    if fixture_lock is FixtureLock.MISSING:
+        return Verdict.HOLD, Reason.FIXTURE_MISSING
+    if flake_status is FlakeStatus.FROZEN:
+        return Verdict.HOLD, Reason.FROZEN_NODE
+    if property_check is PropertyCheck.FAIL:
+        return Verdict.REJECT, Reason.PROPERTY_FAIL
+    if property_check is PropertyCheck.NOT_RUN:
+        return Verdict.HOLD, Reason.PROPERTY_NOT_RUN
+    return Verdict.ACCEPT, Reason.CLEAN
+
+
+@dataclass(frozen=True)
+class SignalRecord:
+    node: str
+    property_check: PropertyCheck
+    fixture_lock: FixtureLock
+    flake_status: FlakeStatus
+    fixture_manifest: str | None = None
+    seed: int | None = None
+    freeze_expires: date | None = None
+    tier: int | None = None
+
+
+@dataclass(frozen=True)
+class ArbiterOutcome:
+    verdict: Verdict
+    reason: Reason
+    fixture_lock: FixtureLock  # effective
+    flake_status: FlakeStatus  # effective
+    flags: tuple[Flag, ...] = field(default=())
+
+
+def evaluate_record(
+    record: SignalRecord,
+    *,
+    ledger_entry: EntryFacts | None,
+    pin: FixturePin | None,
+    today: date,
+) -> ArbiterOutcome:
+    lock = effective_fixture_lock(record.fixture_lock, record.fixture_manifest, record.seed, pin)
+    status = effective_flake_status(
+        record.flake_status, record.freeze_expires, ledger_entry, today
+    )
+    verdict, reason = arbitrate(record.property_check, lock, status)
+    flags = []
+    if record.flake_status is FlakeStatus.FROZEN and record.freeze_expires is None:
+        flags.append(Flag.FREEZE_WITHOUT_EXPIRY)
+    ledger_frozen = ledger_entry is not None and entry_is_live(ledger_entry, today)
+    if (record.flake_status is FlakeStatus.FROZEN) != ledger_frozen:
+        flags.append(Flag.LEDGER_DISAGREES)
+    return ArbiterOutcome(verdict, reason, lock, status, tuple(flags))
+
+
+def aggregate(verdicts: Iterable[Verdict]) -> tuple[Verdict, Reason | None]:
+    """A batch's verdict: no records HOLD no_evidence; any REJECT; any HOLD; else ACCEPT.
+
+    The reason is None when the batch has records: the per-node reasons tell why.
+    """
+    seen = set(verdicts)
+    if not seen:
+        return Verdict.HOLD, Reason.NO_EVIDENCE
+    for verdict in (Verdict.REJECT, Verdict.HOLD):
+        if verdict in seen:
+            return verdict, None
+    return Verdict.ACCEPT, None
+
+
+def aggregate_reason(outcomes: Sequence[ArbiterOutcome]) -> tuple[Verdict, Reason]:
+    """The aggregate verdict with the reason of the first record that decided it."""
+    verdict, reason = aggregate(o.verdict for o in outcomes)
+    if reason is not None:
+        return verdict, reason
+    return verdict, next(o.reason for o in outcomes if o.verdict is verdict)

@@ -1,0 +1,92 @@
+"""The budget gate (SPEC 2.2): one measurement against the ledger, and a whole report."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import date
+
+from .entries import EntryFacts
+from .share import ShareFigures
+from .stats import upper95
+from .vocab import GateStatus, Reason
+
+
+@dataclass(frozen=True)
+class Policy:
+    max_upper_rate: float = 0.02
+    min_runs: int = 200
+    max_quarantined_share: float = 0.05
+    max_quarantine_days: int = 30
+
+
+def policy_numbers(policy: Policy) -> dict:
+    return asdict(policy)
+
+
+def policy_hash(policy: Policy) -> str:
+    """A short fingerprint of the policy's numbers: two gate answers with the same hash were
+    judged by the same policy."""
+    canonical = json.dumps(policy_numbers(policy), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class BudgetOutcome:
+    status: GateStatus
+    reason: Reason
+
+
+def gate_measurement(
+    *,
+    n: int,
+    fails: int,
+    entry: EntryFacts | None,
+    policy: Policy,
+    today: date,
+) -> BudgetOutcome:
+    """One measurement against the ledger; first match wins (SPEC 2.2).
+
+    The decision uses the server's own upper95 only, never a reported one.
+    """
+    violating = entry is not None and entry.tier_violation
+    if violating:
+        entry = None
+    if entry is not None and entry.expires < today:
+        return BudgetOutcome(GateStatus.FAIL, Reason.QUARANTINE_EXPIRED)
+    enough_runs = n >= policy.min_runs
+    if upper95(fails, n) <= policy.max_upper_rate and enough_runs:
+        return BudgetOutcome(GateStatus.OK, Reason.WITHIN_BUDGET)
+    if entry is None:
+        if violating:
+            return BudgetOutcome(GateStatus.FAIL, Reason.TIER_VIOLATION)
+        if not enough_runs:
+            return BudgetOutcome(GateStatus.FAIL, Reason.TOO_FEW_RUNS)
+        return BudgetOutcome(GateStatus.FAIL, Reason.OVER_BUDGET)
+    return BudgetOutcome(GateStatus.WARN, Reason.QUARANTINED)
+
+
+@dataclass(frozen=True)
+class ReportOutcome:
+    status: GateStatus
+    reason: Reason
+    exit_code: int
+    share: float
+    cap_exceeded: bool
+
+
+def gate_report(outcomes: Sequence[BudgetOutcome], *, share: ShareFigures) -> ReportOutcome:
+    """The report fails on any FAIL, on no measurements, or on a share over the cap."""
+    ratio, over = share.share, share.over_cap
+    if not outcomes:
+        return ReportOutcome(GateStatus.FAIL, Reason.NO_EVIDENCE, 1, ratio, over)
+    first_fail = next((o for o in outcomes if o.status is GateStatus.FAIL), None)
+    if first_fail is not None:
+        return ReportOutcome(GateStatus.FAIL, first_fail.reason, 1, ratio, over)
+    if over:
+        return ReportOutcome(GateStatus.FAIL, Reason.QUARANTINE_CAP_EXCEEDED, 1, ratio, over)
+    if any(o.status is GateStatus.WARN for o in outcomes):
+        return ReportOutcome(GateStatus.WARN, Reason.QUARANTINED, 0, ratio, over)
+    return ReportOutcome(GateStatus.OK, Reason.WITHIN_BUDGET, 0, ratio, over)

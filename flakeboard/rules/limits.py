@@ -1,0 +1,13 @@
+"""The bounds every path shares: the form, the uploads, the import and the models."""
+
+NODEID_MAX_LENGTH = 1000
+EVIDENCE_MAX_LENGTH = 2000
+OWNER_MAX_LENGTH = 254
+# Run counts (n, fails): a billion runs is past any real measurement, and fits the
+# 32-bit columns that store them.
+COUNT_MAX = 1_000_000_000
+# Upload metadata: commit, branch, patch, job.
+META_MAX_LENGTH = 200
+# Seeds are stored as signed 64-bit integers.
+SEED_MIN = -(2**63)
+SEED_MAX = 2**63 - 1

@@ -1,0 +1,90 @@
+"""The quarantined share of the test set (SPEC 2.2) and its cap.
+
+The test set is the report's ``selected_total`` when it gives one; otherwise the nodes
+seen in an upload within the known-node window, or holding an open entry.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import date
+from enum import StrEnum
+from fractions import Fraction
+
+from .windows import DayWindow
+
+KNOWN_NODE_WINDOW_DAYS = 30
+# Seen in an upload within the last 30 days, today included.
+KNOWN_NODE_WINDOW = DayWindow(first=-KNOWN_NODE_WINDOW_DAYS)
+
+
+def node_is_known(last_seen: date | None, today: date, *, has_open_entry: bool) -> bool:
+    """In the test set: seen in an upload within the window, or holding an open entry.
+    ``last_seen`` is None for a node no upload has named."""
+    seen = last_seen is not None and KNOWN_NODE_WINDOW.contains(last_seen, today)
+    return seen or has_open_entry
+
+
+def quarantined_share(quarantined: int, test_set_size: int) -> float:
+    if test_set_size <= 0:
+        return 0.0 if quarantined <= 0 else 1.0
+    return quarantined / test_set_size
+
+
+def share_over_cap(quarantined: int, test_set_size: int, cap: float) -> bool:
+    """Over the cap, compared exactly: the cap as written (0.05, not its binary neighbour),
+    so 1 of 20 is at a cap of 0.05 and 3 of 10 at 0.3, and neither is over."""
+    if test_set_size <= 0:
+        share = Fraction(1 if quarantined > 0 else 0)
+    else:
+        share = Fraction(quarantined, test_set_size)
+    return share > Fraction(repr(float(cap)))
+
+
+class SizeSource(StrEnum):
+    SELECTED_TOTAL = "selected_total"  # stated by the report
+    KNOWN_NODES = "known_nodes"  # the board's known nodes, with the upload's own
+
+
+@dataclass(frozen=True)
+class ShareFigures:
+    quarantined: int
+    size: int
+    cap: float
+    source: SizeSource = SizeSource.KNOWN_NODES
+
+    @property
+    def share(self) -> float:
+        return quarantined_share(self.quarantined, self.size)
+
+    @property
+    def over_cap(self) -> bool:
+        return share_over_cap(self.quarantined, self.size, self.cap)
+
+    @property
+    def headroom(self) -> int:
+        """How many more entries fit under the cap."""
+        extra = max(0, math.floor(self.cap * self.size) - self.quarantined)
+        while extra > 0 and share_over_cap(self.quarantined + extra, self.size, self.cap):
+            extra -= 1
+        # A cap of 1 never binds; the test set bounds the count then.
+        while extra <= self.size and not share_over_cap(
+            self.quarantined + extra + 1, self.size, self.cap
+        ):
+            extra += 1
+        return extra
+
+    def with_one_more(self) -> ShareFigures:
+        """The figures once one more entry is counted."""
+        return ShareFigures(self.quarantined + 1, self.size, self.cap, self.source)
+
+    def as_dict(self) -> dict:
+        return {
+            "quarantined": self.quarantined,
+            "size": self.size,
+            "size_source": self.source.value,
+            "share": self.share,
+            "cap": self.cap,
+            "cap_exceeded": self.over_cap,
+        }

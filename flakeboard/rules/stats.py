@@ -1,0 +1,41 @@
+"""The Wilson score bound (SPEC 2.1) and the run count it implies."""
+
+from __future__ import annotations
+
+import math
+
+Z95 = 1.96
+UPPER95_TOLERANCE = 0.0005
+
+
+def upper95(fails: int, n: int, z: float = Z95) -> float:
+    """Upper limit of the Wilson score interval for fails/n, clipped to [0, 1]."""
+    if n <= 0 or fails >= n:
+        return 1.0
+    p = fails / n
+    z2 = z * z
+    centre = p + z2 / (2 * n)
+    margin = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return min(1.0, max(0.0, (centre + margin) / (1 + z2 / n)))
+
+
+def upper95_mismatch(reported: float | None, fails: int, n: int) -> bool:
+    """A reported bound that differs from the server's by more than the tolerance."""
+    return reported is not None and abs(reported - upper95(fails, n)) > UPPER95_TOLERANCE
+
+
+def runs_needed(max_upper_rate: float, z: float = Z95) -> int:
+    """Consecutive clean runs after which the Wilson bound is at or below max_upper_rate.
+
+    With no failures the bound is z²/(n + z²), so n >= z²(1 - rate)/rate.
+    """
+    if max_upper_rate <= 0:
+        raise ValueError("max_upper_rate must be above 0")
+    if max_upper_rate >= 1:
+        return 1
+    n = max(1, math.ceil(z * z * (1 - max_upper_rate) / max_upper_rate - 1e-9))
+    while upper95(0, n, z) > max_upper_rate:
+        n += 1
+    while n > 1 and upper95(0, n - 1, z) <= max_upper_rate:
+        n -= 1
+    return n

@@ -1,0 +1,100 @@
+"""The closed vocabularies of the gate: verdicts, statuses, reason codes, signal values,
+entry states and tiers. Tests iterate over them, so a new member cannot slip past a table."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Verdict(StrEnum):
+    ACCEPT = "accept"
+    HOLD = "hold"
+    REJECT = "reject"
+
+
+class GateStatus(StrEnum):
+    OK = "OK"
+    WARN = "WARN"
+    FAIL = "FAIL"
+
+
+class Reason(StrEnum):
+    # arbiter
+    CLEAN = "clean"
+    PROPERTY_FAIL = "property_fail"
+    PROPERTY_NOT_RUN = "property_not_run"
+    FROZEN_NODE = "frozen_node"
+    FIXTURE_DRIFTED = "fixture_drifted"
+    FIXTURE_MISSING = "fixture_missing"
+    # budget gate
+    WITHIN_BUDGET = "within_budget"
+    QUARANTINED = "quarantined"
+    QUARANTINE_EXPIRED = "quarantine_expired"
+    OVER_BUDGET = "over_budget"
+    TOO_FEW_RUNS = "too_few_runs"
+    TIER_VIOLATION = "tier_violation"
+    # report or batch level
+    QUARANTINE_CAP_EXCEEDED = "quarantine_cap_exceeded"
+    NO_EVIDENCE = "no_evidence"
+
+
+ARBITER_REASONS = (
+    Reason.CLEAN,
+    Reason.PROPERTY_FAIL,
+    Reason.PROPERTY_NOT_RUN,
+    Reason.FROZEN_NODE,
+    Reason.FIXTURE_DRIFTED,
+    Reason.FIXTURE_MISSING,
+    Reason.NO_EVIDENCE,
+)
+BUDGET_REASONS = (
+    Reason.WITHIN_BUDGET,
+    Reason.QUARANTINED,
+    Reason.QUARANTINE_EXPIRED,
+    Reason.OVER_BUDGET,
+    Reason.TOO_FEW_RUNS,
+    Reason.TIER_VIOLATION,
+    Reason.QUARANTINE_CAP_EXCEEDED,
+    Reason.NO_EVIDENCE,
+)
+
+
+class Flag(StrEnum):
+    UPPER95_MISMATCH = "upper95_mismatch"
+    FREEZE_WITHOUT_EXPIRY = "freeze_without_expiry"
+    LEDGER_DISAGREES = "ledger_disagrees"
+
+
+class PropertyCheck(StrEnum):
+    PASS = "pass"  # noqa: S105 - a signal value, not a password
+    FAIL = "fail"
+    NOT_RUN = "not_run"
+
+
+class FixtureLock(StrEnum):
+    MATCH = "match"
+    DRIFTED = "drifted"
+    MISSING = "missing"
+
+
+class FlakeStatus(StrEnum):
+    STABLE = "stable"
+    FROZEN = "frozen"
+
+
+class EntryState(StrEnum):
+    ACTIVE = "active"
+    EXPIRING = "expiring"
+    EXPIRED = "expired"
+    CLEARED = "cleared"
+    TIER_VIOLATION = "tier_violation"
+
+
+class Tier:
+    PROPERTY = 0
+    PINNED_FIXTURE = 1
+    REPEAT_BUDGET = 2
+    ALL = (0, 1, 2)
+
+
+EXIT_CODES = {Verdict.ACCEPT: 0, Verdict.REJECT: 1, Verdict.HOLD: 2}

@@ -1,0 +1,56 @@
+"""Database filters built from the rules' own definitions: a window of days becomes a
+range lookup with the same inclusive edges, a tier threshold the same comparison. The
+property tests hold each filter equal to its Python predicate."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from django.db.models import Exists, OuterRef, Q
+
+from flakeboard import rules
+
+
+def window_q(field: str, window: rules.DayWindow, today: date) -> Q:
+    """``field`` falls in the window: both edges included, as DayWindow.contains has it."""
+    first, last = window.bounds(today)
+    q = Q()
+    if first is not None:
+        q &= Q(**{f"{field}__gte": first})
+    if last is not None:
+        q &= Q(**{f"{field}__lte": last})
+    return q
+
+
+def quarantinable_q(tier_field: str = "node__tier") -> Q:
+    return Q(**{f"{tier_field}__gte": rules.MIN_QUARANTINABLE_TIER})
+
+
+OPEN = Q(cleared_at__isnull=True)
+CLEARED = Q(cleared_at__isnull=False)
+FOR_GATE = OPEN & quarantinable_q()
+VIOLATING = OPEN & ~quarantinable_q()
+
+
+def entry_state_q(state: rules.EntryState, today: date) -> Q:
+    """Entries in ``state`` today, as rules.entry_state decides it."""
+    match state:
+        case rules.EntryState.CLEARED:
+            return CLEARED
+        case rules.EntryState.TIER_VIOLATION:
+            return VIOLATING
+    return FOR_GATE & window_q("expires", rules.STATE_WINDOWS[state], today)
+
+
+def live_entry_q(today: date) -> Q:
+    """Entries that freeze their node and count toward the share (rules.entry_is_live)."""
+    return FOR_GATE & window_q("expires", rules.LIVE, today)
+
+
+def known_node_q(today: date) -> Q:
+    """Nodes in the test set (rules.node_is_known): seen within the window, or holding an
+    open entry."""
+    from .models import QuarantineEntry
+
+    open_entry = QuarantineEntry.objects.filter(OPEN, node=OuterRef("pk"))
+    return window_q("last_seen", rules.KNOWN_NODE_WINDOW, today) | Exists(open_entry)

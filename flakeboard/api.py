@@ -1,11 +1,11 @@
 """The JSON API CI calls, under /api/v1/ (SPEC 5); its OpenAPI document and docs beside it."""
 
-from ledger.api.auth import SuiteToken
-from ledger.api.errors import install_error_handlers
 from ledger.api.ledger import router as ledger_router
-from ledger.api.openapi import DocumentedAPI
 from runs.api.trends import router as trends_router
 from runs.api.uploads import router as uploads_router
+from web.api.auth import SuiteToken
+from web.api.errors import install_error_handlers
+from web.api.openapi import DocumentedAPI
 
 api = DocumentedAPI(
     title="Flakeboard API",

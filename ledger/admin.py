@@ -10,7 +10,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from .access import actor_label
+from web.access import actor_label
+
 from .models import ApiToken, AuditEvent, Membership, Node, QuarantineEntry, Role, Suite, TierRule
 from .quarantine import quarantine_create
 from .settings_services import _last_lead_error, member_change, member_drop

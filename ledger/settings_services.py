@@ -13,8 +13,8 @@ from django.db import transaction
 
 from flakeboard import rules
 
+from .audit import bump_ledger_revision, record_event
 from .models import AuditEvent, Membership, Role, Suite
-from .quarantine import bump_ledger_revision, record_event
 from .suites import member_remove, member_set
 
 POLICY_FIELDS = ("max_upper_rate", "min_runs", "max_quarantined_share", "max_quarantine_days")

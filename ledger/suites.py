@@ -6,8 +6,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import transaction
 
+from .audit import record_event
 from .models import AuditEvent, Membership, Role, Suite
-from .quarantine import record_event
 
 
 def suite_create(*, slug: str, name: str = "") -> Suite:

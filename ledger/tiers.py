@@ -14,8 +14,8 @@ from django.db import transaction
 
 from flakeboard import rules
 
+from .audit import bump_ledger_revision, record_event
 from .models import AuditEvent, Node, QuarantineEntry, Suite, TierRule
-from .quarantine import bump_ledger_revision, record_event
 from .selectors import tier_rule_specs
 
 

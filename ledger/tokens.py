@@ -11,8 +11,8 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from .audit import record_event
 from .models import ApiToken, AuditEvent, Suite
-from .quarantine import record_event
 
 SCOPE_PREFIX = {ApiToken.Scope.READ: "fbr_", ApiToken.Scope.WRITE: "fbw_"}
 PREFIX_LENGTH = 12

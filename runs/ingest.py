@@ -17,8 +17,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from flakeboard import rules
+from ledger.audit import bump_ledger_revision
 from ledger.models import Node, QuarantineEntry, Suite
-from ledger.quarantine import bump_ledger_revision
 from ledger.selectors import open_entries_by_node, share_figures, tier_rule_specs
 
 from .models import Measurement, NodeVerdict, Report, VerdictBatch

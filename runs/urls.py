@@ -2,15 +2,15 @@
 
 from django.urls import path
 
-from . import trends_views, views
+from .views import nodes, overview, trends, uploads
 
 urlpatterns = [
-    path("", views.overview, name="overview"),
-    path("reports/", views.reports, name="reports"),
-    path("reports/<int:pk>/", views.report_detail, name="report"),
-    path("verdicts/", views.batches, name="verdicts"),
-    path("verdicts/<int:pk>/", views.batch_detail, name="batch"),
-    path("nodes/<path:nodeid>/", views.node_detail, name="node"),
-    path("trends/", trends_views.trends, name="trends"),
-    path("trends/<slug:chart>.csv", trends_views.trends_csv, name="trends_csv"),
+    path("", overview.overview, name="overview"),
+    path("reports/", uploads.reports, name="reports"),
+    path("reports/<int:pk>/", uploads.report_detail, name="report"),
+    path("verdicts/", uploads.batches, name="verdicts"),
+    path("verdicts/<int:pk>/", uploads.batch_detail, name="batch"),
+    path("nodes/<path:nodeid>/", nodes.node_detail, name="node"),
+    path("trends/", trends.trends, name="trends"),
+    path("trends/<slug:chart>.csv", trends.trends_csv, name="trends_csv"),
 ]

@@ -17,7 +17,7 @@ def test_healthy_when_the_database_answers(live_server):
 
 
 def test_503_when_the_database_does_not_answer(live_server, monkeypatch):
-    monkeypatch.setattr("ledger.views.connection", DeadDatabase())
+    monkeypatch.setattr("ledger.views.home.connection", DeadDatabase())
     answer = Board(live_server.url).get("/healthz")
     assert answer.status == 503
     assert answer.json["database"] != "ok"

@@ -9,10 +9,11 @@ from django.utils import timezone
 from django.utils.http import parse_etags
 from ninja import Router
 
+from web.api.auth import Scope, suite_for_token
+from web.api.errors import ErrorOut
+
 from ..gate_ledger import ledger_etag, ledger_full
 from ..selectors import ledger_for_gate
-from .auth import Scope, suite_for_token
-from .errors import ErrorOut
 from .schemas import LedgerFull, LedgerMap, SuiteRef, TokenOut
 
 router = Router(tags=["ledger"])

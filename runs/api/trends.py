@@ -16,8 +16,8 @@ from flakeboard.trends_rules import (
     RangeError,
     day_range,
 )
-from ledger.api.auth import Scope, suite_for_token
-from ledger.api.errors import ApiError, ErrorOut
+from web.api.auth import Scope, suite_for_token
+from web.api.errors import ApiError, ErrorOut
 
 from ..trends import reason_counts
 from .schemas import TrendsOut

@@ -8,6 +8,7 @@ fail on it with curl alone.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from django.conf import settings
@@ -16,9 +17,9 @@ from django.http import HttpResponse
 from django.utils import timezone
 from ninja import Query, Router, Status
 
-from ledger.api.auth import Scope, suite_for_token
-from ledger.api.errors import ApiError, ErrorOut
-from ledger.api.openapi import json_body
+from web.api.auth import Scope, suite_for_token
+from web.api.errors import ApiError, ErrorOut
+from web.api.openapi import json_body
 
 from ..ingest import IngestOutcome, report_ingest, signals_ingest
 from ..results import batch_answer, report_answer
@@ -81,7 +82,30 @@ def refused(exc: UploadInvalid) -> ApiError:
     return ApiError(status, exc.code, exc.message, [p.as_dict() for p in exc.problems])
 
 
-def answered(request, response: HttpResponse, outcome: IngestOutcome, answer: dict) -> Status:
+def upload(
+    request,
+    response: HttpResponse,
+    slug: str,
+    *,
+    ingest: Callable[..., IngestOutcome],
+    answer_of: Callable[[IngestOutcome], dict],
+    dry_run: bool,
+    query: dict,
+) -> Status:
+    """Both endpoints' one frame: a write token of the suite, the body, the ingest service
+    (``report_ingest`` or ``signals_ingest``) and the answer made of its outcome, with the
+    exit-code header; 201 with the Location of a stored upload, 200 for a dry run or a
+    duplicate."""
+    suite = suite_for_token(request, slug, Scope.WRITE)
+    body = upload_body(request)
+    try:
+        outcome = ingest(
+            suite=suite, body=body, actor=request.auth.label, dry_run=dry_run, query=query,
+            now=timezone.now(),
+        )
+    except UploadInvalid as exc:
+        raise refused(exc) from None
+    answer = answer_of(outcome)
     if answer["url"]:
         answer["url"] = request.build_absolute_uri(answer["url"])
     response[EXIT_CODE_HEADER] = str(answer["exit_code"])
@@ -117,17 +141,10 @@ def upload_report(
     branch: Annotated[str, Query(description="For a bare list: the branch.")] = "",
     evidence: Annotated[str, Query(description=EVIDENCE)] = "",
 ):
-    suite = suite_for_token(request, suite, Scope.WRITE)
-    body = upload_body(request)
-    try:
-        outcome = report_ingest(
-            suite=suite, body=body, actor=request.auth.label, dry_run=dry_run,
-            query={"commit": commit, "branch": branch, "evidence": evidence},
-            now=timezone.now(),
-        )
-    except UploadInvalid as exc:
-        raise refused(exc) from None
-    return answered(request, response, outcome, report_answer(outcome))
+    return upload(
+        request, response, suite, ingest=report_ingest, answer_of=report_answer, dry_run=dry_run,
+        query={"commit": commit, "branch": branch, "evidence": evidence},
+    )
 
 
 @router.post(
@@ -156,14 +173,7 @@ def upload_verdicts(
     commit: Annotated[str, Query(description="For a bare list: the commit.")] = "",
     evidence: Annotated[str, Query(description=EVIDENCE)] = "",
 ):
-    suite = suite_for_token(request, suite, Scope.WRITE)
-    body = upload_body(request)
-    try:
-        outcome = signals_ingest(
-            suite=suite, body=body, actor=request.auth.label, dry_run=dry_run,
-            query={"patch": patch, "commit": commit, "evidence": evidence},
-            now=timezone.now(),
-        )
-    except UploadInvalid as exc:
-        raise refused(exc) from None
-    return answered(request, response, outcome, batch_answer(outcome))
+    return upload(
+        request, response, suite, ingest=signals_ingest, answer_of=batch_answer, dry_run=dry_run,
+        query={"patch": patch, "commit": commit, "evidence": evidence},
+    )

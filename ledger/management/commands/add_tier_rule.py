@@ -1,8 +1,8 @@
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from ledger.management import get_suite, one_line
 from ledger.tiers import tier_rule_add
+from web.commands import get_suite, one_line
 
 
 class Command(BaseCommand):

@@ -1,8 +1,8 @@
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from ledger.management import one_line
 from ledger.suites import suite_create
+from web.commands import one_line
 
 
 class Command(BaseCommand):

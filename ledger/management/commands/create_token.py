@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
-from ledger.management import get_suite
 from ledger.tokens import token_create
+from web.commands import get_suite
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ from django.utils import timezone
 
 from flakeboard import rules
 from ledger.ledger_file import LedgerFileError, describe, import_ledger, read_ledger
-from ledger.management import get_suite
+from web.commands import get_suite, read_upload
 
 
 def _shown(nodeid: str) -> str:
@@ -32,14 +32,7 @@ class Command(BaseCommand):
 
     def handle(self, suite, file, keep_valid=False, **options):
         suite = get_suite(suite)
-        limit = settings.UPLOAD_MAX_BYTES
-        try:
-            with open(file, "rb") as handle:
-                raw = handle.read(limit + 1)
-        except OSError as exc:
-            raise CommandError(f"Cannot read {file}: {exc.strerror}") from None
-        if len(raw) > limit:
-            raise CommandError(f"{file} is over the upload limit of {limit} bytes.")
+        raw = read_upload(file, settings.UPLOAD_MAX_BYTES)
         try:
             pairs = read_ledger(raw)
         except LedgerFileError as exc:

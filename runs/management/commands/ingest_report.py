@@ -1,37 +1,9 @@
-import sys
-
-from django.conf import settings
-from django.core.management.base import BaseCommand
-
-from ledger.management import get_suite
 from runs.ingest import report_ingest
-from runs.management import read_upload, upload_error
-from runs.results import summary_lines
-from runs.validation import UploadInvalid
+from runs.management import IngestCommand
 
 
-class Command(BaseCommand):
+class Command(IngestCommand):
     help = "Ingest a flake-report.json and gate it; exits with the report's exit code."
-
-    def add_arguments(self, parser):
-        parser.add_argument("suite")
-        parser.add_argument("file")
-        parser.add_argument("--commit", default="")
-        parser.add_argument("--branch", default="")
-        parser.add_argument("--evidence", default="")
-        parser.add_argument("--dry-run", action="store_true", help="evaluate, store nothing")
-
-    def handle(self, suite, file, commit, branch, evidence, dry_run, **options):
-        suite = get_suite(suite)
-        body = read_upload(file, settings.UPLOAD_MAX_BYTES)
-        try:
-            outcome = report_ingest(
-                suite=suite, body=body, actor="manage.py ingest_report", dry_run=dry_run,
-                query={"commit": commit, "branch": branch, "evidence": evidence},
-            )
-        except UploadInvalid as exc:
-            raise upload_error(exc) from None
-        for line in summary_lines(outcome):
-            self.stdout.write(line)
-        if outcome.upload.exit_code:
-            sys.exit(outcome.upload.exit_code)
+    ingest = staticmethod(report_ingest)
+    query_options = ("commit", "branch", "evidence")
+    actor = "manage.py ingest_report"

@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand
 
-from ledger.management import get_suite
 from ledger.models import Suite
 from runs.rollups import rebuild_rollups
+from web.commands import get_suite
 
 
 class Command(BaseCommand):

@@ -15,17 +15,17 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from flakeboard import rules
+from web.access import actor_label, suite_for
+from web.pages import wants_partial
 
-from .access import actor_label, suite_for
-from .models import ApiToken, AuditEvent, Membership, Node, Role, TierRule
-from .settings_forms import FixturePinForm, MemberForm, PolicyForm, TierRuleForm, TokenForm
-from .settings_services import fixture_pin_set, member_change, member_drop, policy_update
-from .tiers import tier_rule_add as add_rule
-from .tiers import tier_rule_preview as preview_rule
-from .tiers import tier_rule_remove as remove_rule
-from .tokens import token_create as create_token
-from .tokens import token_revoke as revoke_token
-from .views_common import wants_partial
+from ..forms.settings import FixturePinForm, MemberForm, PolicyForm, TierRuleForm, TokenForm
+from ..models import ApiToken, AuditEvent, Membership, Node, Role, TierRule
+from ..settings_services import fixture_pin_set, member_change, member_drop, policy_update
+from ..tiers import tier_rule_add as add_rule
+from ..tiers import tier_rule_preview as preview_rule
+from ..tiers import tier_rule_remove as remove_rule
+from ..tokens import token_create as create_token
+from ..tokens import token_revoke as revoke_token
 
 SETTINGS_ACTIONS = [
     AuditEvent.Action.SETTINGS,

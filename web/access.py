@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from .models import ROLE_RANK, Membership, Role, Suite
+from ledger.models import ROLE_RANK, Membership, Role, Suite
 
 
 def actor_label(user) -> str:

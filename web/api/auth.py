@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from ninja.security import HttpBearer
 
-from ..models import ApiToken, Suite
-from ..tokens import token_authenticate
+from ledger.models import ApiToken, Suite
+from ledger.tokens import token_authenticate
+
 from .errors import ApiError
 
 Scope = ApiToken.Scope

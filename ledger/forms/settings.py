@@ -8,8 +8,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 
 from flakeboard import rules
 
-from .models import ApiToken, Role, Suite, TierRule
-from .settings_services import POLICY_FIELDS
+from ..models import ApiToken, Role, Suite, TierRule
+from ..settings_services import POLICY_FIELDS
 
 
 def _limit(name: str, kind) -> float | int | None:

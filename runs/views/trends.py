@@ -25,10 +25,10 @@ from flakeboard.trends_rules import (
     day_range,
     last_days,
 )
-from ledger.access import suite_for
-from ledger.views_common import render_page, wants_partial
+from web.access import suite_for
+from web.pages import render_page, wants_partial
 
-from .trends import BUCKETS, trend_charts
+from ..trends import BUCKETS, trend_charts
 
 PRESETS = (7, DEFAULT_RANGE_DAYS, 90, 365)
 WEEKLY_AFTER_DAYS = 90  # a longer range is drawn per week unless the day is asked for

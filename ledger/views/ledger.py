@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from .access import can, suite_for, user_handle
-from .forms import LedgerFilterForm, owners_of
-from .models import QuarantineEntry, Role
-from .selectors import entry_counts, share_figures
-from .views_common import PER_PAGE, entry_row, render_page, share_context
+from web.access import can, suite_for, user_handle
+from web.pages import entry_row, list_page, share_context
+
+from ..forms.entries import LedgerFilterForm, owners_of
+from ..models import QuarantineEntry, Role
+from ..selectors import entry_counts, share_figures
 
 
 @login_required
@@ -25,19 +25,17 @@ def ledger(request, suite):
         today=today,
         handle=user_handle(request.user),
     )
-    page = Paginator(entries, PER_PAGE).get_page(request.GET.get("page"))
     counts = entry_counts(suite, today)
     share = share_figures(suite, today)
-    return render_page(
+    return list_page(
         request,
         "ledger/ledger.html",
+        entries,
         {
             "suite": suite,
             "nav": "ledger",
             "today": today,
             "form": form,
-            "page": page,
-            "rows": [entry_row(entry, today) for entry in page],
             "counts": counts,
             "open_count": sum(counts.values()),
             "share": share,
@@ -45,5 +43,5 @@ def ledger(request, suite):
             "handle": user_handle(request.user),
             "can_edit": can(request.role, Role.OWNER),
         },
-        partial="results",
+        rows=lambda page: [entry_row(entry, today) for entry in page],
     )

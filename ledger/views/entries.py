@@ -15,13 +15,13 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from flakeboard import rules
+from web.access import actor_label, can, suite_for, user_handle
+from web.pages import entry_row, render_page, share_context, wants_partial
 
-from .access import actor_label, can, suite_for, user_handle
-from .forms import ClearForm, QuarantineForm, RenewForm
-from .models import QuarantineEntry, Role
-from .quarantine import quarantine_clear, quarantine_create, quarantine_renew
-from .selectors import share_figures, tier_resolution
-from .views_common import entry_row, render_page, share_context, wants_partial
+from ..forms.entries import ClearForm, QuarantineForm, RenewForm
+from ..models import QuarantineEntry, Role
+from ..quarantine import quarantine_clear, quarantine_create, quarantine_renew
+from ..selectors import share_figures, tier_resolution
 
 PREFILL = ("node", "n", "fails", "upper95", "seed_base", "evidence")
 LEDGER, ENTRY = "ledger/ledger.html", "ledger/entry.html"

@@ -1,17 +1,19 @@
-"""What the suite pages share: htmx-aware rendering, and an entry as a row of the ledger."""
+"""What the suite pages share: htmx-aware rendering, the list pages' one shape (a choice
+from the query, a page of rows, the whole page or its partial), and an entry as a row."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 
+from django.core.paginator import Page, Paginator
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
 
 from flakeboard import rules
-
-from .forms import STATE_LABELS
-from .models import QuarantineEntry
+from ledger.forms.entries import STATE_LABELS
+from ledger.models import QuarantineEntry
 
 PER_PAGE = 25
 
@@ -27,6 +29,44 @@ def render_page(request, template: str, context: dict, *, partial: str | None = 
     response = render(request, name, context)
     patch_vary_headers(response, ["HX-Request"])
     return response
+
+
+def query_choice(request, name: str, allowed: Sequence[str]) -> str:
+    """The query's ``name`` when it is one of ``allowed``; else "" (all): a filter value
+    that is not on offer is ignored, never an error page."""
+    value = request.GET.get(name, "")
+    return value if value in allowed else ""
+
+
+def list_page(
+    request,
+    template: str,
+    items,
+    context: dict,
+    *,
+    choice: tuple[str, Sequence[str]] | None = None,
+    per_page: int = PER_PAGE,
+    rows: Callable[[Page], list] | None = None,
+    partial: str = "results",
+):
+    """A list page: ``items`` narrowed by an optional ``choice``, one page of them
+    (``?page=``; past the end is the last page), rendered whole or, for htmx, as ``partial``.
+
+    ``choice`` is a field and its allowed values: the query's value (see ``query_choice``)
+    filters ``items`` on that field and is put in the context under the field's name.
+    ``rows`` turns the page into what the template lists as ``rows``.
+    """
+    context = dict(context)
+    if choice is not None:
+        field, allowed = choice
+        context[field] = value = query_choice(request, field, allowed)
+        if value:
+            items = items.filter(**{field: value})
+    page = Paginator(items, per_page).get_page(request.GET.get("page"))
+    context["page"] = page
+    if rows is not None:
+        context["rows"] = rows(page)
+    return render_page(request, template, context, partial=partial)
 
 
 def percent(fraction: float) -> str:

@@ -1,0 +1,43 @@
+"""A node's page: its measurements and verdicts over time, and its quarantine entries."""
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from flakeboard import rules
+from ledger.models import Node, Role
+from web.access import can, suite_for
+from web.pages import entry_row, render_page, wants_partial
+
+from .. import selectors
+
+
+@login_required
+@require_GET
+def node_detail(request, suite, nodeid):
+    suite = suite_for(request, suite)
+    if rules.nodeid_problem(nodeid):
+        # No stored node id holds control characters; PostgreSQL could not even compare a NUL.
+        raise Http404("No such node.")
+    node = get_object_or_404(Node, suite=suite, nodeid=nodeid)
+    if wants_partial(request) and request.GET.get("panel") == "latest":
+        context = {"suite": suite, "node": node,
+                   "latest": selectors.latest_measurements(node)}
+        return render_page(request, "runs/node.html", context, partial="latest")
+    today = timezone.now().date()
+    history = selectors.node_history(suite, node)
+    entries = [entry_row(entry, today) for entry in history.entries]
+    context = {
+        "suite": suite,
+        "nav": "node",
+        "node": node,
+        "history": history,
+        "entries": entries,
+        "open_row": next((row for row in entries if row.is_open), None),
+        "measurements_desc": history.measurements[::-1],
+        "budget": suite.max_upper_rate,
+        "can_edit": can(request.role, Role.OWNER),
+    }
+    return render(request, "runs/node.html", context)

@@ -1,0 +1,38 @@
+"""A suite's overview: the ledger's counts and share, the reason-code chart, recent uploads."""
+
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from ledger import selectors as ledger_selectors
+from web.access import suite_for
+from web.pages import share_context
+
+from .. import selectors
+from ..trends import OVERVIEW_DAYS, overview_chart
+
+
+@login_required
+@require_GET
+def overview(request, suite):
+    suite = suite_for(request, suite)
+    today = timezone.now().date()
+    share = ledger_selectors.share_figures(suite, today)
+    return render(
+        request,
+        "runs/overview.html",
+        {
+            "suite": suite,
+            "nav": "overview",
+            "today": today,
+            "counts": ledger_selectors.entry_counts(suite, today),
+            "share": share,
+            **share_context(share.share, share.cap),
+            "reason_chart": overview_chart(suite, today),
+            "reason_chart_query": urlencode({"range": OVERVIEW_DAYS, "bucket": "day"}),
+            **selectors.recent_uploads(suite),
+        },
+    )

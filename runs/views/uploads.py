@@ -1,0 +1,113 @@
+"""The uploads' pages: the lists of reports and of verdict batches, and each one's rows."""
+
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from flakeboard import rules
+from ledger.models import Role
+from web.access import can, suite_for
+from web.pages import EntryRow, entry_row, list_page, query_choice, share_context
+
+from .. import selectors
+from ..models import Report, VerdictBatch
+
+ROWS_PER_PAGE = 100
+STATUSES = [s.value for s in rules.GateStatus]
+VERDICTS = [v.value for v in rules.Verdict]
+
+
+@login_required
+@require_GET
+def reports(request, suite):
+    suite = suite_for(request, suite)
+    context = {"suite": suite, "nav": "reports", "statuses": STATUSES}
+    return list_page(request, "runs/reports.html", Report.objects.filter(suite=suite), context,
+                     choice=("status", STATUSES))
+
+
+def _quarantine_url(request, suite, report, m) -> str:
+    """The create form, prefilled with the measurement and a link to its row as evidence."""
+    report_url = request.build_absolute_uri(reverse("report", args=[suite.slug, report.pk]))
+    upper = m.reported_upper95 if m.reported_upper95 is not None else round(m.upper95, 4)
+    query = {"node": m.node.nodeid, "n": m.n, "fails": m.fails, "upper95": upper,
+             "evidence": f"{report_url}#m{m.position}"}
+    if m.seed_base is not None:
+        query["seed_base"] = m.seed_base
+    return f"{reverse('entry_new', args=[suite.slug])}?{urlencode(query)}"
+
+
+def _entry_at_upload(row, day) -> EntryRow | None:
+    """The row's entry as the gate saw it at upload (None for rows stored before the state
+    was kept: the page then says nothing rather than today's state)."""
+    if row.entry_id is None or not row.entry_state:
+        return None
+    return EntryRow(row.entry, rules.EntryState(row.entry_state), day)
+
+
+@login_required
+@require_GET
+def report_detail(request, suite, pk):
+    suite = suite_for(request, suite)
+    report = get_object_or_404(Report, suite=suite, pk=pk)
+    status = query_choice(request, "status", STATUSES)
+    today = timezone.now().date()
+    can_edit = can(request.role, Role.OWNER)
+
+    def rows(page):
+        return [
+            (row, _entry_at_upload(row.measurement, report.day),
+             entry_row(row.entry, today) if row.entry else None,
+             _quarantine_url(request, suite, report, row.measurement) if can_edit else "")
+            for row in selectors.report_rows(suite, page)
+        ]
+
+    context = {
+        "suite": suite,
+        "nav": "reports",
+        "report": report,
+        "evidence_is_link": rules.evidence_is_link(report.evidence),
+        "ok_count": report.measurement_count - report.fail_count - report.warn_count,
+        "over_cap": report.cap_exceeded,
+        **share_context(report.share, report.max_share),
+        "status": status,
+        "statuses": STATUSES,
+        "can_edit": can_edit,
+    }
+    return list_page(request, "runs/report.html", selectors.report_measurements(report, status),
+                     context, per_page=ROWS_PER_PAGE, rows=rows)
+
+
+@login_required
+@require_GET
+def batches(request, suite):
+    suite = suite_for(request, suite)
+    context = {"suite": suite, "nav": "verdicts", "verdicts": VERDICTS}
+    return list_page(request, "runs/verdicts.html", VerdictBatch.objects.filter(suite=suite),
+                     context, choice=("verdict", VERDICTS))
+
+
+@login_required
+@require_GET
+def batch_detail(request, suite, pk):
+    suite = suite_for(request, suite)
+    batch = get_object_or_404(VerdictBatch, suite=suite, pk=pk)
+    reasons = sorted(batch.reason_counts.items(), key=lambda item: (-item[1], item[0]))
+    verdict = query_choice(request, "verdict", VERDICTS)
+    reason = query_choice(request, "reason", [r.value for r in rules.Reason])
+    context = {
+        "suite": suite,
+        "nav": "verdicts",
+        "batch": batch,
+        "evidence_is_link": rules.evidence_is_link(batch.evidence),
+        "reasons": reasons,
+        "verdict": verdict,
+        "reason": reason,
+        "verdicts": VERDICTS,
+    }
+    rows = selectors.batch_verdicts(batch, verdict=verdict, reason=reason)
+    return list_page(request, "runs/batch.html", rows, context, per_page=ROWS_PER_PAGE)

@@ -1,0 +1,34 @@
+"""What both apps' management commands share: the suite named on the command line, a file
+read under the upload limit, and a refusal as one line."""
+
+from __future__ import annotations
+
+from django.core.management.base import CommandError
+
+from ledger.models import Suite
+
+
+def get_suite(slug: str) -> Suite:
+    suite = Suite.objects.filter(slug=slug).first()
+    if suite is None:
+        raise CommandError(f"No suite “{slug}”. Create it with: manage.py create_suite {slug}")
+    return suite
+
+
+def read_upload(path: str, limit: int) -> bytes:
+    """The file's bytes; a CommandError when it cannot be read or is over ``limit``."""
+    try:
+        with open(path, "rb") as handle:
+            body = handle.read(limit + 1)
+    except OSError as exc:
+        raise CommandError(f"Cannot read {path}: {exc.strerror}") from None
+    if len(body) > limit:
+        raise CommandError(f"{path} is over the upload limit of {limit} bytes.")
+    return body
+
+
+def one_line(error) -> str:
+    """A ValidationError as one readable line."""
+    if hasattr(error, "message_dict"):
+        return "; ".join(f"{k}: {' '.join(v)}" for k, v in error.message_dict.items())
+    return " ".join(getattr(error, "messages", [str(error)]))

@@ -19,6 +19,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import transaction
 
 from flakeboard import rules
+from ledger import messages
 from ledger.models import QuarantineEntry, Suite
 from ledger.quarantine import quarantine_create
 from ledger.selectors import share_figures
@@ -95,13 +96,14 @@ def parse_row(nodeid: str, row: object) -> tuple[dict, Errors]:
     Every field is checked, so one pass names all that is wrong with a row.
     """
     errors: Errors = defaultdict(list)
-    if message := rules.nodeid_error(nodeid):
-        errors["node"].append(f"The node id {message}.")
-    if not isinstance(row, _Object):
+    if problem := rules.nodeid_problem(nodeid):
+        errors["node"].append(messages.nodeid_message(problem, nodeid))
+    if not isinstance(row, dict):
         errors[NON_FIELD_ERRORS].append(f"the entry must be a JSON object (got {_kind(row)})")
         return {}, dict(errors)
     seen: set[str] = set()
-    for key, _ in row.pairs:
+    # Read from a file, an object keeps its repeated keys (a plain dict cannot hold them).
+    for key, _ in getattr(row, "pairs", row.items()):
         if key in seen:
             errors[key].append("appears more than once in the entry")
         seen.add(key)

@@ -7,40 +7,14 @@ from datetime import date, datetime
 
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from flakeboard import rules
 
+from . import messages
+from .audit import bump_ledger_revision, entry_snapshot, record_event
 from .models import AuditEvent, Node, QuarantineEntry, Suite
 from .selectors import known_nodes, share_figures, tier_resolution
-
-
-def _entry_snapshot(entry: QuarantineEntry) -> dict:
-    return {
-        "owner": entry.owner,
-        "expires": entry.expires.isoformat(),
-        "evidence": entry.evidence,
-        "renewals": entry.renewals,
-        "cleared": entry.cleared_at is not None,
-    }
-
-
-def bump_ledger_revision(suite: Suite) -> None:
-    Suite.objects.filter(pk=suite.pk).update(ledger_revision=F("ledger_revision") + 1)
-
-
-def record_event(*, suite, action, actor, entry=None, before=None, after=None, note="", at=None):
-    return AuditEvent.objects.create(
-        suite=suite,
-        entry=entry,
-        action=action,
-        actor=actor,
-        at=at or timezone.now(),
-        before=before or {},
-        after=after or {},
-        note=note,
-    )
 
 
 class _Errors:
@@ -74,20 +48,18 @@ def _check_tier(errors: _Errors, suite: Suite, nodeid: str, node: Node | None) -
 
 
 def _check_fields(errors: _Errors, *, owner, evidence, expires, today, max_days, allow_past):
-    if message := rules.owner_error(owner):
-        errors.add("owner", message, "owner_invalid")
-    elif not rules.is_unicode(owner):
-        errors.add("owner", "The owner must be valid Unicode text.", "owner_invalid")
-    if message := rules.evidence_error(evidence):
-        errors.add("evidence", message, "evidence_required")
-    elif not rules.is_unicode(evidence):
-        errors.add("evidence", "The evidence must be valid Unicode text.", "evidence_required")
+    if problem := rules.owner_problem(owner):
+        errors.add("owner", messages.owner_message(problem), "owner_invalid")
+    if problem := rules.evidence_problem(evidence):
+        errors.add("evidence", messages.evidence_message(problem), "evidence_required")
     if not isinstance(expires, date):
         errors.add("expires", "An expiry date is required.", "expiry_required")
     elif not (allow_past and expires <= today) and (
-        message := rules.expiry_error(expires, today, max_days)
+        problem := rules.expiry_problem(expires, today, max_days)
     ):
-        errors.add("expires", message, "expiry_out_of_bounds")
+        errors.add(
+            "expires", messages.expiry_message(problem, today, max_days), "expiry_out_of_bounds"
+        )
 
 
 def quarantine_create(
@@ -113,10 +85,8 @@ def quarantine_create(
     kept (so the migrated ledger still fails its gate) and the share cap is not applied.
     """
     errors = _Errors()
-    if message := rules.nodeid_error(nodeid) or (
-        None if rules.is_unicode(nodeid) else "must be valid Unicode text"
-    ):
-        errors.add("node", f"The node id {message}.", "nodeid_invalid")
+    if problem := rules.nodeid_problem(nodeid):
+        errors.add("node", messages.nodeid_message(problem, nodeid), "nodeid_invalid")
         errors.raise_if_any()
     _check_fields(
         errors,
@@ -176,7 +146,7 @@ def quarantine_create(
             entry=entry,
             action=AuditEvent.Action.IMPORT if imported else AuditEvent.Action.CREATE,
             actor=actor,
-            after=_entry_snapshot(entry),
+            after=entry_snapshot(entry),
             note=note,
             at=now,
         )
@@ -227,7 +197,7 @@ def quarantine_renew(
             )
         _check_tier(errors, entry.suite, entry.node.nodeid, entry.node)
         errors.raise_if_any()
-        before = _entry_snapshot(entry)
+        before = entry_snapshot(entry)
         entry.expires = expires
         entry.evidence = evidence
         entry.owner = new_owner
@@ -240,7 +210,7 @@ def quarantine_renew(
             action=AuditEvent.Action.RENEW,
             actor=actor,
             before=before,
-            after=_entry_snapshot(entry),
+            after=entry_snapshot(entry),
             note=note,
             at=entry.updated_at,
         )
@@ -258,7 +228,7 @@ def quarantine_clear(
     with transaction.atomic():
         entry = _locked_open_entry(entry, errors)
         errors.raise_if_any()
-        before = _entry_snapshot(entry)
+        before = entry_snapshot(entry)
         entry.cleared_at = entry.updated_at = now or timezone.now()
         entry.cleared_note = note.strip()
         entry.save(update_fields=["cleared_at", "cleared_note", "updated_at"])
@@ -268,7 +238,7 @@ def quarantine_clear(
             action=AuditEvent.Action.CLEAR,
             actor=actor,
             before=before,
-            after=_entry_snapshot(entry),
+            after=entry_snapshot(entry),
             note=entry.cleared_note,
             at=entry.cleared_at,
         )

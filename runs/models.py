@@ -43,9 +43,9 @@ class Report(JudgedAgainst):
     suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="reports")
     created_at = models.DateTimeField(db_index=True)
     day = models.DateField()
-    commit = models.CharField(max_length=200, blank=True)
-    branch = models.CharField(max_length=200, blank=True)
-    evidence = models.CharField(max_length=2000, blank=True)
+    commit = models.CharField(max_length=rules.META_MAX_LENGTH, blank=True)
+    branch = models.CharField(max_length=rules.META_MAX_LENGTH, blank=True)
+    evidence = models.CharField(max_length=rules.EVIDENCE_MAX_LENGTH, blank=True)
     selected_total = models.PositiveIntegerField(null=True, blank=True)
     uploaded_by = models.CharField(max_length=200)
     digest = models.CharField(max_length=64)
@@ -117,9 +117,9 @@ class VerdictBatch(JudgedAgainst):
     suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="batches")
     created_at = models.DateTimeField(db_index=True)
     day = models.DateField()
-    patch = models.CharField(max_length=200, blank=True)
-    commit = models.CharField(max_length=200, blank=True)
-    evidence = models.CharField(max_length=2000, blank=True)
+    patch = models.CharField(max_length=rules.META_MAX_LENGTH, blank=True)
+    commit = models.CharField(max_length=rules.META_MAX_LENGTH, blank=True)
+    evidence = models.CharField(max_length=rules.EVIDENCE_MAX_LENGTH, blank=True)
     uploaded_by = models.CharField(max_length=200)
     digest = models.CharField(max_length=64)
     verdict = models.CharField(max_length=6, choices=VERDICT_CHOICES)
@@ -128,7 +128,7 @@ class VerdictBatch(JudgedAgainst):
     record_count = models.PositiveIntegerField(default=0)
     reason_counts = models.JSONField(default=dict, blank=True)
     # The suite's fixture pin at upload (empty manifest: no pin).
-    pin_manifest = models.CharField(max_length=200, blank=True)
+    pin_manifest = models.CharField(max_length=rules.META_MAX_LENGTH, blank=True)
     pin_seed = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
@@ -155,7 +155,7 @@ class NodeVerdict(models.Model):
     fixture_lock = models.CharField(max_length=8)
     flake_status = models.CharField(max_length=8)
     # null is "no manifest", which the arbiter reads as fixture_missing
-    fixture_manifest = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
+    fixture_manifest = models.CharField(max_length=rules.META_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
     seed = models.BigIntegerField(null=True, blank=True)
     freeze_expires = models.DateField(null=True, blank=True)
     stated_tier = models.PositiveSmallIntegerField(null=True, blank=True)

@@ -12,8 +12,14 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
 from flakeboard import rules
+from ledger import messages
 
 MAX_ERRORS = 50
+# The upload error code of each node-id problem.
+NODEID_CODES = {
+    rules.Problem.NOT_A_STRING: "wrong_type",
+    rules.Problem.NOT_UNICODE: "invalid_unicode",
+}
 
 
 @dataclass
@@ -80,16 +86,6 @@ def _type_name(value) -> str:
     )
 
 
-def _is_unicode(text: str) -> bool:
-    """False for a string holding a lone surrogate (JSON allows "\\ud800"): no database
-    can store it as UTF-8."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _int(c, row, name, value, *, low, high, required=True):
     if value is None and not required:
         return None
@@ -116,10 +112,10 @@ def _text(c, row, name, value, *, max_length, required=False):
         c.add("too_long", f"must be at most {max_length} characters long", row, name)
         return None
     if rules.has_control_chars(value):
-        c.add("control_characters", "must not contain control characters", row, name)
+        c.add("control_characters", messages.phrase(rules.Problem.CONTROL_CHARS, 0), row, name)
         return None
-    if not _is_unicode(value):
-        c.add("invalid_unicode", "must be valid Unicode text (no lone surrogates)", row, name)
+    if not rules.is_unicode(value):
+        c.add("invalid_unicode", messages.phrase(rules.Problem.NOT_UNICODE, 0), row, name)
         return None
     return value
 
@@ -128,12 +124,9 @@ def _nodeid(c, row, name, value, seen: set):
     if value is None:
         c.add("missing_field", "is required", row, name)
         return None
-    if (problem := rules.nodeid_error(value)) is not None:
-        code = "wrong_type" if not isinstance(value, str) else "invalid_nodeid"
-        c.add(code, problem, row, name)
-        return None
-    if not _is_unicode(value):
-        c.add("invalid_unicode", "must be valid Unicode text (no lone surrogates)", row, name)
+    if (problem := rules.nodeid_problem(value)) is not None:
+        c.add(NODEID_CODES.get(problem, "invalid_nodeid"),
+              messages.phrase(problem, rules.NODEID_MAX_LENGTH), row, name)
         return None
     if value in seen:
         c.add("duplicate_node", f"{value!r} appears twice in one upload", row, name)

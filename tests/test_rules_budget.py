@@ -23,20 +23,21 @@ from flakeboard.rules import (
     BudgetOutcome,
     EntryFacts,
     EntryState,
+    ExpiryProblem,
     GateStatus,
     Policy,
     Reason,
     ShareFigures,
     entry_is_live,
     entry_state,
-    evidence_error,
     evidence_is_link,
+    evidence_problem,
     expiry_bounds,
-    expiry_error,
+    expiry_problem,
     gate_measurement,
     gate_report,
-    nodeid_error,
-    owner_error,
+    nodeid_problem,
+    owner_problem,
     quarantined_share,
     share_over_cap,
     upper95,
@@ -405,21 +406,18 @@ def test_which_entries_count_towards_the_share(facts: EntryFacts, counts: bool) 
         pytest.param(2, 1, False, id="max-1-day-after"),
     ],
 )
-def test_expiry_error_bounds(days_ahead: int, max_days: int, ok: bool) -> None:
-    error = expiry_error(TODAY + timedelta(days=days_ahead), TODAY, max_days)
-    assert (error is None) is ok
-    if not ok:
-        assert isinstance(error, str)
-        assert error
+def test_expiry_bounds_table(days_ahead: int, max_days: int, ok: bool) -> None:
+    problem = expiry_problem(TODAY + timedelta(days=days_ahead), TODAY, max_days)
+    assert (problem is None) is ok
 
 
 def test_expiry_bounds() -> None:
     assert expiry_bounds(TODAY, 30) == (date(2026, 3, 16), date(2026, 4, 14))
 
 
-def test_expiry_error_names_the_bound() -> None:
-    assert "2026-03-15" in (expiry_error(TODAY, TODAY, 30) or "")
-    assert "2026-04-14" in (expiry_error(date(2026, 4, 15), TODAY, 30) or "")
+def test_an_expiry_is_too_early_or_too_far() -> None:
+    assert expiry_problem(TODAY, TODAY, 30) is ExpiryProblem.NOT_AFTER_TODAY
+    assert expiry_problem(date(2026, 4, 15), TODAY, 30) is ExpiryProblem.TOO_FAR
 
 
 @pytest.mark.parametrize(
@@ -447,10 +445,12 @@ def test_expiry_error_names_the_bound() -> None:
         pytest.param("finley@", False, id="email-without-domain"),
         pytest.param("fin ley@example.com", False, id="email-with-space"),
         pytest.param("<finley@example.com>", False, id="email-in-brackets"),
+        pytest.param("fin\x80ley@example.com", False, id="email-with-c1-control"),
+        pytest.param("x" * 250 + "@a.io", False, id="email-over-254"),
     ],
 )
-def test_owner_error(owner: str, ok: bool) -> None:
-    assert (owner_error(owner) is None) is ok
+def test_owner_problem(owner: str, ok: bool) -> None:
+    assert (owner_problem(owner) is None) is ok
 
 
 @pytest.mark.parametrize(
@@ -468,8 +468,8 @@ def test_owner_error(owner: str, ok: bool) -> None:
         pytest.param("ci/run-1\x00", False, id="nul"),
     ],
 )
-def test_evidence_error(evidence: str, ok: bool) -> None:
-    assert (evidence_error(evidence) is None) is ok
+def test_evidence_problem(evidence: str, ok: bool) -> None:
+    assert (evidence_problem(evidence) is None) is ok
 
 
 @pytest.mark.parametrize(
@@ -501,10 +501,12 @@ def test_evidence_is_link(evidence: str, link: bool) -> None:
         pytest.param("tests/t.py::test_a\x1b[31m", False, id="escape"),
         pytest.param("tests/t.py::test_a\x7f", False, id="del"),
         pytest.param("tests/t.py::test_a\x85", False, id="c1-next-line"),
+        pytest.param("tests/t.py::test_\ud800", False, id="lone-surrogate"),
+        pytest.param("   ", True, id="spaces-are-part-of-a-node-id"),
         pytest.param(42, False, id="not-a-string"),
         pytest.param(None, False, id="none"),
     ],
 )
-def test_nodeid_error(nodeid: object, ok: bool) -> None:
+def test_nodeid_problem(nodeid: object, ok: bool) -> None:
     assert NODEID_MAX_LENGTH == 1000
-    assert (nodeid_error(nodeid) is None) is ok
+    assert (nodeid_problem(nodeid) is None) is ok

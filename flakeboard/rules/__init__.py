@@ -37,22 +37,24 @@ from .budget import (
     policy_numbers,
 )
 from .checks import (
-    evidence_error,
+    Problem,
     evidence_is_link,
+    evidence_problem,
     has_control_chars,
     is_unicode,
-    nodeid_error,
-    owner_error,
+    nodeid_problem,
+    owner_problem,
 )
 from .entries import (
     EXPIRING_WITHIN_DAYS,
     LIVE,
     STATE_WINDOWS,
     EntryFacts,
+    ExpiryProblem,
     entry_is_live,
     entry_state,
     expiry_bounds,
-    expiry_error,
+    expiry_problem,
     expiry_window,
 )
 from .limits import (

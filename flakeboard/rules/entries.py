@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
+from enum import StrEnum
 
 from .vocab import EntryState
 from .windows import DayWindow
@@ -58,13 +59,15 @@ def expiry_bounds(today: date, max_days: int) -> tuple[date, date]:
     return expiry_window(max_days).bounds(today)  # type: ignore[return-value]
 
 
-def expiry_error(expires: date, today: date, max_days: int) -> str | None:
+class ExpiryProblem(StrEnum):
+    NOT_AFTER_TODAY = "not_after_today"
+    TOO_FAR = "too_far"
+
+
+def expiry_problem(expires: date, today: date, max_days: int) -> ExpiryProblem | None:
     earliest, latest = expiry_bounds(today, max_days)
     if expires < earliest:
-        return f"The expiry must be after today ({today.isoformat()})."
+        return ExpiryProblem.NOT_AFTER_TODAY
     if expires > latest:
-        return (
-            f"The expiry may be at most {max_days} days ahead "
-            f"(no later than {latest.isoformat()})."
-        )
+        return ExpiryProblem.TOO_FAR
     return None

@@ -1,16 +1,17 @@
 """Reading and importing a flake_ledger.json (the ``import_ledger`` command's service).
 
-Here is checked only what the file can get wrong and the service cannot see: the JSON
-shape, repeated node ids and each field's type and range. Everything about the domain (the
-tier, the owner's and the evidence's format, the expiry bounds, one open entry per node) is
-left to ``quarantine_create(imported=True)``, so the import and the form refuse the same
-things.
+Each entry is read by the wire's import row (``ledger.wire.LedgerRow``): what the file can
+get wrong and the service cannot see, each field's type and range, with the same field
+types (and codes) as an upload. Here is checked only what a model cannot see: the file's
+shape, a key repeated within an entry, a node id repeated in the file. Everything about
+the domain (the tier, the owner's and the evidence's format, the expiry bounds, one open
+entry per node) is left to ``quarantine_create(imported=True)``, so the import and the form
+refuse the same things.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date
@@ -18,15 +19,10 @@ from datetime import date
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import transaction
 
-from flakeboard import rules
-from ledger import messages
 from ledger.models import QuarantineEntry, Suite
 from ledger.quarantine import quarantine_create
 from ledger.selectors import share_figures
-
-# date.fromisoformat also takes "20261213"; the ledger format (and export_ledger) writes
-# YYYY-MM-DD, and a bare number there is more likely a mistake than a date.
-_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+from ledger.wire import kind_of, read_row
 
 IMPORT_NOTE = "Imported from flake_ledger.json"
 
@@ -54,40 +50,9 @@ def read_ledger(raw: bytes) -> list[tuple[str, object]]:
         raise LedgerFileError(f"not valid JSON: {exc}") from None
     if not isinstance(data, _Object):
         raise LedgerFileError(
-            f"the ledger must be a JSON object mapping node ids to entries (got {_kind(data)})"
+            f"the ledger must be a JSON object mapping node ids to entries (got {kind_of(data)})"
         )
     return data.pairs
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):  # before int: a JSON true is not a number
-        return "a boolean"
-    if isinstance(value, int | float):
-        return f"the number {value!r}"
-    return {str: "a string", list: "a list"}.get(type(value), "an object")
-
-
-def _whole(errors: Errors, name: str, value: object, low: int, high: int) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        shown = "missing" if value is None else _kind(value)
-        errors[name].append(f"must be a whole number (got {shown})")
-        return None
-    if not low <= value <= high:
-        errors[name].append(f"must be between {low} and {high} (got {value})")
-        return None
-    return value
-
-
-def _text(errors: Errors, name: str, value: object) -> str:
-    # Missing or null becomes "": the service then says what is required, as the form does.
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        errors[name].append(f"must be a string (got {_kind(value)})")
-        return ""
-    return value
 
 
 def parse_row(nodeid: str, row: object) -> tuple[dict, Errors]:
@@ -95,64 +60,29 @@ def parse_row(nodeid: str, row: object) -> tuple[dict, Errors]:
 
     Every field is checked, so one pass names all that is wrong with a row.
     """
+    entry, problems = read_row(nodeid, row)
     errors: Errors = defaultdict(list)
-    if problem := rules.nodeid_problem(nodeid):
-        errors["node"].append(messages.nodeid_message(problem, nodeid))
-    if not isinstance(row, dict):
-        errors[NON_FIELD_ERRORS].append(f"the entry must be a JSON object (got {_kind(row)})")
-        return {}, dict(errors)
+    for problem in problems:
+        errors[problem.field or NON_FIELD_ERRORS].append(problem.message)
     seen: set[str] = set()
     # Read from a file, an object keeps its repeated keys (a plain dict cannot hold them).
-    for key, _ in getattr(row, "pairs", row.items()):
+    for key, _ in getattr(row, "pairs", row.items() if isinstance(row, dict) else ()):
         if key in seen:
             errors[key].append("appears more than once in the entry")
         seen.add(key)
-
-    klass = row.get("class", "flake")
-    if not isinstance(klass, str):
-        errors["class"].append(f"must be a string (got {_kind(klass)})")
-    elif klass != "flake":
-        errors["class"].append(f'must be "flake" (got {klass!r})')
-
-    n = _whole(errors, "n", row.get("n"), 1, rules.COUNT_MAX)
-    fails = _whole(errors, "fails", row.get("fails"), 0, rules.COUNT_MAX if n is None else n)
-    seed_base = row.get("seed_base")
-    if seed_base is not None:
-        seed_base = _whole(errors, "seed_base", seed_base, rules.SEED_MIN, rules.SEED_MAX)
-
-    reported = row.get("upper95")
-    # The range test also refuses NaN and infinities, and never turns a huge int into a float.
-    if reported is not None and (
-        isinstance(reported, bool) or not isinstance(reported, int | float)
-        or not 0 <= reported <= 1
-    ):
-        errors["upper95"].append(f"must be null or a number from 0 to 1 (got {_kind(reported)})")
-        reported = None
-
-    expires = row.get("expires")
-    if expires is None:
-        errors["expires"].append("is required: a date written YYYY-MM-DD")
-    elif not isinstance(expires, str):
-        errors["expires"].append(f"must be a string YYYY-MM-DD (got {_kind(expires)})")
-    else:
-        try:
-            if not _ISO_DATE.fullmatch(expires):
-                raise ValueError
-            expires = date.fromisoformat(expires)
-        except ValueError:
-            errors["expires"].append(f"must be a date written YYYY-MM-DD (got {expires!r})")
-
+    if errors:
+        return {}, dict(errors)
     kwargs = {
-        "nodeid": nodeid,
-        "owner": _text(errors, "owner", row.get("owner")),
-        "evidence": _text(errors, "evidence", row.get("evidence")),
-        "expires": expires,
-        "n": n,
-        "fails": fails,
-        "reported_upper95": None if reported is None else float(reported),
-        "seed_base": seed_base,
+        "nodeid": entry.node,
+        "owner": entry.owner,
+        "evidence": entry.evidence,
+        "expires": entry.expires,
+        "n": entry.n,
+        "fails": entry.fails,
+        "reported_upper95": entry.upper95,
+        "seed_base": entry.seed_base,
     }
-    return kwargs, dict(errors)
+    return kwargs, {}
 
 
 @dataclass

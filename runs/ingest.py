@@ -23,7 +23,7 @@ from ledger.selectors import open_entries_by_node, share_figures, tier_rule_spec
 
 from .models import Measurement, NodeVerdict, Report, VerdictBatch
 from .rollups import Source, rollup_add, upload_counts
-from .validation import load_json, parse_report, parse_signals
+from .wire import parse_report, parse_signals
 
 CHUNK = 500
 
@@ -145,13 +145,13 @@ def report_ingest(
 ) -> IngestOutcome:
     """Ingest a flake-report.json (a bare list, or the envelope form)."""
     query = {k: v for k, v in (query or {}).items() if k in ("commit", "branch", "evidence")}
-    parsed = parse_report(load_json(body), query)
+    parsed = parse_report(body, query)
     now = now or timezone.now()
     today = now.date()
     digest = upload_digest("report", body, query)
 
     def evaluate_and_store() -> IngestOutcome:
-        stated = {row.nodeid: row.tier for row in parsed.rows}
+        stated = {row.nodeid: row.tier for row in parsed.measurements}
         nodes = _nodes_for_upload(suite, stated, today)
         judged = Suite.objects.get(pk=suite.pk)  # the ledger revision and policy now in force
         entries = open_entries_by_node(suite, [n.pk for n in nodes.values()])
@@ -159,7 +159,7 @@ def report_ingest(
         share = share_figures(judged, today, selected_total=parsed.selected_total)
         policy = judged.policy
         measurements, outcomes = [], []
-        for position, row in enumerate(parsed.rows):
+        for position, row in enumerate(parsed.measurements):
             node = nodes[row.nodeid]
             entry = entries.get(node.pk)
             outcome = rules.gate_measurement(
@@ -214,7 +214,7 @@ def signals_ingest(
 ) -> IngestOutcome:
     """Ingest signal records (a bare list, or the envelope form) and arbitrate each."""
     query = {k: v for k, v in (query or {}).items() if k in ("patch", "commit", "evidence")}
-    parsed = parse_signals(load_json(body), query)
+    parsed = parse_signals(body, query)
     now = now or timezone.now()
     today = now.date()
     digest = upload_digest("signals", body, query)

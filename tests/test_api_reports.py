@@ -8,20 +8,9 @@ from django.test import override_settings
 from ledger.models import Node
 from ledger.quarantine import quarantine_create
 from runs.models import Measurement, ReasonRollup, Report
-from tests.api_http import Board, new_token
 from tests.helpers import body, measurement
 
 FLAKY = "tests/test_ingest.py::test_stream_backpressure"
-
-
-@pytest.fixture
-def board(live_server):
-    return Board(live_server.url)
-
-
-@pytest.fixture
-def token(suite):
-    return new_token(suite, "write")
 
 
 def known(k=40):

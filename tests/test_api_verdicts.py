@@ -7,7 +7,6 @@ from django.test import override_settings
 
 from ledger.quarantine import quarantine_create
 from runs.models import NodeVerdict, VerdictBatch
-from tests.api_http import Board, new_token
 from tests.helpers import body, record
 
 # SPEC 2.3, row by row: fixture drift > freeze > property failure > property not run.
@@ -33,16 +32,6 @@ PRECEDENCE = [
     ("not_run", "missing", "frozen", "hold",   "fixture_missing"),
 ]  # fmt: skip
 EXIT = {"accept": 0, "reject": 1, "hold": 2}
-
-
-@pytest.fixture
-def board(live_server):
-    return Board(live_server.url)
-
-
-@pytest.fixture
-def token(suite):
-    return new_token(suite, "write")
 
 
 def test_the_table_covers_every_signal_combination():

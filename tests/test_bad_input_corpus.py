@@ -22,6 +22,7 @@ from ledger.ledger_file import LedgerFileError, import_ledger, read_ledger
 from ledger.quarantine import quarantine_create
 from ledger.tiers import tier_rule_add
 from ledger.tokens import token_create
+from ledger.wire import Code, read_row
 from runs.ingest import report_ingest
 from tests.helpers import body, measurement
 
@@ -65,6 +66,11 @@ def test_the_corpus_is_complete():
     assert {case["endpoint"] for case in CASES} == {"reports", "verdicts", "import_ledger"}
 
 
+def test_every_refusal_code_has_a_case():
+    """The codes are a closed vocabulary: a new one cannot slip past the corpus."""
+    assert set(Code) <= {case["code"] for case in API_CASES}
+
+
 def _api_body(case: dict) -> bytes:
     data = (CORPUS / case["file"]).read_bytes()
     if pad_to := case.get("pad_to"):
@@ -95,6 +101,7 @@ def test_api_refuses_the_upload_whole(stocked, case):
     for text in case.get("mentions", []):
         assert text in message
     if answer["details"]:
+        assert {detail["code"] for detail in answer["details"]} <= set(Code)
         first = answer["details"][0]
         assert (first["code"], first["row"], first["field"]) == (
             case["code"], case["row"], case["field"]
@@ -132,9 +139,13 @@ def test_import_ledger_refuses_the_row(stocked, case, today):
         return  # refused before any row was read
     raw = (CORPUS / case["file"]).read_bytes()
     if case["error"] == "refused":
-        outcome = import_ledger(suite=stocked, pairs=read_ledger(raw), actor="corpus", today=today)
+        pairs = read_ledger(raw)
+        outcome = import_ledger(suite=stocked, pairs=pairs, actor="corpus", today=today)
         assert [nodeid for nodeid, _ in outcome.refused] == [case["row"]]
         assert not outcome.stored
+        wire = [problem.code for nodeid, row in pairs for problem in read_row(nodeid, row)[1]]
+        # Refused by the wire's types, with an upload's codes; else by the service.
+        assert wire in ([], case["code"])
     else:
         with pytest.raises(LedgerFileError):
             read_ledger(raw)

@@ -10,7 +10,7 @@ from ledger.tiers import tier_rule_add
 from runs.ingest import report_ingest, signals_ingest
 from runs.models import Measurement, NodeVerdict, ReasonRollup, Report, VerdictBatch
 from runs.rollups import counts_from_raw, counts_from_rollups, rebuild_rollups
-from runs.validation import UploadInvalid
+from runs.wire import UploadInvalid
 from tests.helpers import body, measurement, record
 
 FLAKY = "tests/test_ingest.py::test_stream_backpressure"

@@ -11,7 +11,7 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``tiers``: tier resolution and what may be quarantined (2.5);
 - ``budget``: the budget gate for a measurement and a report (2.2);
 - ``arbiter``: effective signals, the precedence table and the batch aggregate (2.3);
-- ``checks``: node id, owner and evidence checks.
+- ``checks``: node id, label, owner and evidence checks.
 
 Nothing here reads the clock: callers pass ``today`` (a UTC date).
 """
@@ -42,6 +42,7 @@ from .checks import (
     evidence_problem,
     has_control_chars,
     is_unicode,
+    label_problem,
     nodeid_problem,
     owner_problem,
 )

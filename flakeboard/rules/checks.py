@@ -58,6 +58,14 @@ def nodeid_problem(nodeid: object) -> Problem | None:
     return _text_problem(nodeid, NODEID_MAX_LENGTH, blank_ok=True)
 
 
+def label_problem(label: object, max_length: int) -> Problem | None:
+    """Upload metadata (a commit, a branch, a patch, a fixture manifest, an upload's
+    evidence) may be blank, but is one line of text of at most ``max_length``."""
+    if label == "":
+        return None
+    return _text_problem(label, max_length, blank_ok=True)
+
+
 def owner_problem(owner: object) -> Problem | None:
     """An owner is a @handle (optionally @org/team) or an e-mail address."""
     if problem := _text_problem(owner, OWNER_MAX_LENGTH):

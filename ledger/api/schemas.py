@@ -1,4 +1,5 @@
-"""The ledger endpoint's bodies, as the OpenAPI document describes them."""
+"""The ledger endpoint's bodies, as the OpenAPI document describes them, with the wire's
+field types (``ledger/wire.py``): the served entry is the row the import reads."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pydantic import ConfigDict, Field
 
 from flakeboard import rules
 
+from ..wire import FixturePinOut, IsoDate, NodeId, PolicyOut, Seed, Upper95
+
 
 class LedgerEntry(Schema):
     """One entry of flake_ledger.json, exactly as the budget script reads it."""
@@ -17,17 +20,17 @@ class LedgerEntry(Schema):
     model_config = ConfigDict(populate_by_name=True)
 
     klass: Literal["flake"] = Field(alias="class")
-    seed_base: int | None
+    seed_base: Seed | None
     n: int = Field(ge=0)
     fails: int = Field(ge=0)
-    upper95: float = Field(ge=0, le=1, description="The server's Wilson upper bound.")
+    upper95: Upper95 = Field(description="The server's Wilson upper bound.")
     owner: str
-    expires: date
+    expires: IsoDate
     evidence: str
 
 
 class LedgerEntryFull(LedgerEntry):
-    node: str
+    node: NodeId
     state: rules.EntryState
     renewals: int = Field(ge=0)
     age_days: int
@@ -48,18 +51,6 @@ class TierViolation(LedgerEntryFull):
 class SuiteRef(Schema):
     slug: str
     name: str
-
-
-class PolicyOut(Schema):
-    max_upper_rate: float
-    min_runs: int
-    max_quarantined_share: float
-    max_quarantine_days: int
-
-
-class FixturePinOut(Schema):
-    manifest: str
-    seed: int | None
 
 
 class EntryStateCounts(Schema):

@@ -1,85 +1,29 @@
-"""The upload and trends bodies, as the OpenAPI document describes them.
+"""The answers of the upload and trends endpoints, as the OpenAPI document describes them.
 
-The request models document the wire formats of SPEC 3.1 and 3.2; the board's own
-validation (``runs.validation``) is what enforces them.
+The request bodies are the wire models of ``runs/wire.py``, which also validate them. An
+answer is made by ``runs/results.py`` as a plain dict; these models describe exactly its
+keys (an extra one is refused, not silently dropped) with the wire's field types.
 """
 
 from __future__ import annotations
 
-from datetime import date, datetime
-from typing import Annotated, Literal
+from datetime import date
+from typing import Literal
 
 from ninja import Schema
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from flakeboard import rules
-
-NodeId = Annotated[str, Field(min_length=1, max_length=rules.NODEID_MAX_LENGTH)]
-Meta = Annotated[str | None, Field(max_length=rules.META_MAX_LENGTH)]
-Evidence = Annotated[str | None, Field(max_length=rules.EVIDENCE_MAX_LENGTH)]
-Seed = Annotated[int | None, Field(ge=rules.SEED_MIN, le=rules.SEED_MAX)]
-StatedTier = Annotated[
-    Literal[0, 1, 2] | None,
-    Field(description="A stated 0 or 1 sticks to the node; a stated 2 never loosens it."),
-]
+from ledger.wire import FailCount, FixturePinOut, IsoDate, NodeId, PolicyOut, RunCount, Upper95
 
 
-# --- requests ------------------------------------------------------------------------
+class Answer(BaseModel):
+    """A part of an answer: a plain dict in, every key described, no other allowed."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
-class MeasurementIn(Schema):
-    """One row of flake-report.json, as the budget script writes it."""
-
-    nodeid: NodeId
-    n: int = Field(ge=1, le=rules.COUNT_MAX)
-    fails: int = Field(ge=0, le=rules.COUNT_MAX, description="At most n.")
-    upper95: float | None = Field(
-        None, ge=0, le=1,
-        description="The script's bound: kept, flagged when it differs from the server's.",
-    )
-    seed_base: Seed = None
-    tier: StatedTier = None
-
-
-class ReportEnvelope(Schema):
-    measurements: list[MeasurementIn]
-    commit: Meta = None
-    branch: Meta = None
-    evidence: Evidence = None
-    selected_total: int | None = Field(
-        None, ge=1, le=rules.COUNT_MAX,
-        description="The size of the selected test set, for the quarantined share.",
-    )
-
-
-class SignalRecordIn(Schema):
-    """One node's typed gate signals for a candidate patch."""
-
-    node: NodeId
-    property_check: rules.PropertyCheck
-    fixture_lock: rules.FixtureLock
-    flake_status: rules.FlakeStatus
-    fixture_manifest: Meta = None
-    seed: Seed = None
-    freeze_expires: date | datetime | None = None
-    tier: StatedTier = None
-
-
-class SignalsEnvelope(Schema):
-    records: list[SignalRecordIn]
-    patch: Meta = None
-    commit: Meta = None
-    evidence: Evidence = None
-
-
-ReportUpload = list[MeasurementIn] | ReportEnvelope
-SignalsUpload = list[SignalRecordIn] | SignalsEnvelope
-
-
-# --- answers -------------------------------------------------------------------------
-
-
-class ShareOut(Schema):
+class ShareOut(Answer):
     quarantined: int = Field(description="Open, unexpired, non-violating entries.")
     test_set_size: int
     size_source: rules.SizeSource | None = Field(
@@ -90,14 +34,7 @@ class ShareOut(Schema):
     over_cap: bool
 
 
-class PolicyOut(Schema):
-    max_upper_rate: float
-    min_runs: int
-    max_quarantined_share: float
-    max_quarantine_days: int
-
-
-class JudgedAgainstOut(Schema):
+class JudgedAgainstOut(Answer):
     ledger_revision: int | None = Field(
         description="The served ledger's revision (its ETag) the answer was judged against."
     )
@@ -105,38 +42,33 @@ class JudgedAgainstOut(Schema):
     policy_hash: str | None = Field(description="A fingerprint of the policy's numbers.")
 
 
-class FixturePinOut(Schema):
-    manifest: str
-    seed: int | None
-
-
-class GateCounts(Schema):
+class GateCounts(Answer):
     measurements: int
     fail: int
     warn: int
     ok: int
 
 
-class EntryRef(Schema):
+class EntryRef(Answer):
     id: int
     owner: str
-    expires: date
+    expires: IsoDate
     state: rules.EntryState | None = Field(description="The entry's state at upload.")
 
 
-class MeasurementOut(Schema):
-    nodeid: str
+class MeasurementOut(Answer):
+    nodeid: NodeId
     status: rules.GateStatus
     reason: rules.Reason
-    n: int
-    fails: int
-    upper95: float = Field(description="The server's Wilson upper bound.")
-    reported_upper95: float | None
+    n: RunCount
+    fails: FailCount
+    upper95: Upper95 = Field(description="The server's Wilson upper bound.")
+    reported_upper95: Upper95 | None
     flags: list[rules.Flag]
     entry: EntryRef | None = Field(description="The ledger entry the gate used, if any.")
 
 
-class ReportAnswer(Schema):
+class ReportAnswer(Answer):
     id: int | None = Field(description="null in a dry run.")
     url: str | None = Field(description="The report on the board; null in a dry run.")
     duplicate: bool = Field(description="The same body was uploaded before: its result.")
@@ -150,8 +82,8 @@ class ReportAnswer(Schema):
     measurements: list[MeasurementOut]
 
 
-class RecordOut(Schema):
-    node: str
+class RecordOut(Answer):
+    node: NodeId
     verdict: rules.Verdict
     reason: rules.Reason
     flags: list[rules.Flag]
@@ -160,7 +92,7 @@ class RecordOut(Schema):
     entry: EntryRef | None = Field(description="The node's open ledger entry at upload.")
 
 
-class BatchAnswer(Schema):
+class BatchAnswer(Answer):
     id: int | None = Field(description="null in a dry run.")
     url: str | None = Field(description="The batch on the board; null in a dry run.")
     duplicate: bool

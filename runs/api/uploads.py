@@ -23,8 +23,8 @@ from web.api.openapi import json_body
 
 from ..ingest import IngestOutcome, report_ingest, signals_ingest
 from ..results import batch_answer, report_answer
-from ..validation import UploadInvalid
-from .schemas import BatchAnswer, ReportAnswer, ReportUpload, SignalsUpload
+from ..wire import ReportUpload, SignalsUpload, UploadInvalid
+from .schemas import BatchAnswer, ReportAnswer
 
 router = Router(tags=["uploads"])
 

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from runs.results import summary_lines
-from runs.validation import UploadInvalid
+from runs.wire import UploadInvalid
 from web.commands import get_suite, read_upload
 
 

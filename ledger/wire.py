@@ -1,0 +1,382 @@
+"""The wire formats' field types, written once for every way a value comes in or goes out:
+an upload (``runs/wire.py``), a flake_ledger.json row (``LedgerRow`` below) and the API's
+answers.
+
+Each type is built from the rules: its bounds from ``rules.limits``, its checks from
+``rules.checks``, so a value is refused for exactly the reasons the rules give, and its
+JSON schema (what the OpenAPI document says) is declared beside it from the same
+constants. The types are strict: a boolean is not a number, a number is not a string,
+"20261213" is not a date, and NaN and the infinities are not finite numbers.
+
+A refusal is a pydantic error whose type is one of the board's error codes, either raised
+here or translated by ``CODES``; ``problems`` turns a ValidationError into the
+``{row, field, code, message}`` details that the API answers and the import prints.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from enum import StrEnum
+from operator import attrgetter
+from typing import Annotated, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    Field,
+    PlainValidator,
+    Strict,
+    ValidationError,
+    ValidationInfo,
+    WithJsonSchema,
+)
+from pydantic_core import PydanticCustomError
+
+from flakeboard import rules
+from ledger import messages
+
+# --- refusals ------------------------------------------------------------------------------
+
+
+class Code(StrEnum):
+    """Why a value is refused: the ``code`` of an error detail, a closed vocabulary."""
+
+    INVALID_JSON = "invalid_json"  # the body is not JSON at all
+    INVALID_SHAPE = "invalid_shape"  # neither a list nor an envelope of one
+    MISSING_FIELD = "missing_field"
+    WRONG_TYPE = "wrong_type"
+    OUT_OF_RANGE = "out_of_range"
+    NOT_FINITE = "not_finite"
+    TOO_LONG = "too_long"
+    CONTROL_CHARACTERS = "control_characters"
+    INVALID_UNICODE = "invalid_unicode"
+    INVALID_NODEID = "invalid_nodeid"
+    INVALID_VALUE = "invalid_value"
+    INVALID_DATE = "invalid_date"
+    DUPLICATE_NODE = "duplicate_node"
+
+
+# The board's code for each pydantic error type: the checks below raise the board's codes
+# themselves, and the strict types raise these.
+CODES = {
+    **{code.value: code for code in Code},
+    "missing": Code.MISSING_FIELD,
+    "int_type": Code.WRONG_TYPE,
+    "float_type": Code.WRONG_TYPE,
+    "string_type": Code.WRONG_TYPE,
+    "list_type": Code.WRONG_TYPE,
+    "dict_type": Code.WRONG_TYPE,
+    "model_type": Code.WRONG_TYPE,
+    "dataclass_type": Code.WRONG_TYPE,
+    "greater_than_equal": Code.OUT_OF_RANGE,
+    "less_than_equal": Code.OUT_OF_RANGE,
+    "finite_number": Code.NOT_FINITE,
+    "enum": Code.INVALID_VALUE,
+    "literal_error": Code.INVALID_VALUE,
+}
+_EXPECTED = {
+    "int_type": "a whole number",
+    "float_type": "a number",
+    "string_type": "a string",
+    "list_type": "a list",
+    "dict_type": "an object",
+    "model_type": "an object",
+    "dataclass_type": "an object",
+}
+# The code of each text problem; a node id's own problems are invalid_nodeid.
+TEXT_CODES = {
+    rules.Problem.NOT_A_STRING: Code.WRONG_TYPE,
+    rules.Problem.TOO_LONG: Code.TOO_LONG,
+    rules.Problem.CONTROL_CHARS: Code.CONTROL_CHARACTERS,
+    rules.Problem.NOT_UNICODE: Code.INVALID_UNICODE,
+}
+NODEID_CODES = {
+    rules.Problem.NOT_A_STRING: Code.WRONG_TYPE,
+    rules.Problem.NOT_UNICODE: Code.INVALID_UNICODE,
+}
+
+
+def refusal(code: Code, message: str) -> PydanticCustomError:
+    """A value refused with the board's ``code``; ``message`` says why, after the field."""
+    return PydanticCustomError(code, message)
+
+
+def kind_of(value: object) -> str:
+    """What a JSON value is, for a message: "a boolean", "the number 2.5", "null"."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):  # before int: a JSON true is not a number
+        return "a boolean"
+    if isinstance(value, int | float):
+        return f"the number {shown(value)}"
+    return {str: "a string", list: "a list"}.get(type(value), "an object")
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """A value as a message quotes it: as JSON writes null and booleans, cut if long."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class WireProblem:
+    """One refused value: its code, why, and where (a row index and a field, or None)."""
+
+    code: Code | str
+    message: str
+    row: int | None = None
+    field: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"row": self.row, "field": self.field, "code": self.code, "message": self.message}
+
+    def __str__(self) -> str:
+        where = []
+        if self.row is not None:
+            where.append(f"row {self.row}")
+        if self.field is not None:
+            where.append(f"field {self.field!r}")
+        return (", ".join(where) + ": " if where else "") + self.message
+
+
+def _sentence(error: dict) -> str:
+    kind, got, ctx = error["type"], error.get("input"), error.get("ctx") or {}
+    if kind == "missing":
+        return "is required"
+    if kind in _EXPECTED:
+        return f"must be {_EXPECTED[kind]} (got {kind_of(got)})"
+    if kind == "greater_than_equal":
+        return f"must be at least {ctx['ge']} (got {shown(got)})"
+    if kind == "less_than_equal":
+        return f"must be at most {ctx['le']} (got {shown(got)})"
+    if kind == "finite_number":
+        return f"must be a finite number (got {got})"
+    if kind in ("enum", "literal_error"):
+        return f"must be {ctx['expected']} (got {shown(got)})"
+    return error["msg"]  # the board's own refusals are sentences already
+
+
+def problems(
+    error: ValidationError, *, rows: str | None = None, limit: int | None = None
+) -> list[WireProblem]:
+    """The first ``limit`` errors as {row, field, code, message}. A location starting
+    with an index is a row of a bare list, one starting with ``rows`` a row of an
+    envelope's list; any other names a field of the whole (the row is None)."""
+    found = []
+    for detail in error.errors(include_url=False)[:limit]:
+        where = list(detail["loc"])
+        if rows is not None and where == [rows]:
+            found.append(WireProblem(
+                Code.INVALID_SHAPE, f"an envelope needs {rows!r}: a list", None, rows
+            ))
+            continue
+        if rows is not None and where[:1] == [rows]:
+            where.pop(0)
+        row = where.pop(0) if where and isinstance(where[0], int) else None
+        code = CODES.get(detail["type"], detail["type"])
+        found.append(WireProblem(code, _sentence(detail), row, str(where[0]) if where else None))
+    return found
+
+
+def refuse_repeats(rows: list, rows_key: str, field: str) -> None:
+    """A node named twice in one list: every repeat is refused, where it stands."""
+    if len(set(map(attrgetter(field), rows))) == len(rows):
+        return
+    seen: set[str] = set()
+    repeats = []
+    for index, row in enumerate(rows):
+        value = getattr(row, field)
+        if value in seen:
+            repeats.append({
+                "type": refusal(
+                    Code.DUPLICATE_NODE, f"{shown(value)} appears twice in one upload"
+                ),
+                "loc": (rows_key, index, field),
+                "input": value,
+            })
+        seen.add(value)
+    raise ValidationError.from_exception_data("upload", repeats)
+
+
+# --- text ----------------------------------------------------------------------------------
+
+
+def _nodeid(value: str) -> str:
+    if (problem := rules.nodeid_problem(value)) is not None:
+        code = NODEID_CODES.get(problem, Code.INVALID_NODEID)
+        raise refusal(code, messages.phrase(problem, rules.NODEID_MAX_LENGTH))
+    return value
+
+
+def _label(max_length: int):
+    def check(value: str) -> str:
+        if (problem := rules.label_problem(value, max_length)) is not None:
+            raise refusal(TEXT_CODES[problem], messages.phrase(problem, max_length))
+        return value
+
+    return AfterValidator(check)
+
+
+def _blank_if_null(value: str | None) -> str:
+    return "" if value is None else value
+
+
+NodeId = Annotated[
+    str, Strict(), AfterValidator(_nodeid),
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": rules.NODEID_MAX_LENGTH}),
+]
+Meta = Annotated[
+    str, Strict(), _label(rules.META_MAX_LENGTH),
+    WithJsonSchema({"type": "string", "maxLength": rules.META_MAX_LENGTH}),
+]
+Evidence = Annotated[
+    str, Strict(), _label(rules.EVIDENCE_MAX_LENGTH),
+    WithJsonSchema({"type": "string", "maxLength": rules.EVIDENCE_MAX_LENGTH}),
+]
+# Upload metadata and an import's owner and evidence: missing or null is blank.
+OptionalMeta = Annotated[Meta | None, AfterValidator(_blank_if_null)]
+OptionalEvidence = Annotated[Evidence | None, AfterValidator(_blank_if_null)]
+OptionalText = Annotated[Annotated[str, Strict()] | None, AfterValidator(_blank_if_null)]
+
+# --- numbers -------------------------------------------------------------------------------
+
+
+def _at_most_n(fails: int, info: ValidationInfo) -> int:
+    n = info.data.get("n")  # absent when n itself was refused
+    if n is not None and fails > n:
+        raise refusal(Code.OUT_OF_RANGE, f"fails ({fails}) must not exceed n ({n})")
+    return fails
+
+
+def _as_bound(value: object) -> object:
+    # A JSON integer too large for a float is out of the range, not of the wrong type.
+    if type(value) is int:
+        try:
+            return float(value)
+        except OverflowError:
+            pass
+        raise refusal(Code.OUT_OF_RANGE, "must be between 0 and 1 (got a huge number)")
+    return value
+
+
+def _tier(value: object) -> object:
+    if type(value) is int and value in rules.Tier.ALL:
+        return value
+    *first, last = rules.Tier.ALL
+    tiers = f"{', '.join(map(str, first))} or {last}"
+    raise refusal(Code.INVALID_VALUE, f"must be {tiers} (got {shown(value)})")
+
+
+# n: the runs measured.
+RunCount = Annotated[int, Strict(), Field(ge=1, le=rules.COUNT_MAX)]
+# fails: of the runs; follows n in a model, which it may not exceed.
+FailCount = Annotated[
+    int, Strict(), Field(ge=0, le=rules.COUNT_MAX, description="At most n."),
+    AfterValidator(_at_most_n),
+]
+Seed = Annotated[int, Strict(), Field(ge=rules.SEED_MIN, le=rules.SEED_MAX)]
+Upper95 = Annotated[
+    float, Strict(), Field(ge=0, le=1, allow_inf_nan=False), BeforeValidator(_as_bound)
+]
+StatedTier = Annotated[
+    Literal[rules.Tier.ALL], BeforeValidator(_tier),
+    Field(description="A stated 0 or 1 sticks to the node; a stated 2 never loosens it."),
+]
+
+# --- dates ---------------------------------------------------------------------------------
+
+# date.fromisoformat also takes "20261213"; the wire formats write YYYY-MM-DD, and a bare
+# number there is more likely a mistake than a date.
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_MOMENT_MAX_LENGTH = 40
+
+
+def _iso_date(value: object) -> date:
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value
+    if isinstance(value, str) and _ISO_DATE.fullmatch(value):
+        try:
+            return date.fromisoformat(value)
+        except ValueError:
+            pass
+    raise refusal(Code.INVALID_DATE, f"must be a date written YYYY-MM-DD (got {shown(value)})")
+
+
+def _moment_date(value: object) -> date:
+    """An ISO date, or an ISO datetime taken as its UTC date."""
+    if (
+        isinstance(value, str) and len(value) <= _MOMENT_MAX_LENGTH
+        and _ISO_DATE.match(value) and value[10:11] in ("", "T", " ")
+    ):
+        try:
+            if len(value) == 10:
+                return date.fromisoformat(value)
+            moment = datetime.fromisoformat(value)
+            if moment.tzinfo is not None:
+                moment = moment.astimezone(UTC)
+            return moment.date()
+        except (ValueError, OverflowError):  # an offset can push year 1 or 9999 out of range
+            pass
+    raise refusal(Code.INVALID_DATE, f"must be an ISO date or datetime (got {shown(value)})")
+
+
+IsoDate = Annotated[
+    date, PlainValidator(_iso_date), WithJsonSchema({"type": "string", "format": "date"})
+]
+MomentDate = Annotated[
+    date, PlainValidator(_moment_date),
+    WithJsonSchema({"anyOf": [{"type": "string", "format": "date"},
+                              {"type": "string", "format": "date-time"}]}),
+]
+
+# --- answer parts both apps' answers share --------------------------------------------------
+
+
+class PolicyOut(BaseModel):
+    max_upper_rate: float
+    min_runs: int
+    max_quarantined_share: float
+    max_quarantine_days: int
+
+
+class FixturePinOut(BaseModel):
+    manifest: str
+    seed: Seed | None
+
+
+# --- the import row ------------------------------------------------------------------------
+
+
+class LedgerRow(BaseModel):
+    """One entry of flake_ledger.json as the import reads it: what the file can get wrong
+    and the quarantine service cannot see, each field's type and range. The domain (the
+    tier, the owner's format, the expiry bounds, one open entry per node) is left to
+    ``quarantine_create(imported=True)``, so the import and the form refuse the same things.
+    """
+
+    node: NodeId  # the entry's key in the file
+    klass: Literal["flake"] = Field("flake", alias="class")
+    n: RunCount
+    fails: FailCount
+    upper95: Upper95 | None = Field(None, description="The bound the file states.")
+    seed_base: Seed | None = None
+    expires: IsoDate
+    # Missing or null is blank: the service then says what is required, as the form does.
+    owner: OptionalText = ""
+    evidence: OptionalEvidence = ""
+
+
+def read_row(nodeid: str, entry: object) -> tuple[LedgerRow | None, list[WireProblem]]:
+    """An entry of the file, keyed by ``nodeid``, as a LedgerRow; or the problems of all
+    its fields (a problem of the whole entry has no field)."""
+    data = {**entry, "node": nodeid} if isinstance(entry, dict) else entry
+    try:
+        return LedgerRow.model_validate(data), []
+    except ValidationError as exc:
+        return None, problems(exc)

@@ -162,23 +162,16 @@ def cmd_ledger(board, args):
 
 
 def cmd_report(board, args):
-    slug = suite_slug(board, args.suite)
-    query = {"commit": args.commit, "branch": args.branch, "evidence": args.evidence,
-             "dry_run": "1" if args.dry_run else ""}
-    answer, _ = board.call("POST", f"/api/v1/suites/{quote(slug)}/reports", query=query,
-                           body=read_upload(args.file))
-    passing = [m for m in answer["measurements"] if m["status"] == "OK"]
-    list_passing = args.all or len(passing) <= LIST_ALL_UP_TO
-    for m in answer["measurements"]:
-        if m["status"] == "OK" and not list_passing:
-            continue
+    answer = _upload(board, args, "reports", commit=args.commit, branch=args.branch)
+    shown, left_out = _shown(answer["measurements"], lambda m: m["status"] == "OK", args.all)
+    for m in shown:
         line = (f"{m['status']:<4} {m['nodeid']}: {m['reason']} "
                 f"(upper95={m['upper95']:.4f}, {m['fails']}/{m['n']} failed)")
         if m.get("entry"):
             line += f"; quarantined until {m['entry']['expires']} by {m['entry']['owner']}"
         print(line + _flags(m["flags"]))
-    if not list_passing:
-        print(f"     ... and {len(passing)} more OK (--all lists them)")
+    if left_out:
+        print(f"     ... and {left_out} more OK (--all lists them)")
     counts, share = answer["counts"], answer["share"]
     print(f"report {answer['status']} ({answer['reason']}): {counts['measurements']} "
           f"measurements, {counts['fail']} FAIL, {counts['warn']} WARN, {counts['ok']} OK; "
@@ -188,23 +181,34 @@ def cmd_report(board, args):
 
 
 def cmd_signals(board, args):
-    slug = suite_slug(board, args.suite)
-    query = {"patch": args.patch, "commit": args.commit, "evidence": args.evidence,
-             "dry_run": "1" if args.dry_run else ""}
-    answer, _ = board.call("POST", f"/api/v1/suites/{quote(slug)}/verdicts", query=query,
-                           body=read_upload(args.file))
-    accepted = [r for r in answer["records"] if r["verdict"] == "accept"]
-    list_accepted = args.all or len(accepted) <= LIST_ALL_UP_TO
-    for r in answer["records"]:
-        if r["verdict"] == "accept" and not list_accepted:
-            continue
+    answer = _upload(board, args, "verdicts", patch=args.patch, commit=args.commit)
+    shown, left_out = _shown(answer["records"], lambda r: r["verdict"] == "accept", args.all)
+    for r in shown:
         print(f"{r['verdict'].upper():<6} {r['node']}: {r['reason']}{_flags(r['flags'])}")
-    if not list_accepted:
-        print(f"       ... and {len(accepted)} more ACCEPT (--all lists them)")
+    if left_out:
+        print(f"       ... and {left_out} more ACCEPT (--all lists them)")
     counts = ", ".join(f"{reason} {n}" for reason, n in sorted(answer["reason_counts"].items()))
     print(f"batch {answer['verdict'].upper()} ({answer['reason']}): "
           f"{len(answer['records'])} records; {counts or 'no records'}")
     return _finish(answer)
+
+
+def _upload(board, args, endpoint, **meta):
+    """POST the upload file to the suite's ``endpoint``: the board's decoded answer."""
+    slug = suite_slug(board, args.suite)
+    query = dict(meta, evidence=args.evidence, dry_run="1" if args.dry_run else "")
+    answer, _ = board.call("POST", f"/api/v1/suites/{quote(slug)}/{endpoint}", query=query,
+                           body=read_upload(args.file))
+    return answer
+
+
+def _shown(rows, passed, show_all):
+    """The rows to print, and how many passing ones are left out: past LIST_ALL_UP_TO
+    passing rows, only the others are listed."""
+    passing = sum(1 for row in rows if passed(row))
+    if show_all or passing <= LIST_ALL_UP_TO:
+        return rows, 0
+    return [row for row in rows if not passed(row)], passing
 
 
 def _flags(flags):

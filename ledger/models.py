@@ -8,48 +8,51 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils.deconstruct import deconstructible
 
 from flakeboard import rules
 
 from . import predicates
 
 
-def default_max_upper_rate():
-    return settings.FLAKEBOARD_DEFAULT_POLICY["max_upper_rate"]
+@deconstructible
+class PolicyDefault:
+    """A policy number's default for a new suite: the deployment's setting, read when the
+    suite is created, so that no migration freezes the number it had then."""
 
+    def __init__(self, name: str):
+        self.name = name
 
-def default_min_runs():
-    return settings.FLAKEBOARD_DEFAULT_POLICY["min_runs"]
+    def __call__(self):
+        return settings.FLAKEBOARD_DEFAULT_POLICY[self.name]
 
+    def __eq__(self, other):
+        return isinstance(other, PolicyDefault) and other.name == self.name
 
-def default_max_quarantined_share():
-    return settings.FLAKEBOARD_DEFAULT_POLICY["max_quarantined_share"]
-
-
-def default_max_quarantine_days():
-    return settings.FLAKEBOARD_DEFAULT_POLICY["max_quarantine_days"]
+    def __hash__(self):
+        return hash(self.name)
 
 
 class Suite(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200, blank=True)
     max_upper_rate = models.FloatField(
-        default=default_max_upper_rate,
+        default=PolicyDefault("max_upper_rate"),
         validators=[MinValueValidator(0.0001), MaxValueValidator(1.0)],
         help_text="A measurement passes when its Wilson upper bound is at or below this.",
     )
     min_runs = models.PositiveIntegerField(
-        default=default_min_runs,
+        default=PolicyDefault("min_runs"),
         validators=[MinValueValidator(1), MaxValueValidator(1_000_000)],
         help_text="A measurement with fewer runs is not evidence of stability.",
     )
     max_quarantined_share = models.FloatField(
-        default=default_max_quarantined_share,
+        default=PolicyDefault("max_quarantined_share"),
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
         help_text="The largest share of the test set that may be quarantined at once.",
     )
     max_quarantine_days = models.PositiveIntegerField(
-        default=default_max_quarantine_days,
+        default=PolicyDefault("max_quarantine_days"),
         validators=[MinValueValidator(1), MaxValueValidator(365)],
         help_text="How far ahead an entry's expiry may be set.",
     )

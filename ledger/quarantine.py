@@ -62,6 +62,16 @@ def _check_fields(errors: _Errors, *, owner, evidence, expires, today, max_days,
         )
 
 
+def _recorded(entry: QuarantineEntry, *, action, actor: str, note: str, at: datetime,
+              before: dict | None = None) -> QuarantineEntry:
+    """The audit event of a change to what the served ledger holds, and the revision bump
+    that tells the gate: both in the change's own transaction."""
+    record_event(suite=entry.suite, entry=entry, action=action, actor=actor, before=before,
+                 after=entry_snapshot(entry), note=note, at=at)
+    bump_ledger_revision(entry.suite)
+    return entry
+
+
 def quarantine_create(
     *,
     suite: Suite,
@@ -88,15 +98,8 @@ def quarantine_create(
     if problem := rules.nodeid_problem(nodeid):
         errors.add("node", messages.nodeid_message(problem, nodeid), "nodeid_invalid")
         errors.raise_if_any()
-    _check_fields(
-        errors,
-        owner=owner,
-        evidence=evidence,
-        expires=expires,
-        today=today,
-        max_days=suite.max_quarantine_days,
-        allow_past=imported,
-    )
+    _check_fields(errors, owner=owner, evidence=evidence, expires=expires, today=today,
+                  max_days=suite.max_quarantine_days, allow_past=imported)
     if not 0 <= fails <= n:
         errors.add("fails", "fails must be between 0 and n.", "counts_invalid")
     with transaction.atomic():
@@ -123,35 +126,15 @@ def quarantine_create(
         if node is None:
             # Not seen in any upload: it is in the test set only while it holds an entry.
             node = Node.objects.create(suite=suite, nodeid=nodeid, tier=rules.Tier.REPEAT_BUDGET)
-        server_upper = rules.upper95(fails, n)
         entry = QuarantineEntry.objects.create(
-            suite=suite,
-            node=node,
-            seed_base=seed_base,
-            n=n,
-            fails=fails,
-            upper95=server_upper,
+            suite=suite, node=node, owner=owner, expires=expires, evidence=evidence, note=note,
+            seed_base=seed_base, n=n, fails=fails, upper95=rules.upper95(fails, n),
             reported_upper95=reported_upper95,
             upper95_mismatch=rules.upper95_mismatch(reported_upper95, fails, n),
-            owner=owner,
-            expires=expires,
-            evidence=evidence,
-            note=note,
-            created_at=now,
-            created_by=actor,
-            updated_at=now,
+            created_at=now, created_by=actor, updated_at=now,
         )
-        record_event(
-            suite=suite,
-            entry=entry,
-            action=AuditEvent.Action.IMPORT if imported else AuditEvent.Action.CREATE,
-            actor=actor,
-            after=entry_snapshot(entry),
-            note=note,
-            at=now,
-        )
-        bump_ledger_revision(suite)
-    return entry
+        action = AuditEvent.Action.IMPORT if imported else AuditEvent.Action.CREATE
+        return _recorded(entry, action=action, actor=actor, note=note, at=now)
 
 
 def _locked_open_entry(entry: QuarantineEntry, errors: _Errors) -> QuarantineEntry:
@@ -180,15 +163,8 @@ def quarantine_renew(
     with transaction.atomic():
         entry = _locked_open_entry(entry, errors)
         new_owner = owner or entry.owner
-        _check_fields(
-            errors,
-            owner=new_owner,
-            evidence=evidence,
-            expires=expires,
-            today=today,
-            max_days=entry.suite.max_quarantine_days,
-            allow_past=False,
-        )
+        _check_fields(errors, owner=new_owner, evidence=evidence, expires=expires, today=today,
+                      max_days=entry.suite.max_quarantine_days, allow_past=False)
         if evidence == entry.evidence:
             errors.add(
                 "evidence",
@@ -204,18 +180,8 @@ def quarantine_renew(
         entry.renewals += 1
         entry.updated_at = now or timezone.now()
         entry.save(update_fields=["expires", "evidence", "owner", "renewals", "updated_at"])
-        record_event(
-            suite=entry.suite,
-            entry=entry,
-            action=AuditEvent.Action.RENEW,
-            actor=actor,
-            before=before,
-            after=entry_snapshot(entry),
-            note=note,
-            at=entry.updated_at,
-        )
-        bump_ledger_revision(entry.suite)
-    return entry
+        return _recorded(entry, action=AuditEvent.Action.RENEW, actor=actor, note=note,
+                         at=entry.updated_at, before=before)
 
 
 def quarantine_clear(
@@ -232,15 +198,5 @@ def quarantine_clear(
         entry.cleared_at = entry.updated_at = now or timezone.now()
         entry.cleared_note = note.strip()
         entry.save(update_fields=["cleared_at", "cleared_note", "updated_at"])
-        record_event(
-            suite=entry.suite,
-            entry=entry,
-            action=AuditEvent.Action.CLEAR,
-            actor=actor,
-            before=before,
-            after=entry_snapshot(entry),
-            note=entry.cleared_note,
-            at=entry.cleared_at,
-        )
-        bump_ledger_revision(entry.suite)
-    return entry
+        return _recorded(entry, action=AuditEvent.Action.CLEAR, actor=actor,
+                         note=entry.cleared_note, at=entry.cleared_at, before=before)

@@ -3,46 +3,39 @@ upload would leave the trends and rollups disagreeing with the stored rows, unau
 
 from django.contrib import admin
 
+from ledger.admin import ReadOnlyAdmin
+
 from .models import Measurement, NodeVerdict, ReasonRollup, Report, VerdictBatch
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request):
-        return False
+def upload_admin(*, outcome: str, rows: str) -> type[ReadOnlyAdmin]:
+    """A list of reports or of batches: when each came, what the gate answered, its rows."""
 
-    def has_change_permission(self, request, obj=None):
-        return False
+    class UploadAdmin(ReadOnlyAdmin):
+        list_display = ["id", "suite", "created_at", outcome, "reason", rows]
+        list_filter = ["suite", outcome]
 
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-@admin.register(Report)
-class ReportAdmin(ReadOnlyAdmin):
-    list_display = ["id", "suite", "created_at", "status", "reason", "measurement_count"]
-    list_filter = ["suite", "status"]
+    return UploadAdmin
 
 
-@admin.register(Measurement)
-class MeasurementAdmin(ReadOnlyAdmin):
-    list_display = ["node", "report", "n", "fails", "upper95", "status", "reason"]
-    list_filter = ["status", "reason"]
-    list_select_related = ["node", "report"]
-    raw_id_fields = ["report", "node", "entry"]
+def row_admin(*, upload: str, outcome: str, figures=(), raw_ids=()) -> type[ReadOnlyAdmin]:
+    """A list of an upload's rows: each node, its figures and what the gate answered."""
+
+    class RowAdmin(ReadOnlyAdmin):
+        list_display = ["node", upload, *figures, outcome, "reason"]
+        list_filter = [outcome, "reason"]
+        list_select_related = ["node", upload]
+        raw_id_fields = [upload, "node", *raw_ids]
+
+    return RowAdmin
 
 
-@admin.register(VerdictBatch)
-class VerdictBatchAdmin(ReadOnlyAdmin):
-    list_display = ["id", "suite", "created_at", "verdict", "reason", "record_count"]
-    list_filter = ["suite", "verdict"]
-
-
-@admin.register(NodeVerdict)
-class NodeVerdictAdmin(ReadOnlyAdmin):
-    list_display = ["node", "batch", "verdict", "reason"]
-    list_filter = ["verdict", "reason"]
-    list_select_related = ["node", "batch"]
-    raw_id_fields = ["batch", "node"]
+admin.site.register(Report, upload_admin(outcome="status", rows="measurement_count"))
+admin.site.register(Measurement, row_admin(
+    upload="report", outcome="status", figures=["n", "fails", "upper95"], raw_ids=["entry"]
+))
+admin.site.register(VerdictBatch, upload_admin(outcome="verdict", rows="record_count"))
+admin.site.register(NodeVerdict, row_admin(upload="batch", outcome="verdict"))
 
 
 @admin.register(ReasonRollup)

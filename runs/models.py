@@ -37,21 +37,70 @@ class JudgedAgainst(models.Model):
         return rules.Policy(**self.policy) if self.policy else None
 
 
-class Report(JudgedAgainst):
-    """One uploaded flake-report.json and the report-level gate result."""
+class Upload(JudgedAgainst):
+    """What a flake report and a verdict batch both keep: the body (stored once per suite,
+    by its digest), who sent it when and about which commit, and the gate's answer."""
 
-    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="reports")
     created_at = models.DateTimeField(db_index=True)
     day = models.DateField()
     commit = models.CharField(max_length=rules.META_MAX_LENGTH, blank=True)
-    branch = models.CharField(max_length=rules.META_MAX_LENGTH, blank=True)
     evidence = models.CharField(max_length=rules.EVIDENCE_MAX_LENGTH, blank=True)
-    selected_total = models.PositiveIntegerField(null=True, blank=True)
     uploaded_by = models.CharField(max_length=200)
     digest = models.CharField(max_length=64)
-    status = models.CharField(max_length=4, choices=STATUS_CHOICES)
     reason = models.CharField(max_length=40, choices=REASON_CHOICES)
     exit_code = models.PositiveSmallIntegerField()
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at", "-id"]
+
+
+class UploadRow(models.Model):
+    """What a report's measurement and a batch's per-node verdict both keep: the row's
+    reason and flags, and the quarantine entry the node held at upload, in its state then."""
+
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField()
+    reason = models.CharField(max_length=40, choices=REASON_CHOICES)
+    flags = models.JSONField(default=list, blank=True)
+    entry = models.ForeignKey(
+        QuarantineEntry, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    entry_state = models.CharField(
+        max_length=20, blank=True, choices=ENTRY_STATE_CHOICES,
+        help_text="The entry's state at upload.",
+    )
+
+    class Meta:
+        abstract = True
+        ordering = ["position"]  # each row class declares its position, with its own help
+
+
+def upload_keys(prefix: str) -> tuple[list, list]:
+    """An upload's constraint and index: a body is stored once per suite (what makes a
+    retried upload safe), and a suite's uploads are listed newest first. ``prefix`` keeps
+    the names the migrations gave them."""
+    return (
+        [models.UniqueConstraint(fields=["suite", "digest"], name=f"{prefix}_once_per_digest")],
+        [models.Index(fields=["suite", "-created_at"], name=f"{prefix}_suite_recent")],
+    )
+
+
+def row_indexes(prefix: str, *, upload: str) -> list:
+    """A row's indexes: an upload's rows in order, and a node's rows newest first."""
+    return [
+        models.Index(fields=[upload, "position"], name=f"{prefix}_{upload}_pos"),
+        models.Index(fields=["node", "-created_at"], name=f"{prefix}_node_recent"),
+    ]
+
+
+class Report(Upload):
+    """One uploaded flake-report.json and the report-level gate result."""
+
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="reports")
+    branch = models.CharField(max_length=rules.META_MAX_LENGTH, blank=True)
+    selected_total = models.PositiveIntegerField(null=True, blank=True)
+    status = models.CharField(max_length=4, choices=STATUS_CHOICES)
     quarantined = models.PositiveIntegerField(help_text="Entries counting toward the share.")
     test_set_size = models.PositiveIntegerField()
     share = models.FloatField()
@@ -65,92 +114,59 @@ class Report(JudgedAgainst):
     fail_count = models.PositiveIntegerField(default=0)
     warn_count = models.PositiveIntegerField(default=0)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        constraints = [
-            models.UniqueConstraint(fields=["suite", "digest"], name="report_once_per_digest")
-        ]
-        indexes = [models.Index(fields=["suite", "-created_at"], name="report_suite_recent")]
+    class Meta(Upload.Meta):
+        constraints, indexes = upload_keys("report")
 
     def __str__(self):
         return f"report {self.pk} ({self.status})"
 
 
-class Measurement(models.Model):
+class Measurement(UploadRow):
     """One node's repeat run in a report, with the gate's outcome for it."""
 
     report = models.ForeignKey(Report, on_delete=models.CASCADE, related_name="measurements")
-    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="+")
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="measurements")
     position = models.PositiveIntegerField(help_text="Row index in the uploaded report.")
-    created_at = models.DateTimeField()
     n = models.PositiveIntegerField()
     fails = models.PositiveIntegerField()
     upper95 = models.FloatField(help_text="The server's Wilson bound.")
     reported_upper95 = models.FloatField(null=True, blank=True)
     seed_base = models.BigIntegerField(null=True, blank=True)
     status = models.CharField(max_length=4, choices=STATUS_CHOICES)
-    reason = models.CharField(max_length=40, choices=REASON_CHOICES)
-    flags = models.JSONField(default=list, blank=True)
-    entry = models.ForeignKey(
-        QuarantineEntry, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-    entry_state = models.CharField(
-        max_length=20, blank=True, choices=ENTRY_STATE_CHOICES,
-        help_text="The entry's state at upload.",
-    )
 
-    class Meta:
-        ordering = ["position"]
-        indexes = [
-            models.Index(fields=["report", "position"], name="measurement_report_pos"),
-            models.Index(fields=["node", "-created_at"], name="measurement_node_recent"),
-        ]
+    class Meta(UploadRow.Meta):
+        indexes = row_indexes("measurement", upload="report")
 
     def __str__(self):
         return f"{self.node_id}: {self.fails}/{self.n} {self.status}"
 
 
-class VerdictBatch(JudgedAgainst):
+class VerdictBatch(Upload):
     """One uploaded list of signal records and its aggregate verdict."""
 
     suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="batches")
-    created_at = models.DateTimeField(db_index=True)
-    day = models.DateField()
     patch = models.CharField(max_length=rules.META_MAX_LENGTH, blank=True)
-    commit = models.CharField(max_length=rules.META_MAX_LENGTH, blank=True)
-    evidence = models.CharField(max_length=rules.EVIDENCE_MAX_LENGTH, blank=True)
-    uploaded_by = models.CharField(max_length=200)
-    digest = models.CharField(max_length=64)
     verdict = models.CharField(max_length=6, choices=VERDICT_CHOICES)
-    reason = models.CharField(max_length=40, choices=REASON_CHOICES)
-    exit_code = models.PositiveSmallIntegerField()
     record_count = models.PositiveIntegerField(default=0)
     reason_counts = models.JSONField(default=dict, blank=True)
     # The suite's fixture pin at upload (empty manifest: no pin).
     pin_manifest = models.CharField(max_length=rules.META_MAX_LENGTH, blank=True)
     pin_seed = models.BigIntegerField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(Upload.Meta):
         verbose_name_plural = "verdict batches"
-        constraints = [
-            models.UniqueConstraint(fields=["suite", "digest"], name="batch_once_per_digest")
-        ]
-        indexes = [models.Index(fields=["suite", "-created_at"], name="batch_suite_recent")]
+        constraints, indexes = upload_keys("batch")
 
     def __str__(self):
         return f"batch {self.pk} ({self.verdict})"
 
 
-class NodeVerdict(models.Model):
+class NodeVerdict(UploadRow):
     """One signal record, its effective signals and the arbiter's verdict."""
 
     batch = models.ForeignKey(VerdictBatch, on_delete=models.CASCADE, related_name="verdicts")
-    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="+")
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="verdicts")
     position = models.PositiveIntegerField()
-    created_at = models.DateTimeField()
     property_check = models.CharField(max_length=8)
     fixture_lock = models.CharField(max_length=8)
     flake_status = models.CharField(max_length=8)
@@ -162,22 +178,9 @@ class NodeVerdict(models.Model):
     effective_lock = models.CharField(max_length=8)
     effective_status = models.CharField(max_length=8)
     verdict = models.CharField(max_length=6, choices=VERDICT_CHOICES)
-    reason = models.CharField(max_length=40, choices=REASON_CHOICES)
-    flags = models.JSONField(default=list, blank=True)
-    entry = models.ForeignKey(
-        QuarantineEntry, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-    entry_state = models.CharField(
-        max_length=20, blank=True, choices=ENTRY_STATE_CHOICES,
-        help_text="The entry's state at upload.",
-    )
 
-    class Meta:
-        ordering = ["position"]
-        indexes = [
-            models.Index(fields=["batch", "position"], name="verdict_batch_pos"),
-            models.Index(fields=["node", "-created_at"], name="verdict_node_recent"),
-        ]
+    class Meta(UploadRow.Meta):
+        indexes = row_indexes("verdict", upload="batch")
 
     def __str__(self):
         return f"{self.node_id}: {self.verdict} ({self.reason})"

@@ -7,6 +7,8 @@ re-renders). Without htmx they are ordinary pages that redirect to the entry whe
 
 from __future__ import annotations
 
+from functools import wraps
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -48,7 +50,8 @@ def _renew_form(suite, entry, today, data=None) -> RenewForm:
     )
 
 
-def _clear_form(entry, data=None) -> ClearForm:
+def _clear_form(suite, entry, today, data=None) -> ClearForm:
+    # Called as every action's form is (see _entry_action): a clearance needs no bounds.
     return ClearForm(data, auto_id=f"id_clear{entry.pk}_%s")
 
 
@@ -73,7 +76,7 @@ def _page_context(request, suite, entry, today, **extra) -> dict:
     if context["row"].state is rules.EntryState.TIER_VIOLATION:
         context["resolution"] = tier_resolution(suite, entry.node.nodeid, entry.node)
     context["renew_form"] = _renew_form(suite, entry, today)
-    context["clear_form"] = _clear_form(entry)
+    context["clear_form"] = _clear_form(suite, entry, today)
     context.update(extra)
     return context
 
@@ -155,49 +158,51 @@ def _unfinished(request, suite, entry, today, place, action, form):
     return render(request, "ledger/entry_action.html", context)
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def entry_renew(request, suite, pk):
-    suite = suite_for(request, suite, Role.OWNER)
-    entry = _entry(suite, pk)
-    today = timezone.now().date()
-    place = _place(request)
-    if request.method == "GET":
-        form = _renew_form(suite, entry, today)
-        return _unfinished(request, suite, entry, today, place, "renew", form)
-    form = _renew_form(suite, entry, today, request.POST)
-    if form.is_valid():
-        try:
-            entry = quarantine_renew(
-                entry=entry, actor=actor_label(request.user), today=today,
-                **form.service_arguments(),
-            )
-        except ValidationError as exc:
-            form.add_refusal(exc)
-        else:
-            notice = f"Renewed until {entry.expires.isoformat()}."
-            return _finished(request, suite, entry, today, place, notice)
-    return _unfinished(request, suite, entry, today, place, "renew", form)
+def _entry_action(action: str, make_form):
+    """Renewing and clearing take the same steps, for an owner; the view they decorate
+    only calls the service. GET shows the form. POST with a valid form runs the view, which
+    answers the changed entry and a notice; a refusal shows the form again, with the
+    service's reasons. Either way the answer goes where the action was asked for (``place``).
+    ``make_form(suite, entry, today, data=None)`` builds the action's form."""
+
+    def decorate(view):
+        @login_required
+        @require_http_methods(["GET", "POST"])
+        @wraps(view)
+        def flow(request, suite, pk):
+            suite = suite_for(request, suite, Role.OWNER)
+            entry = _entry(suite, pk)
+            today = timezone.now().date()
+            place = _place(request)
+            if request.method == "GET":
+                form = make_form(suite, entry, today)
+                return _unfinished(request, suite, entry, today, place, action, form)
+            form = make_form(suite, entry, today, request.POST)
+            if form.is_valid():
+                try:
+                    entry, notice = view(request, entry, form, today)
+                except ValidationError as exc:
+                    form.add_refusal(exc)
+                else:
+                    return _finished(request, suite, entry, today, place, notice)
+            return _unfinished(request, suite, entry, today, place, action, form)
+
+        return flow
+
+    return decorate
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def entry_clear(request, suite, pk):
-    suite = suite_for(request, suite, Role.OWNER)
-    entry = _entry(suite, pk)
-    today = timezone.now().date()
-    place = _place(request)
-    if request.method == "GET":
-        return _unfinished(request, suite, entry, today, place, "clear", _clear_form(entry))
-    form = _clear_form(entry, request.POST)
-    if form.is_valid():
-        try:
-            entry = quarantine_clear(
-                entry=entry, note=form.cleaned_data["note"], actor=actor_label(request.user)
-            )
-        except ValidationError as exc:
-            form.add_refusal(exc)
-        else:
-            notice = "Cleared: the entry has left the ledger and stays in its history."
-            return _finished(request, suite, entry, today, place, notice)
-    return _unfinished(request, suite, entry, today, place, "clear", form)
+@_entry_action("renew", _renew_form)
+def entry_renew(request, entry, form, today):
+    entry = quarantine_renew(
+        entry=entry, actor=actor_label(request.user), today=today, **form.service_arguments()
+    )
+    return entry, f"Renewed until {entry.expires.isoformat()}."
+
+
+@_entry_action("clear", _clear_form)
+def entry_clear(request, entry, form, today):
+    entry = quarantine_clear(
+        entry=entry, note=form.cleaned_data["note"], actor=actor_label(request.user)
+    )
+    return entry, "Cleared: the entry has left the ledger and stays in its history."

@@ -5,6 +5,8 @@ and comes back to the page. A tier rule that would turn quarantined nodes into t
 violations is shown with those entries first, and only added once the lead confirms.
 """
 
+from functools import wraps
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -12,7 +14,7 @@ from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_http_methods
 
 from flakeboard import rules
 from web.access import actor_label, suite_for
@@ -37,12 +39,29 @@ PREVIEW_LIMIT = 50
 HISTORY_LIMIT = 20
 
 
-def _lead_suite(request, slug):
-    return suite_for(request, slug, Role.LEAD)
+def _for_leads(method: str):
+    """A settings view: signed in, the one method it answers, and the lead's own suite,
+    which the view receives in place of its slug."""
+
+    def decorate(view):
+        @login_required
+        @require_http_methods([method])
+        @wraps(view)
+        def checked(request, suite, **kwargs):
+            return view(request, suite_for(request, suite, Role.LEAD), **kwargs)
+
+        return checked
+
+    return decorate
 
 
 def _back(suite, section: str):
     return redirect(reverse("settings", args=[suite.slug]) + f"#{section}")
+
+
+def _done(request, suite, section: str, notice: str):
+    messages.success(request, notice)
+    return _back(suite, section)
 
 
 def _runs_needed(suite, rate_text=None, min_runs_text=None) -> dict:
@@ -88,58 +107,50 @@ def _page(request, suite, **overrides):
     return render(request, "ledger/settings.html", context)
 
 
-@login_required
-@require_GET
-def settings_page(request, suite):
-    return _page(request, _lead_suite(request, suite))
-
-
-@login_required
-@require_POST
-def policy(request, suite):
-    suite = _lead_suite(request, suite)
-    form = PolicyForm(request.POST)
+def _saved(request, suite, form, save, *, section: str, form_name: str):
+    """Back to the page's ``section`` once ``save`` has taken the valid form's data (it
+    answers the notice to show); else the page again, the form showing what was refused."""
     if form.is_valid():
-        data = dict(form.cleaned_data)
-        note = data.pop("note")
         try:
-            policy_update(suite=suite, actor=actor_label(request.user), note=note, **data)
+            notice = save(form.cleaned_data)
         except ValidationError as exc:
             form.add_error(None, exc)
         else:
-            messages.success(request, "Policy saved.")
-            return _back(suite, "policy")
-    return _page(request, suite, policy_form=form)
+            return _done(request, suite, section, notice)
+    return _page(request, suite, **{form_name: form})
 
 
-@login_required
-@require_GET
+@_for_leads("GET")
+def settings_page(request, suite):
+    return _page(request, suite)
+
+
+@_for_leads("POST")
+def policy(request, suite):
+    def save(data):
+        policy_update(suite=suite, actor=actor_label(request.user), **data)
+        return "Policy saved."
+
+    form = PolicyForm(request.POST)
+    return _saved(request, suite, form, save, section="policy", form_name="policy_form")
+
+
+@_for_leads("GET")
 def runs_needed(request, suite):
     """The helper again, for the numbers being typed into the policy form."""
-    suite = _lead_suite(request, suite)
     helper = _runs_needed(suite, request.GET.get("max_upper_rate"), request.GET.get("min_runs"))
     return render(request, "ledger/settings.html#runs_needed", {"suite": suite, "helper": helper})
 
 
-@login_required
-@require_POST
+@_for_leads("POST")
 def fixture_pin(request, suite):
-    suite = _lead_suite(request, suite)
+    def save(data):
+        fixture_pin_set(suite=suite, actor=actor_label(request.user),
+                        manifest=data["fixture_manifest"], seed=data["fixture_seed"])
+        return "Fixture pin saved."
+
     form = FixturePinForm(request.POST)
-    if form.is_valid():
-        try:
-            fixture_pin_set(
-                suite=suite,
-                actor=actor_label(request.user),
-                manifest=form.cleaned_data["fixture_manifest"],
-                seed=form.cleaned_data["fixture_seed"],
-            )
-        except ValidationError as exc:
-            form.add_error(None, exc)
-        else:
-            messages.success(request, "Fixture pin saved.")
-            return _back(suite, "fixture-pin")
-    return _page(request, suite, pin_form=form)
+    return _saved(request, suite, form, save, section="fixture-pin", form_name="pin_form")
 
 
 def _preview(suite, glob: str, tier: int):
@@ -154,10 +165,8 @@ def _preview(suite, glob: str, tier: int):
     }
 
 
-@login_required
-@require_GET
+@_for_leads("GET")
 def tier_rule_preview(request, suite):
-    suite = _lead_suite(request, suite)
     form = TierRuleForm(request.GET)
     preview = None
     if form.is_valid():
@@ -168,10 +177,8 @@ def tier_rule_preview(request, suite):
     return _page(request, suite, rule_form=form, preview=preview)
 
 
-@login_required
-@require_POST
+@_for_leads("POST")
 def tier_rule_add(request, suite):
-    suite = _lead_suite(request, suite)
     form = TierRuleForm(request.POST)
     if not form.is_valid():
         return _page(request, suite, rule_form=form)
@@ -198,40 +205,25 @@ def tier_rule_add(request, suite):
     return _back(suite, "tier-rules")
 
 
-@login_required
-@require_POST
+@_for_leads("POST")
 def tier_rule_remove(request, suite, pk):
-    suite = _lead_suite(request, suite)
     rule = get_object_or_404(TierRule, suite=suite, pk=pk)
     remove_rule(rule=rule, actor=actor_label(request.user))
-    messages.success(request, f"Rule “{rule.glob}” removed.")
-    return _back(suite, "tier-rules")
+    return _done(request, suite, "tier-rules", f"Rule “{rule.glob}” removed.")
 
 
-@login_required
-@require_POST
+@_for_leads("POST")
 def member_set(request, suite):
-    suite = _lead_suite(request, suite)
+    def save(data):
+        membership = member_change(suite=suite, actor=actor_label(request.user), **data)
+        return f"{membership.user.get_username()} is {membership.role} of {suite.slug}."
+
     form = MemberForm(request.POST)
-    if form.is_valid():
-        try:
-            membership = member_change(
-                suite=suite, actor=actor_label(request.user), **form.cleaned_data
-            )
-        except ValidationError as exc:
-            form.add_error(None, exc)
-        else:
-            messages.success(
-                request, f"{membership.user.get_username()} is {membership.role} of {suite.slug}."
-            )
-            return _back(suite, "members")
-    return _page(request, suite, member_form=form)
+    return _saved(request, suite, form, save, section="members", form_name="member_form")
 
 
-@login_required
-@require_POST
+@_for_leads("POST")
 def member_remove(request, suite, pk):
-    suite = _lead_suite(request, suite)
     membership = get_object_or_404(Membership.objects.select_related("user"), suite=suite, pk=pk)
     try:
         member_drop(membership=membership, actor=actor_label(request.user))
@@ -242,11 +234,9 @@ def member_remove(request, suite, pk):
     return _back(suite, "members")
 
 
-@login_required
-@require_POST
+@_for_leads("POST")
 @never_cache
 def token_create(request, suite):
-    suite = _lead_suite(request, suite)
     form = TokenForm(request.POST)
     if not form.is_valid():
         return _page(request, suite, token_form=form)
@@ -257,11 +247,8 @@ def token_create(request, suite):
     return _page(request, suite, new_token=token, new_token_raw=raw)
 
 
-@login_required
-@require_POST
+@_for_leads("POST")
 def token_revoke(request, suite, pk):
-    suite = _lead_suite(request, suite)
     token = get_object_or_404(ApiToken, suite=suite, pk=pk)
     revoke_token(token=token, actor=actor_label(request.user))
-    messages.success(request, f"Token {token.prefix}… revoked.")
-    return _back(suite, "tokens")
+    return _done(request, suite, "tokens", f"Token {token.prefix}… revoked.")

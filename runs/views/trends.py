@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from datetime import date
+from functools import wraps
 from urllib.parse import urlencode
 
 from django import forms
@@ -138,15 +139,26 @@ def _charts(suite, period: Period, today: date):
     )
 
 
-@login_required
-@require_GET
-def trends(request, suite):
-    suite = suite_for(request, suite)
-    if renamed := _renamed(request):
-        return redirect(renamed)
-    today = timezone.now().date()
-    form = TrendsForm(request.GET, today=today)
-    period = form.period()
+def _over_a_period(view):
+    """A trends view: it receives the viewer's suite, the query's form and its period
+    (None when the query is wrong), and today. A query in the old names is redirected first."""
+
+    @login_required
+    @require_GET
+    @wraps(view)
+    def read(request, suite, **kwargs):
+        suite = suite_for(request, suite)
+        if renamed := _renamed(request):
+            return redirect(renamed)
+        today = timezone.now().date()
+        form = TrendsForm(request.GET, today=today)
+        return view(request, suite, form, form.period(), today, **kwargs)
+
+    return read
+
+
+@_over_a_period
+def trends(request, suite, form, period, today):
     custom = form.custom
     if period is not None:
         shown = {"range": period.preset, "from": period.start.isoformat(),
@@ -178,15 +190,8 @@ def trends(request, suite):
     return response
 
 
-@login_required
-@require_GET
-def trends_csv(request, suite, chart):
-    suite = suite_for(request, suite)
-    if renamed := _renamed(request):
-        return redirect(renamed)
-    today = timezone.now().date()
-    form = TrendsForm(request.GET, today=today)
-    period = form.period()
+@_over_a_period
+def trends_csv(request, suite, form, period, today, chart):
     if period is None:
         return HttpResponseBadRequest("\n".join(form.messages()) + "\n",
                                       content_type="text/plain; charset=utf-8")

@@ -1,5 +1,6 @@
-# Flakeboard: `make run` serves the demo board, `make test` runs the whole suite.
-# Both create .venv and install requirements.txt first. Django 6 needs Python 3.12+.
+# Flakeboard: `make run` serves the demo board, `make test` runs the whole suite, and
+# `make test-fast` its fast lane. All create .venv and install requirements.txt first.
+# Django 6 needs Python 3.12+.
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -12,7 +13,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3 \
 	$$(ls -d $$HOME/.pyenv/versions/3.13*/bin/python3 $$HOME/.pyenv/versions/3.12*/bin/python3 2>/dev/null); do \
 	if $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then echo $$p; break; fi; done)
 
-.PHONY: install run test lint bench clean
+.PHONY: install run test test-fast lint bench clean
 
 $(VENV)/.installed: requirements.txt
 	@if [ -z "$(PYTHON)" ]; then \
@@ -37,6 +38,12 @@ test: install
 	$(PY) -m ruff check .
 	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest
+
+# The fast lane, under two minutes: the suite without the slow, browser and fuzz tests
+# (pyproject.toml's markers), and every hypothesis property on a few examples
+# (tests/properties.py). `make test` is the whole run.
+test-fast: install
+	HYPOTHESIS_PROFILE=fast $(PY) -m pytest -m "not slow and not browser and not fuzz"
 
 lint: install
 	$(PY) -m ruff check .

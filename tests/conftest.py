@@ -1,11 +1,20 @@
-"""People and suites shared by the tests: a lead, an owner, a viewer and an outsider."""
+"""What the tests share: people (a lead, an owner, a viewer, an outsider, staff) and suites;
+the furnished suite the access matrices ask about; the live board, as CI calls it."""
+
+from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from ledger.models import Membership, Role
+from ledger.models import ApiToken, Membership, Role
+from ledger.quarantine import quarantine_create
 from ledger.suites import suite_create
+from ledger.tiers import tier_rule_add
+from ledger.tokens import token_create, token_revoke
+from runs.ingest import report_ingest, signals_ingest
+from tests.helpers import body, measurement, record
 
 PASSWORD = "correct horse battery staple"
 
@@ -80,11 +89,59 @@ def staff(db):
     return _user("stella", is_staff=True, is_superuser=True)
 
 
+@pytest.fixture
+def world(suite, other_suite, lead, owner, viewer, outsider, staff, today):
+    """The suite with one of everything a caller may ask for: a report, a verdict batch, an
+    open entry, a tier rule; the people; and a token of every kind (read, write, another
+    suite's, a revoked one), by plaintext."""
+    flaky = "tests/test_flaky.py::test_once"
+    rows = [measurement(f"tests/test_{i}.py::test_ok") for i in range(40)]
+    rows.append(measurement(flaky, fails=9))
+    report = report_ingest(suite=suite, body=body(rows), actor="ci").upload
+    batch = signals_ingest(suite=suite, body=body([record(flaky)]), actor="ci").upload
+    entry = quarantine_create(suite=suite, nodeid=flaky, owner="@finley",
+                              expires=today + timedelta(days=3), evidence="ci/run-1",
+                              actor="@finley", today=today)
+    rule = tier_rule_add(suite=suite, glob="tests/test_properties.py::*", tier=0,
+                         actor="@lea")
+    read_raw = token_create(suite=suite, scope="read", actor="@lea")[1]
+    write_raw = token_create(suite=suite, scope="write", actor="@lea")[1]
+    other_raw = token_create(suite=other_suite, scope="write", actor="@otto")[1]
+    revoked_raw = token_create(suite=suite, scope="write", actor="@lea")[1]
+    token_revoke(token=ApiToken.objects.get(prefix=revoked_raw[:12]), actor="@lea")
+    return SimpleNamespace(
+        suite=suite, other_suite=other_suite, today=today, node=flaky, report=report,
+        batch=batch, entry=entry, rule=rule,
+        viewer=viewer, viewer_membership=Membership.objects.get(user=viewer),
+        read_token=ApiToken.objects.get(prefix=read_raw[:12]),
+        users={"outsider": outsider, "viewer": viewer, "owner": owner, "lead": lead,
+               "staff": staff},
+        tokens={"read": read_raw, "write": write_raw, "other": other_raw,
+                "revoked": revoked_raw},
+    )
+
+
 @pytest.fixture(scope="session")
 def live_server(django_db_setup, live_server):
     """pytest-django's live server, started only once the test database exists, so that
     its threads share the in-memory SQLite connection instead of each leaking their own."""
     return live_server
+
+
+@pytest.fixture
+def board(live_server):
+    """The live board, called over HTTP as CI calls it."""
+    from tests.api_http import Board  # here: a test that calls no API loads none of it
+
+    return Board(live_server.url)
+
+
+@pytest.fixture
+def token(suite):
+    """A write token of the suite, as a CI job holds it."""
+    from tests.api_http import new_token
+
+    return new_token(suite, "write")
 
 
 @pytest.fixture

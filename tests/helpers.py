@@ -1,6 +1,30 @@
-"""Builders for upload bodies."""
+"""Builders for upload bodies, the fixed calendar of the pure rules' tests, the URLs of a
+suite's pages, and tables of test cases."""
 
 import json
+import re
+from collections.abc import Callable
+from datetime import date, timedelta
+from fractions import Fraction
+
+import pytest
+from django.urls import reverse
+
+from flakeboard.rules import EntryFacts
+
+# The rules never read the clock: their tests pass this day as today.
+TODAY = date(2026, 3, 15)
+YESTERDAY = TODAY - timedelta(days=1)
+TOMORROW = TODAY + timedelta(days=1)
+NEXT_WEEK = TODAY + timedelta(days=7)
+NEXT_MONTH = TODAY + timedelta(days=30)
+LONG_AGO = TODAY - timedelta(days=90)
+
+# Ledger entries as the rules see them, on TODAY.
+ACTIVE = EntryFacts(expires=NEXT_MONTH)
+LAST_DAY = EntryFacts(expires=TODAY)  # expires today: still valid today
+EXPIRED = EntryFacts(expires=YESTERDAY)
+VIOLATING = EntryFacts(expires=NEXT_MONTH, tier_violation=True)
 
 
 def body(data) -> bytes:
@@ -14,3 +38,59 @@ def measurement(nodeid, n=200, fails=0, **extra):
 def record(node, prop="pass", lock="match", status="stable", **extra):
     return {"node": node, "property_check": prop, "fixture_lock": lock, "flake_status": status,
             **extra}
+
+
+def suite_pages(suite, *, entry, report, batch, node) -> dict[str, str]:
+    """The pages of a suite an owner reads or acts on, by URL name, on the given rows."""
+    slug = suite.slug
+    return {
+        "overview": reverse("overview", args=[slug]),
+        "ledger": reverse("ledger", args=[slug]),
+        "entry": reverse("entry", args=[slug, entry.pk]),
+        "entry_new": reverse("entry_new", args=[slug]),
+        "entry_renew": reverse("entry_renew", args=[slug, entry.pk]),
+        "entry_clear": reverse("entry_clear", args=[slug, entry.pk]),
+        "reports": reverse("reports", args=[slug]),
+        "report": reverse("report", args=[slug, report.pk]),
+        "verdicts": reverse("verdicts", args=[slug]),
+        "batch": reverse("batch", args=[slug, batch.pk]),
+        "node": reverse("node", args=[slug, node]),
+    }
+
+
+def field_errors(response, field: str) -> str:
+    """The error list a form renders right after the field's input ("" when none)."""
+    found = re.search(rf'<ul class="errorlist" id="id_{field}_error">(.*?)</ul>',
+                      response.content.decode(), re.S)
+    return found.group(1) if found else ""
+
+
+# --- tables of test cases ------------------------------------------------------------------
+
+
+def table(text: str, *columns: Callable[[str], object]) -> list:
+    """Test cases from a text table, one a line: white-space separated cells, each read by
+    its column's function (a cell "-" is None), then the case's id."""
+    cases = []
+    for line in text.strip().splitlines():
+        *cells, case_id = line.split()
+        assert len(cells) == len(columns), line
+        values = [None if cell == "-" else read(cell)
+                  for read, cell in zip(columns, cells, strict=True)]
+        cases.append(pytest.param(*values, id=case_id))
+    return cases
+
+
+def yes(cell: str) -> bool:
+    """A table cell that says yes or no."""
+    return {"yes": True, "no": False}[cell]
+
+
+def ratio(cell: str) -> float:
+    """A table cell that is a number or a fraction: 0.05, 1/19."""
+    return float(Fraction(cell))
+
+
+def named(expected, cases: dict) -> list:
+    """Test cases (value, expected), one for each value of ``cases``, with its name as id."""
+    return [pytest.param(value, expected, id=name) for name, value in cases.items()]

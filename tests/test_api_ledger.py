@@ -9,17 +9,12 @@ import pytest
 from ledger.models import QuarantineEntry
 from ledger.quarantine import quarantine_clear, quarantine_create, quarantine_renew
 from ledger.tiers import tier_rule_add
-from tests.api_http import Board, new_token
+from tests.api_http import new_token
 from tests.helpers import body, measurement
 
 FLAKY = "tests/test_ingest.py::test_stream_backpressure"
 GATE_KEYS = {"class", "seed_base", "n", "fails", "upper95", "owner", "expires", "evidence"}
 ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-
-
-@pytest.fixture
-def board(live_server):
-    return Board(live_server.url)
 
 
 @pytest.fixture

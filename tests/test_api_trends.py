@@ -6,25 +6,22 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from runs.ingest import report_ingest, signals_ingest
 from runs.models import ReasonRollup
-from tests.api_http import Board, new_token
+from tests.api_http import new_token
 from tests.helpers import body, measurement, record
+from tests.properties import db_property
 from tests.test_trends import DAY_TEXTS, accepted
 
 TODAY = timezone.now().date()
 
 
 @pytest.fixture
-def board(live_server):
-    return Board(live_server.url)
-
-
-@pytest.fixture
 def token(suite):
+    """A read token: reading the trends needs no more."""
     return new_token(suite, "read")
 
 
@@ -147,8 +144,7 @@ def test_the_page_and_the_api_show_the_same_30_days_by_default(board, suite, tok
     assert period.days == 30 and period.end == today
 
 
-@settings(deadline=None, max_examples=200,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@db_property(200)
 @given(first=DAY_TEXTS, last=DAY_TEXTS, bucket=st.sampled_from(["day", "week"]))
 def test_no_range_makes_the_api_fail(suite, token, first, last, bucket):
     """In-process, where a server error raises: each range is answered, or refused with a

@@ -6,10 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = {"B1", "B2", "B3", "B4", "B5"}
 
 
+@pytest.mark.slow
 def test_smoke_run_reports_a_row_for_every_benchmark(tmp_path):
     out = tmp_path / "out"
     real_docs = ROOT / "docs" / "benchmarks.md"

@@ -12,7 +12,7 @@ from django.urls import reverse
 from flakeboard import rules
 from ledger.ledger_file import import_ledger
 from runs.ingest import report_ingest, signals_ingest
-from runs.validation import UploadInvalid
+from runs.wire import UploadInvalid
 from tests.helpers import body, measurement, record
 
 NODE = "tests/test_pay.py::test_refund_retry"

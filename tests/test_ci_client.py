@@ -13,7 +13,7 @@ from django.conf import settings
 
 from ledger.quarantine import quarantine_create
 from runs.models import Report, VerdictBatch
-from tests.api_http import Board, new_token
+from tests.api_http import new_token
 from tests.helpers import body, measurement, record
 
 CLIENT = settings.BASE_DIR / "client" / "flakeboard_ci.py"
@@ -21,9 +21,9 @@ FLAKY = "tests/test_ingest.py::test_stream_backpressure"
 
 
 @pytest.fixture
-def client_script(live_server, tmp_path):
+def client_script(board, tmp_path):
     """The client as CI gets it: fetched from the board with nothing but HTTP."""
-    answer = Board(live_server.url).get("/ci/flakeboard_ci.py")
+    answer = board.get("/ci/flakeboard_ci.py")
     assert answer.status == 200
     assert "attachment" in answer.headers["Content-Disposition"]
     path = tmp_path / "flakeboard_ci.py"
@@ -66,7 +66,7 @@ def test_the_client_uses_only_the_standard_library():
     assert imported and imported <= set(sys.stdlib_module_names) | {"__future__"}
 
 
-def test_ledger_writes_flake_ledger_json(run, suite, today, tmp_path, live_server):
+def test_ledger_writes_flake_ledger_json(run, suite, today, tmp_path, board):
     suite.max_quarantined_share = 1.0
     suite.save()
     for nodeid, days in ((FLAKY, 10), ("tests/a.py::test_old", -2)):
@@ -75,7 +75,7 @@ def test_ledger_writes_flake_ledger_json(run, suite, today, tmp_path, live_serve
                           imported=days < 0)
     done = run("ledger", token=new_token(suite, "read"))
     assert done.returncode == 0, done.stderr
-    served = Board(live_server.url).ledger(suite.slug, new_token(suite, "read")).json
+    served = board.ledger(suite.slug, new_token(suite, "read")).json
     assert json.loads((tmp_path / "flake_ledger.json").read_text()) == served
     assert "EXPIRED tests/a.py::test_old" in done.stdout
     assert "2 quarantine entries of suite acme, 1 expired" in done.stdout

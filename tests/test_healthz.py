@@ -2,22 +2,20 @@
 
 from django.db import OperationalError
 
-from tests.api_http import Board
-
 
 class DeadDatabase:
     def cursor(self):
         raise OperationalError("connection refused")
 
 
-def test_healthy_when_the_database_answers(live_server):
-    answer = Board(live_server.url).get("/healthz")
+def test_healthy_when_the_database_answers(board):
+    answer = board.get("/healthz")
     assert (answer.status, answer.json) == (200, {"database": "ok"})
     assert "no-cache" in answer.headers["Cache-Control"]
 
 
-def test_503_when_the_database_does_not_answer(live_server, monkeypatch):
+def test_503_when_the_database_does_not_answer(board, monkeypatch):
     monkeypatch.setattr("ledger.views.home.connection", DeadDatabase())
-    answer = Board(live_server.url).get("/healthz")
+    answer = board.get("/healthz")
     assert answer.status == 503
     assert answer.json["database"] != "ok"

@@ -79,13 +79,19 @@ def chromium(live_server):
         each.close()
 
 
+def on_the_ledger(chromium, username, slug) -> Browser:
+    """A browser signed in as ``username`` on the suite's ledger, marked to tell a reload."""
+    browser = chromium()
+    browser.sign_in(username)
+    browser.page.goto(f"{browser.base_url}/suites/{slug}/ledger/")
+    browser.page.evaluate("window.notReloaded = true")
+    return browser
+
+
 def test_renew_in_place_from_the_ledger_row(chromium, suite, entry):
     pk, slug = entry.pk, suite.slug
-    chromium = chromium()
-    chromium.sign_in("finley")
+    chromium = on_the_ledger(chromium, "finley", slug)
     page = chromium.page
-    page.goto(f"{chromium.base_url}/suites/{slug}/ledger/")
-    page.evaluate("window.notReloaded = true")
     page.click(f"#entry-{pk} >> text=Renew")
     page.wait_for_selector(f"#entry-{pk}.editing")
     page.fill(f"#id_renew{pk}_evidence", "ci/run-2")
@@ -109,11 +115,8 @@ def test_filters_push_the_url_and_the_entry_page_loads_measurements(
     chromium, suite, entry, viewer
 ):
     slug, pk = suite.slug, entry.pk
-    chromium = chromium()
-    chromium.sign_in("vic")
+    chromium = on_the_ledger(chromium, "vic", slug)
     page = chromium.page
-    page.goto(f"{chromium.base_url}/suites/{slug}/ledger/")
-    page.evaluate("window.notReloaded = true")
     page.select_option("#id_state", "expiring")
     page.wait_for_url("**state=expiring**")
     rows_when_expiring = page.locator("tr[id^=entry-]").count()

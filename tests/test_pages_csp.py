@@ -10,7 +10,7 @@ from django.urls import NoReverseMatch, reverse
 
 from ledger.quarantine import quarantine_create
 from runs.ingest import report_ingest, signals_ingest
-from tests.helpers import body, measurement, record
+from tests.helpers import body, measurement, record, suite_pages
 
 NODE = "tests/test_pay.py::test_refund_retry"
 
@@ -23,20 +23,7 @@ def pages(suite, today):
     batch = signals_ingest(suite=suite, body=body([record(NODE)]), actor="ci").upload
     entry = quarantine_create(suite=suite, nodeid=NODE, owner="@finley", evidence="ci/run-1",
                               expires=today + timedelta(days=9), actor="@finley", today=today)
-    slug = suite.slug
-    return {
-        "overview": reverse("overview", args=[slug]),
-        "ledger": reverse("ledger", args=[slug]),
-        "entry": reverse("entry", args=[slug, entry.pk]),
-        "entry_new": reverse("entry_new", args=[slug]),
-        "entry_renew": reverse("entry_renew", args=[slug, entry.pk]),
-        "entry_clear": reverse("entry_clear", args=[slug, entry.pk]),
-        "reports": reverse("reports", args=[slug]),
-        "report": reverse("report", args=[slug, report.pk]),
-        "verdicts": reverse("verdicts", args=[slug]),
-        "batch": reverse("batch", args=[slug, batch.pk]),
-        "node": reverse("node", args=[slug, NODE]),
-    }
+    return suite_pages(suite, entry=entry, report=report, batch=batch, node=NODE)
 
 
 def inline_code(html: str) -> list[str]:

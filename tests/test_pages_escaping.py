@@ -10,7 +10,7 @@ from django.urls import reverse
 from ledger.models import QuarantineEntry
 from ledger.quarantine import quarantine_clear, quarantine_create
 from runs.ingest import report_ingest, signals_ingest
-from tests.helpers import body, measurement, record
+from tests.helpers import body, measurement, record, suite_pages
 
 NODE = "tests/x.py::test_<script>alert(1)</script>[\"'q]"
 SCRIPT_NOTE = "<script>alert(4)</script> & \"quoted\" 'single'"
@@ -51,19 +51,15 @@ def hostile(suite, today):
 
 
 def urls(suite, hostile):
+    """Every page of the suite, on the hostile rows; each entry's page, the cleared one's too."""
     slug, entries = suite.slug, hostile["entries"]
+    pages = suite_pages(suite, entry=entries["markup"], report=hostile["report"],
+                        batch=hostile["batch"], node=NODE)
+    others = [*(e for name, e in entries.items() if name != "markup"), hostile["cleared"]]
     return [
-        reverse("overview", args=[slug]),
-        reverse("ledger", args=[slug]),
-        *(reverse("entry", args=[slug, e.pk]) for e in entries.values()),
-        reverse("entry", args=[slug, hostile["cleared"].pk]),
-        reverse("entry_renew", args=[slug, entries["markup"].pk]),
+        *pages.values(),
+        *(reverse("entry", args=[slug, e.pk]) for e in others),
         reverse("entry_clear", args=[slug, entries["javascript"].pk]),
-        reverse("reports", args=[slug]),
-        reverse("report", args=[slug, hostile["report"].pk]),
-        reverse("verdicts", args=[slug]),
-        reverse("batch", args=[slug, hostile["batch"].pk]),
-        reverse("node", args=[slug, NODE]),
         reverse("node", args=[slug, "t.py::t1"]),
     ]
 

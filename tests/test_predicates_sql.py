@@ -6,27 +6,27 @@ predicate picks, and the SQL share is the Python share."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
-from django.db import transaction
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from flakeboard import rules
 from ledger.models import Node, QuarantineEntry, Suite
 from ledger.selectors import OPEN_STATES, entry_counts, known_nodes, share_figures
+from tests.properties import db_property, rolled_back
 
-SQL_PROPERTY = settings(
-    deadline=None,
-    max_examples=80,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+SQL_PROPERTY = db_property(80)
+pytestmark = pytest.mark.django_db
 # Offsets reach past every window's edge on both sides, and land on the edges often: the
 # 7-day expiring window, the 30-day known-node window, and expiry today.
 EDGES = st.sampled_from([-31, -30, -29, -1, 0, 1, 6, 7, 8])
 EXPIRY = EDGES | st.integers(-40, 40)
 SIGHTING = st.none() | EDGES | st.integers(-40, 2)
+DAYS = st.dates(date(2001, 1, 1), date(2099, 1, 1))
 
 NODES = st.lists(
     st.tuples(
@@ -36,6 +36,13 @@ NODES = st.lists(
     ),
     max_size=20,
 )
+
+
+@contextmanager
+def random_ledger(today: date, nodes) -> Iterator[Suite]:
+    """A suite holding ``nodes``, for one example: rolled back when the example ends."""
+    with rolled_back():
+        yield _ledger(today, nodes)
 
 
 def _ledger(today: date, nodes) -> Suite:
@@ -62,12 +69,10 @@ def _python_states(suite: Suite, today: date) -> dict[int, rules.EntryState]:
     return {e.pk: e.state(today) for e in entries}
 
 
-@pytest.mark.django_db
 @SQL_PROPERTY
-@given(today=st.dates(date(2001, 1, 1), date(2099, 1, 1)), nodes=NODES)
+@given(today=DAYS, nodes=NODES)
 def test_state_filters_pick_exactly_the_entries_in_that_state(today, nodes):
-    with transaction.atomic():
-        suite = _ledger(today, nodes)
+    with random_ledger(today, nodes) as suite:
         python = _python_states(suite, today)
         entries = QuarantineEntry.objects.filter(suite=suite)
         for state in rules.EntryState:
@@ -76,15 +81,12 @@ def test_state_filters_pick_exactly_the_entries_in_that_state(today, nodes):
         counts = entry_counts(suite, today)
         tally = Counter(python.values())
         assert counts == {state.value: tally[state] for state in OPEN_STATES}
-        transaction.set_rollback(True)
 
 
-@pytest.mark.django_db
 @SQL_PROPERTY
-@given(today=st.dates(date(2001, 1, 1), date(2099, 1, 1)), nodes=NODES)
+@given(today=DAYS, nodes=NODES)
 def test_live_entries_and_known_nodes_match_their_predicates(today, nodes):
-    with transaction.atomic():
-        suite = _ledger(today, nodes)
+    with random_ledger(today, nodes) as suite:
         entries = list(QuarantineEntry.objects.filter(suite=suite).select_related("node"))
         live = {
             e.pk for e in entries if e.cleared_at is None and rules.entry_is_live(e.facts, today)
@@ -103,7 +105,6 @@ def test_live_entries_and_known_nodes_match_their_predicates(today, nodes):
         expected = rules.ShareFigures(len(live), len(known), suite.max_quarantined_share)
         assert figures == expected
         assert figures.over_cap is rules.share_over_cap(len(live), len(known), 0.25)
-        transaction.set_rollback(True)
 
 
 # --- the edges, as tables: each breaks if a window or a comparison moves by one ----------

@@ -7,7 +7,6 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
 from ledger.models import AuditEvent, QuarantineEntry
 from ledger.quarantine import quarantine_clear, quarantine_create, quarantine_renew
-from ledger.tiers import tier_rule_add
 from runs.ingest import report_ingest
 from tests.helpers import body, measurement
 
@@ -22,6 +21,13 @@ def create(suite, today, **overrides):
     }
     kwargs.update(overrides)
     return quarantine_create(**kwargs)
+
+
+def renew(entry, today, **overrides):
+    kwargs = {"entry": entry, "expires": today + timedelta(days=20), "evidence": "ci/run-90000",
+              "actor": "@finley", "today": today}
+    kwargs.update(overrides)
+    return quarantine_renew(**kwargs)
 
 
 def codes(exc: ValidationError) -> dict[str, list[str]]:
@@ -47,26 +53,39 @@ def test_create_stores_server_bound_and_audit_event(wide_suite, today):
     assert wide_suite.ledger_revision == 1
 
 
-@pytest.mark.parametrize(
-    ("overrides", "field", "code"),
-    [
-        ({"owner": ""}, "owner", "owner_invalid"),
-        ({"owner": "finley"}, "owner", "owner_invalid"),
-        ({"evidence": "  "}, "evidence", "evidence_required"),
-        ({"expires_days": 0}, "expires", "expiry_out_of_bounds"),
-        ({"expires_days": -3}, "expires", "expiry_out_of_bounds"),
-        ({"expires_days": 31}, "expires", "expiry_out_of_bounds"),
-        ({"nodeid": ""}, "node", "nodeid_invalid"),
-    ],
-    ids=["no-owner", "bare-owner", "no-evidence", "expires-today", "expires-past", "too-far",
-         "empty-node"],
-)
-def test_create_refusals(wide_suite, today, overrides, field, code):
+# Each refusal of a field: its code, and the words a person is shown (on the form, next to
+# the field). The tier rule's refusals, by every path, are in test_tier_never_quarantined.py.
+FIELD_REFUSALS = [
+    pytest.param({"owner": ""}, "owner", "owner_invalid", "An owner is required",
+                 id="no-owner"),
+    pytest.param({"owner": "finley"}, "owner", "owner_invalid", "must be a @handle",
+                 id="bare-owner"),
+    pytest.param({"evidence": ""}, "evidence", "evidence_required", "Evidence is required",
+                 id="no-evidence"),
+    pytest.param({"evidence": "  "}, "evidence", "evidence_required", "Evidence is required",
+                 id="blank-evidence"),
+    pytest.param({"expires": None}, "expires", "expiry_required", "An expiry date is required",
+                 id="no-expiry"),
+    pytest.param({"expires_days": 0}, "expires", "expiry_out_of_bounds", "must be after today",
+                 id="expires-today"),
+    pytest.param({"expires_days": -3}, "expires", "expiry_out_of_bounds", "must be after today",
+                 id="expires-past"),
+    pytest.param({"expires_days": 31}, "expires", "expiry_out_of_bounds",
+                 "at most 30 days ahead", id="too-far"),
+    pytest.param({"nodeid": ""}, "node", "nodeid_invalid", "must not be empty", id="empty-node"),
+    pytest.param({"fails": 300}, "fails", "counts_invalid", "between 0 and n",
+                 id="fails-over-n"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "field", "code", "words"), FIELD_REFUSALS)
+def test_create_refusals(wide_suite, today, overrides, field, code, words):
     if "expires_days" in overrides:
         overrides["expires"] = today + timedelta(days=overrides.pop("expires_days"))
     with pytest.raises(ValidationError) as caught:
         create(wide_suite, today, **overrides)
     assert code in codes(caught.value)[field]
+    assert any(words in message for message in caught.value.message_dict[field])
     assert not QuarantineEntry.objects.exists()
     assert not AuditEvent.objects.filter(entry__isnull=False).exists()
 
@@ -74,22 +93,6 @@ def test_create_refusals(wide_suite, today, overrides, field, code):
 def test_expiry_at_the_maximum_is_accepted(wide_suite, today):
     entry = create(wide_suite, today, expires=today + timedelta(days=30))
     assert entry.expires == today + timedelta(days=30)
-
-
-def test_tier_zero_node_is_refused_naming_the_rule(wide_suite, today):
-    tier_rule_add(suite=wide_suite, glob="tests/test_properties.py::*", tier=0, actor="@lea")
-    with pytest.raises(ValidationError) as caught:
-        create(wide_suite, today, nodeid="tests/test_properties.py::test_idempotent")
-    assert codes(caught.value)["node"] == ["tier_refused"]
-    assert "tests/test_properties.py::*" in caught.value.message_dict["node"][0]
-    assert not QuarantineEntry.objects.exists()
-
-
-def test_stated_tier_one_is_refused(wide_suite, today):
-    report_ingest(suite=wide_suite, body=body([measurement(NODE, tier=1)]), actor="ci")
-    with pytest.raises(ValidationError) as caught:
-        create(wide_suite, today)
-    assert "stated" in caught.value.message_dict["node"][0]
 
 
 def test_one_open_entry_per_node(wide_suite, today):
@@ -114,12 +117,9 @@ def test_share_cap_refuses_the_entry_that_would_cross_it(suite, today):
 def test_renew_needs_new_evidence_and_counts(wide_suite, today):
     entry = create(wide_suite, today)
     with pytest.raises(ValidationError) as caught:
-        quarantine_renew(entry=entry, expires=today + timedelta(days=20), evidence="ci/run-88213",
-                         actor="@finley", today=today)
+        renew(entry, today, evidence="ci/run-88213")
     assert codes(caught.value)["evidence"] == ["evidence_unchanged"]
-    renewed = quarantine_renew(entry=entry, expires=today + timedelta(days=20),
-                               evidence="ci/run-90000", owner="@sam", actor="@finley",
-                               today=today, note="still flaky")
+    renewed = renew(entry, today, owner="@sam", note="still flaky")
     assert renewed.renewals == 1 and renewed.owner == "@sam"
     event = AuditEvent.objects.get(entry=entry, action="renew")
     assert event.before["evidence"] == "ci/run-88213"
@@ -127,12 +127,14 @@ def test_renew_needs_new_evidence_and_counts(wide_suite, today):
     assert event.note == "still flaky"
 
 
-def test_renew_respects_expiry_bounds(wide_suite, today):
+@pytest.mark.parametrize("days", [0, 31])
+def test_renew_respects_expiry_bounds(wide_suite, today, days):
     entry = create(wide_suite, today)
     with pytest.raises(ValidationError) as caught:
-        quarantine_renew(entry=entry, expires=today + timedelta(days=45), evidence="ci/run-2",
-                         actor="@finley", today=today)
+        renew(entry, today, expires=today + timedelta(days=days))
     assert codes(caught.value)["expires"] == ["expiry_out_of_bounds"]
+    entry.refresh_from_db()
+    assert entry.renewals == 0
 
 
 def test_clear_needs_a_note_and_keeps_history(wide_suite, today):

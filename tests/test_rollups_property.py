@@ -3,14 +3,16 @@ ingests (hypothesis): duplicates and dry runs add nothing, and rebuild_rollups a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
-from django.db import transaction
 from django.utils import timezone
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from ledger.models import Suite
 from ledger.quarantine import quarantine_create
 from ledger.suites import suite_create
 from ledger.tiers import tier_rule_add
@@ -18,12 +20,9 @@ from runs.ingest import report_ingest, signals_ingest
 from runs.models import ReasonRollup
 from runs.rollups import counts_from_raw, counts_from_rollups, rebuild_rollups
 from tests.helpers import body, measurement, record
+from tests.properties import db_property, rolled_back
 
-DB_PROPERTY = settings(
-    deadline=None,
-    max_examples=40,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+DB_PROPERTY = db_property(40)
 DAYS = 21
 # A Monday far enough back that the whole history lies before today.
 _START = timezone.now().date() - timedelta(days=DAYS + 14)
@@ -120,11 +119,17 @@ def ingest_history(slug: str, history: dict):
     return suite
 
 
+@contextmanager
+def ingested(history: dict, slug: str = "prop") -> Iterator[Suite]:
+    """A suite fed the history, for one example: rolled back when the example ends."""
+    with rolled_back():
+        yield ingest_history(slug, history)
+
+
 @DB_PROPERTY
 @given(histories())
 def test_rollups_match_the_raw_rows_and_rebuild_agrees(db, history) -> None:
-    with transaction.atomic():
-        suite = ingest_history("prop", history)
+    with ingested(history) as suite:
         raw = counts_from_raw(suite)
         assert counts_from_rollups(suite) == raw
         assert sum(raw.values()) == sum(
@@ -133,20 +138,17 @@ def test_rollups_match_the_raw_rows_and_rebuild_agrees(db, history) -> None:
         rows = rebuild_rollups(suite)
         assert rows == len(raw)
         assert counts_from_rollups(suite) == raw
-        transaction.set_rollback(True)
 
 
 @DB_PROPERTY
 @given(histories())
 def test_rebuild_from_nothing_restores_the_same_rollups(db, history) -> None:
-    with transaction.atomic():
-        suite = ingest_history("prop", history)
+    with ingested(history) as suite:
         before = counts_from_rollups(suite)
         ReasonRollup.objects.filter(suite=suite).delete()
         assert counts_from_rollups(suite) == {}
         rebuild_rollups(suite)
         assert counts_from_rollups(suite) == before == counts_from_raw(suite)
-        transaction.set_rollback(True)
 
 
 def test_dry_runs_and_duplicates_add_nothing(suite) -> None:

@@ -16,7 +16,7 @@ import itertools
 from datetime import date, timedelta
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from flakeboard.rules import (
@@ -35,25 +35,19 @@ from flakeboard.rules import (
     Reason,
     SignalRecord,
     Verdict,
-    aggregate,
-    aggregate_reason,
-    arbitrate,
-    effective_fixture_lock,
-    effective_flake_status,
-    evaluate_record,
+    arbiter,
 )
-
-PROPERTY = settings(deadline=None, max_examples=300)
-
-TODAY = date(2026, 3, 15)
-YESTERDAY = TODAY - timedelta(days=1)
-TOMORROW = TODAY + timedelta(days=1)
-NEXT_MONTH = TODAY + timedelta(days=30)
-
-ACTIVE_ENTRY = EntryFacts(expires=NEXT_MONTH)
-LAST_DAY_ENTRY = EntryFacts(expires=TODAY)
-EXPIRED_ENTRY = EntryFacts(expires=YESTERDAY)
-VIOLATING_ENTRY = EntryFacts(expires=NEXT_MONTH, tier_violation=True)
+from tests.helpers import (
+    ACTIVE,
+    EXPIRED,
+    LAST_DAY,
+    NEXT_MONTH,
+    TODAY,
+    TOMORROW,
+    VIOLATING,
+    YESTERDAY,
+)
+from tests.properties import PROPERTY
 
 PIN = FixturePin(manifest="sha256:aaaa", seed=9137)
 PIN_WITHOUT_SEED = FixturePin(manifest="sha256:aaaa", seed=None)
@@ -76,7 +70,7 @@ PIN_WITHOUT_SEED = FixturePin(manifest="sha256:aaaa", seed=None)
 def test_precedence_first_match_wins(
     property_check: str, fixture_lock: str, flake_status: str, verdict: str, reason: str
 ) -> None:
-    got = arbitrate(
+    got = arbiter.arbitrate(
         PropertyCheck(property_check), FixtureLock(fixture_lock), FlakeStatus(flake_status)
     )
     assert got == (Verdict(verdict), Reason(reason))
@@ -124,7 +118,7 @@ def test_the_table_covers_every_combination_of_the_three_signals() -> None:
 def test_all_18_combinations(signals: tuple[str, str, str], expected: tuple[str, str]) -> None:
     property_check, fixture_lock, flake_status = signals
     verdict, reason = expected
-    got = arbitrate(
+    got = arbiter.arbitrate(
         PropertyCheck(property_check), FixtureLock(fixture_lock), FlakeStatus(flake_status)
     )
     assert got == (Verdict(verdict), Reason(reason))
@@ -146,7 +140,7 @@ def test_all_18_combinations_through_evaluate_record(
         flake_status=FlakeStatus(flake_status),
         freeze_expires=NEXT_MONTH if flake_status == "frozen" else None,
     )
-    outcome = evaluate_record(record, ledger_entry=None, pin=None, today=TODAY)
+    outcome = arbiter.evaluate_record(record, ledger_entry=None, pin=None, today=TODAY)
     assert (outcome.verdict, outcome.reason) == (Verdict(expected[0]), Reason(expected[1]))
     assert outcome.fixture_lock is FixtureLock(fixture_lock)
     assert outcome.flake_status is FlakeStatus(flake_status)
@@ -159,27 +153,27 @@ def test_all_18_combinations_through_evaluate_record(
     ("claimed", "freeze_expires", "ledger_entry", "effective"),
     [
         pytest.param("stable", None, None, "stable", id="stable-no-entry"),
-        pytest.param("stable", None, ACTIVE_ENTRY, "frozen", id="stable-ledger-active"),
-        pytest.param("stable", None, LAST_DAY_ENTRY, "frozen", id="stable-ledger-last-day"),
-        pytest.param("stable", None, EXPIRED_ENTRY, "stable", id="stable-ledger-expired"),
-        pytest.param("stable", None, VIOLATING_ENTRY, "stable", id="stable-ledger-violating"),
+        pytest.param("stable", None, ACTIVE, "frozen", id="stable-ledger-active"),
+        pytest.param("stable", None, LAST_DAY, "frozen", id="stable-ledger-last-day"),
+        pytest.param("stable", None, EXPIRED, "stable", id="stable-ledger-expired"),
+        pytest.param("stable", None, VIOLATING, "stable", id="stable-ledger-violating"),
         pytest.param("stable", YESTERDAY, None, "stable", id="stable-ignores-freeze-date"),
         pytest.param("frozen", None, None, "frozen", id="frozen-without-expiry"),
         pytest.param("frozen", NEXT_MONTH, None, "frozen", id="frozen-until-next-month"),
         pytest.param("frozen", TOMORROW, None, "frozen", id="frozen-until-tomorrow"),
         pytest.param("frozen", TODAY, None, "frozen", id="frozen-until-today"),
         pytest.param("frozen", YESTERDAY, None, "stable", id="freeze-past-expiry"),
-        pytest.param("frozen", YESTERDAY, ACTIVE_ENTRY, "frozen", id="freeze-over-ledger-on"),
-        pytest.param("frozen", YESTERDAY, EXPIRED_ENTRY, "stable", id="freeze-and-entry-over"),
-        pytest.param("frozen", YESTERDAY, VIOLATING_ENTRY, "stable", id="freeze-over-violating"),
-        pytest.param("frozen", None, VIOLATING_ENTRY, "frozen", id="own-freeze-violating-entry"),
-        pytest.param("frozen", None, EXPIRED_ENTRY, "frozen", id="own-freeze-expired-entry"),
+        pytest.param("frozen", YESTERDAY, ACTIVE, "frozen", id="freeze-over-ledger-on"),
+        pytest.param("frozen", YESTERDAY, EXPIRED, "stable", id="freeze-and-entry-over"),
+        pytest.param("frozen", YESTERDAY, VIOLATING, "stable", id="freeze-over-violating"),
+        pytest.param("frozen", None, VIOLATING, "frozen", id="own-freeze-violating-entry"),
+        pytest.param("frozen", None, EXPIRED, "frozen", id="own-freeze-expired-entry"),
     ],
 )
 def test_effective_flake_status(
     claimed: str, freeze_expires: date | None, ledger_entry: EntryFacts | None, effective: str
 ) -> None:
-    got = effective_flake_status(FlakeStatus(claimed), freeze_expires, ledger_entry, TODAY)
+    got = arbiter.effective_flake_status(FlakeStatus(claimed), freeze_expires, ledger_entry, TODAY)
     assert got is FlakeStatus(effective)
 
 
@@ -218,7 +212,7 @@ def test_effective_flake_status(
 def test_effective_fixture_lock(
     claimed: str, manifest: str | None, seed: int | None, pin: FixturePin | None, effective: str
 ) -> None:
-    got = effective_fixture_lock(FixtureLock(claimed), manifest, seed, pin)
+    got = arbiter.effective_fixture_lock(FixtureLock(claimed), manifest, seed, pin)
     assert got is FixtureLock(effective)
 
 
@@ -265,11 +259,11 @@ def _record(
             id="fail-but-manifest-missing",
         ),
         pytest.param(
-            _record("fail"), ACTIVE_ENTRY, PIN, "hold", "frozen_node", id="fail-but-ledger-frozen"
+            _record("fail"), ACTIVE, PIN, "hold", "frozen_node", id="fail-but-ledger-frozen"
         ),
         pytest.param(
             _record("fail"),
-            EXPIRED_ENTRY,
+            EXPIRED,
             PIN,
             "reject",
             "property_fail",
@@ -277,7 +271,7 @@ def _record(
         ),
         pytest.param(
             _record("fail"),
-            VIOLATING_ENTRY,
+            VIOLATING,
             PIN,
             "reject",
             "property_fail",
@@ -317,7 +311,7 @@ def test_evaluate_record(
     verdict: str,
     reason: str,
 ) -> None:
-    outcome = evaluate_record(record, ledger_entry=ledger_entry, pin=pin, today=TODAY)
+    outcome = arbiter.evaluate_record(record, ledger_entry=ledger_entry, pin=pin, today=TODAY)
     assert (outcome.verdict, outcome.reason) == (Verdict(verdict), Reason(reason))
 
 
@@ -325,18 +319,18 @@ def test_evaluate_record(
     ("record", "ledger_entry", "flags"),
     [
         pytest.param(_record(), None, set(), id="stable-no-entry"),
-        pytest.param(_record(), ACTIVE_ENTRY, {"ledger_disagrees"}, id="stable-ledger-active"),
-        pytest.param(_record(), EXPIRED_ENTRY, set(), id="stable-ledger-expired"),
-        pytest.param(_record(), VIOLATING_ENTRY, set(), id="stable-ledger-violating"),
+        pytest.param(_record(), ACTIVE, {"ledger_disagrees"}, id="stable-ledger-active"),
+        pytest.param(_record(), EXPIRED, set(), id="stable-ledger-expired"),
+        pytest.param(_record(), VIOLATING, set(), id="stable-ledger-violating"),
         pytest.param(
             _record(flake_status="frozen", freeze_expires=NEXT_MONTH),
-            ACTIVE_ENTRY,
+            ACTIVE,
             set(),
             id="frozen-with-expiry-ledger-agrees",
         ),
         pytest.param(
             _record(flake_status="frozen"),
-            ACTIVE_ENTRY,
+            ACTIVE,
             {"freeze_without_expiry"},
             id="frozen-without-expiry-ledger-agrees",
         ),
@@ -354,21 +348,21 @@ def test_evaluate_record(
         ),
         pytest.param(
             _record(flake_status="frozen", freeze_expires=NEXT_MONTH),
-            EXPIRED_ENTRY,
+            EXPIRED,
             {"ledger_disagrees"},
             id="frozen-ledger-expired",
         ),
     ],
 )
 def test_flags(record: SignalRecord, ledger_entry: EntryFacts | None, flags: set[str]) -> None:
-    outcome = evaluate_record(record, ledger_entry=ledger_entry, pin=None, today=TODAY)
+    outcome = arbiter.evaluate_record(record, ledger_entry=ledger_entry, pin=None, today=TODAY)
     assert set(outcome.flags) == {Flag(f) for f in flags}
     assert len(outcome.flags) == len(set(outcome.flags))
 
 
 def test_evaluate_record_reports_the_effective_signals() -> None:
     record = _record("pass", "match", "stable", manifest="sha256:bbbb")
-    outcome = evaluate_record(record, ledger_entry=ACTIVE_ENTRY, pin=PIN, today=TODAY)
+    outcome = arbiter.evaluate_record(record, ledger_entry=ACTIVE, pin=PIN, today=TODAY)
     assert outcome.fixture_lock is FixtureLock.DRIFTED
     assert outcome.flake_status is FlakeStatus.FROZEN
 
@@ -395,13 +389,13 @@ A, H, R = Verdict.ACCEPT, Verdict.HOLD, Verdict.REJECT
     ],
 )
 def test_aggregate(verdicts: list[Verdict], expected: Verdict) -> None:
-    verdict, reason = aggregate(verdicts)
+    verdict, reason = arbiter.aggregate(verdicts)
     assert verdict is expected
     assert reason is (Reason.NO_EVIDENCE if not verdicts else None)
 
 
 def test_aggregate_of_an_empty_generator_is_hold_no_evidence() -> None:
-    assert aggregate(v for v in ()) == (Verdict.HOLD, Reason.NO_EVIDENCE)
+    assert arbiter.aggregate(v for v in ()) == (Verdict.HOLD, Reason.NO_EVIDENCE)
 
 
 def _outcome(verdict: str, reason: str) -> ArbiterOutcome:
@@ -436,7 +430,7 @@ def _outcome(verdict: str, reason: str) -> ArbiterOutcome:
     ],
 )
 def test_aggregate_reason(outcomes: list[ArbiterOutcome], verdict: str, reason: str) -> None:
-    assert aggregate_reason(outcomes) == (Verdict(verdict), Reason(reason))
+    assert arbiter.aggregate_reason(outcomes) == (Verdict(verdict), Reason(reason))
 
 
 @pytest.mark.parametrize(
@@ -492,10 +486,10 @@ def test_reason_vocabularies_are_exactly_the_spec() -> None:
 
 def test_every_arbiter_reason_is_reachable() -> None:
     reached = {
-        arbitrate(p, f, s)[1]
+        arbiter.arbitrate(p, f, s)[1]
         for p, f, s in itertools.product(PropertyCheck, FixtureLock, FlakeStatus)
     }
-    reached.add(aggregate([])[1])
+    reached.add(arbiter.aggregate([])[1])
     assert reached == set(ARBITER_REASONS)
 
 
@@ -533,7 +527,7 @@ def test_every_fixture_lock_claim_is_ranked_against_every_finding(lock: FixtureL
     assert set(findings) == set(FixtureLock)
     for found, (manifest, seed) in findings.items():
         worse = max(lock, found, key=lambda f: rank[f.value])
-        assert effective_fixture_lock(lock, manifest, seed, PIN) is worse
+        assert arbiter.effective_fixture_lock(lock, manifest, seed, PIN) is worse
 
 
 # --- invariants (SPEC 2.4) ------------------------------------------------------------------
@@ -548,7 +542,7 @@ signals = st.tuples(
 def test_accept_is_reachable_from_exactly_one_combination(
     combo: tuple[PropertyCheck, FixtureLock, FlakeStatus],
 ) -> None:
-    verdict, _ = arbitrate(*combo)
+    verdict, _ = arbiter.arbitrate(*combo)
     clean = (PropertyCheck.PASS, FixtureLock.MATCH, FlakeStatus.STABLE)
     assert (verdict is Verdict.ACCEPT) is (combo == clean)
 
@@ -557,7 +551,7 @@ def test_accept_is_reachable_from_exactly_one_combination_exhaustively() -> None
     accepting = [
         combo
         for combo in itertools.product(PropertyCheck, FixtureLock, FlakeStatus)
-        if arbitrate(*combo)[0] is Verdict.ACCEPT
+        if arbiter.arbitrate(*combo)[0] is Verdict.ACCEPT
     ]
     assert accepting == [(PropertyCheck.PASS, FixtureLock.MATCH, FlakeStatus.STABLE)]
 
@@ -597,7 +591,7 @@ def situations(draw: st.DrawFn) -> tuple[SignalRecord, EntryFacts | None, Fixtur
 
 def _evaluate(situation: tuple[SignalRecord, EntryFacts | None, FixturePin | None, date]):
     record, entry, pin, today = situation
-    return evaluate_record(record, ledger_entry=entry, pin=pin, today=today)
+    return arbiter.evaluate_record(record, ledger_entry=entry, pin=pin, today=today)
 
 
 @PROPERTY
@@ -666,19 +660,19 @@ def test_adding_a_non_clean_record_never_makes_a_batch_accept(batch, extra, posi
     added = _evaluate(extra)
     if added.verdict is Verdict.ACCEPT:  # only non-clean records are added here
         added = _outcome("hold", "property_not_run")
-    before, _ = aggregate(o.verdict for o in outcomes)
+    before, _ = arbiter.aggregate(o.verdict for o in outcomes)
     outcomes.insert(position, added)
-    after, _ = aggregate(o.verdict for o in outcomes)
+    after, _ = arbiter.aggregate(o.verdict for o in outcomes)
     assert after is not Verdict.ACCEPT
     if before is Verdict.REJECT:
         assert after is Verdict.REJECT
-    assert aggregate_reason(outcomes)[0] is after
+    assert arbiter.aggregate_reason(outcomes)[0] is after
 
 
 @PROPERTY
 @given(st.lists(st.sampled_from(Verdict), max_size=12))
 def test_a_batch_accepts_only_when_nonempty_and_all_accept(verdicts: list[Verdict]) -> None:
-    verdict, reason = aggregate(verdicts)
+    verdict, reason = arbiter.aggregate(verdicts)
     assert (verdict is Verdict.ACCEPT) is (bool(verdicts) and set(verdicts) == {Verdict.ACCEPT})
     if not verdicts:
         assert (verdict, reason) == (Verdict.HOLD, Reason.NO_EVIDENCE)
@@ -690,6 +684,6 @@ def test_a_batch_accepts_only_when_nonempty_and_all_accept(verdicts: list[Verdic
 
 
 def test_an_empty_batch_never_accepts() -> None:
-    assert aggregate([]) == (Verdict.HOLD, Reason.NO_EVIDENCE)
-    assert aggregate_reason([]) == (Verdict.HOLD, Reason.NO_EVIDENCE)
-    assert EXIT_CODES[aggregate([])[0]] == 2
+    assert arbiter.aggregate([]) == (Verdict.HOLD, Reason.NO_EVIDENCE)
+    assert arbiter.aggregate_reason([]) == (Verdict.HOLD, Reason.NO_EVIDENCE)
+    assert EXIT_CODES[arbiter.aggregate([])[0]] == 2

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from flakeboard.rules import (
@@ -42,14 +42,22 @@ from flakeboard.rules import (
     share_over_cap,
     upper95,
 )
-
-PROPERTY = settings(deadline=None, max_examples=300)
-
-TODAY = date(2026, 3, 15)
-YESTERDAY = TODAY - timedelta(days=1)
-LONG_AGO = TODAY - timedelta(days=90)
-NEXT_WEEK = TODAY + timedelta(days=7)
-NEXT_MONTH = TODAY + timedelta(days=30)
+from tests.helpers import (
+    ACTIVE,
+    EXPIRED,
+    LAST_DAY,
+    LONG_AGO,
+    NEXT_MONTH,
+    NEXT_WEEK,
+    TODAY,
+    VIOLATING,
+    YESTERDAY,
+    named,
+    ratio,
+    table,
+    yes,
+)
+from tests.properties import PROPERTY
 
 # SPEC defaults: max_upper_rate 0.02, min_runs 200, max_quarantined_share 0.05, 30 days.
 POLICY = Policy()
@@ -57,11 +65,7 @@ POLICY = Policy()
 OK, WARN, FAIL = GateStatus.OK, GateStatus.WARN, GateStatus.FAIL
 
 NO_ENTRY = None
-ACTIVE = EntryFacts(expires=NEXT_MONTH)
-LAST_DAY = EntryFacts(expires=TODAY)  # expires today: still valid today
-EXPIRED = EntryFacts(expires=YESTERDAY)
 EXPIRED_LONG_AGO = EntryFacts(expires=LONG_AGO)
-VIOLATING = EntryFacts(expires=NEXT_MONTH, tier_violation=True)
 VIOLATING_EXPIRED = EntryFacts(expires=YESTERDAY, tier_violation=True)
 
 
@@ -241,19 +245,16 @@ def test_gate_report_over_cap_and_failing_fails_and_says_so() -> None:
     assert report.share == pytest.approx(0.06)
 
 
-@pytest.mark.parametrize(
-    ("quarantined", "size", "share", "over"),
-    [
-        pytest.param(0, 100, 0.0, False, id="none"),
-        pytest.param(5, 100, 0.05, False, id="at-cap"),
-        pytest.param(6, 100, 0.06, True, id="over-cap"),
-        pytest.param(1, 20, 0.05, False, id="1-of-20-at-cap"),
-        pytest.param(1, 19, 1 / 19, True, id="1-of-19-over-cap"),
-        pytest.param(3, 60, 0.05, False, id="3-of-60-float-at-cap"),
-        pytest.param(0, 0, 0.0, False, id="empty-suite"),
-        pytest.param(1, 0, 1.0, True, id="entry-but-no-tests"),
-    ],
-)
+@pytest.mark.parametrize(("quarantined", "size", "share", "over"), table("""
+    0   100   0      no    none
+    5   100   0.05   no    at-cap
+    6   100   0.06   yes   over-cap
+    1    20   0.05   no    1-of-20-at-cap
+    1    19   1/19   yes   1-of-19-over-cap
+    3    60   0.05   no    3-of-60-float-at-cap
+    0     0   0      no    empty-suite
+    1     0   1      yes   entry-but-no-tests
+""", int, int, ratio, yes))
 def test_quarantined_share_against_the_cap(
     quarantined: int, size: int, share: float, over: bool
 ) -> None:
@@ -420,93 +421,66 @@ def test_an_expiry_is_too_early_or_too_far() -> None:
     assert expiry_problem(date(2026, 4, 15), TODAY, 30) is ExpiryProblem.TOO_FAR
 
 
-@pytest.mark.parametrize(
-    ("owner", "ok"),
-    [
-        pytest.param("@finley", True, id="handle"),
-        pytest.param("@f", True, id="one-letter-handle"),
-        pytest.param("@finley-b.c_d", True, id="handle-punctuation"),
-        pytest.param("@org/team-infra", True, id="team-handle"),
-        pytest.param("finley@example.com", True, id="email"),
-        pytest.param("first.last+ci@mail.example.org", True, id="email-plus-subdomain"),
-        pytest.param("", False, id="empty"),
-        pytest.param("   ", False, id="spaces-only"),
-        pytest.param("\t", False, id="tab-only"),
-        pytest.param("finley", False, id="plain-word"),
-        pytest.param("Finley Baker", False, id="plain-words"),
-        pytest.param("@fin ley", False, id="handle-with-space"),
-        pytest.param(" @finley", False, id="leading-space"),
-        pytest.param("@finley ", False, id="trailing-space"),
-        pytest.param("@finley\n", False, id="handle-trailing-newline"),
-        pytest.param("finley@example.com\n", False, id="email-trailing-newline"),
-        pytest.param("fin\x00ley@example.com", False, id="email-with-nul"),
-        pytest.param("@", False, id="bare-at"),
-        pytest.param("@-finley", False, id="handle-starting-with-dash"),
-        pytest.param("finley@", False, id="email-without-domain"),
-        pytest.param("fin ley@example.com", False, id="email-with-space"),
-        pytest.param("<finley@example.com>", False, id="email-in-brackets"),
-        pytest.param("fin\x80ley@example.com", False, id="email-with-c1-control"),
-        pytest.param("x" * 250 + "@a.io", False, id="email-over-254"),
-    ],
-)
+@pytest.mark.parametrize(("owner", "ok"), [
+    *named(True, {
+        "handle": "@finley", "one-letter-handle": "@f", "handle-punctuation": "@finley-b.c_d",
+        "team-handle": "@org/team-infra", "email": "finley@example.com",
+        "email-plus-subdomain": "first.last+ci@mail.example.org",
+    }),
+    *named(False, {
+        "empty": "", "spaces-only": "   ", "tab-only": "\t", "plain-word": "finley",
+        "plain-words": "Finley Baker", "handle-with-space": "@fin ley",
+        "leading-space": " @finley", "trailing-space": "@finley ",
+        "handle-trailing-newline": "@finley\n", "email-trailing-newline": "finley@example.com\n",
+        "email-with-nul": "fin\x00ley@example.com", "bare-at": "@",
+        "handle-starting-with-dash": "@-finley", "email-without-domain": "finley@",
+        "email-with-space": "fin ley@example.com", "email-in-brackets": "<finley@example.com>",
+        "email-with-c1-control": "fin\x80ley@example.com", "email-over-254": "x" * 250 + "@a.io",
+    }),
+])
 def test_owner_problem(owner: str, ok: bool) -> None:
     assert (owner_problem(owner) is None) is ok
 
 
-@pytest.mark.parametrize(
-    ("evidence", "ok"),
-    [
-        pytest.param("ci/run-88213", True, id="ci-run"),
-        pytest.param("https://ci.example.com/runs/88213", True, id="https-url"),
-        pytest.param("http://ci.local/88213", True, id="http-url"),
-        pytest.param("x" * 2000, True, id="2000-chars"),
-        pytest.param("", False, id="empty"),
-        pytest.param("   ", False, id="spaces-only"),
-        pytest.param("x" * 2001, False, id="2001-chars"),
-        pytest.param("ci/run-1\nci/run-2", False, id="line-break"),
-        pytest.param("ci/run\t1", False, id="tab"),
-        pytest.param("ci/run-1\x00", False, id="nul"),
-    ],
-)
+@pytest.mark.parametrize(("evidence", "ok"), [
+    *named(True, {
+        "ci-run": "ci/run-88213", "https-url": "https://ci.example.com/runs/88213",
+        "http-url": "http://ci.local/88213", "2000-chars": "x" * 2000,
+    }),
+    *named(False, {
+        "empty": "", "spaces-only": "   ", "2001-chars": "x" * 2001,
+        "line-break": "ci/run-1\nci/run-2", "tab": "ci/run\t1", "nul": "ci/run-1\x00",
+    }),
+])
 def test_evidence_problem(evidence: str, ok: bool) -> None:
     assert (evidence_problem(evidence) is None) is ok
 
 
-@pytest.mark.parametrize(
-    ("evidence", "link"),
-    [
-        pytest.param("https://ci.example.com/runs/1", True, id="https"),
-        pytest.param("HTTP://CI.EXAMPLE.COM/1", True, id="http-upper"),
-        pytest.param("ci/run-88213", False, id="ci-run"),
-        pytest.param("javascript:alert(1)", False, id="javascript"),
-        pytest.param("ftp://example.com/x", False, id="ftp"),
-    ],
-)
+@pytest.mark.parametrize(("evidence", "link"), [
+    *named(True, {"https": "https://ci.example.com/runs/1",
+                  "http-upper": "HTTP://CI.EXAMPLE.COM/1"}),
+    *named(False, {"ci-run": "ci/run-88213", "javascript": "javascript:alert(1)",
+                   "ftp": "ftp://example.com/x"}),
+])
 def test_evidence_is_link(evidence: str, link: bool) -> None:
     assert evidence_is_link(evidence) is link
 
 
-@pytest.mark.parametrize(
-    ("nodeid", "ok"),
-    [
-        pytest.param("tests/test_ingest.py::test_stream_backpressure", True, id="pytest-node"),
-        pytest.param("tests/t.py::TestA::test_b[ü-1 2]", True, id="class-param-unicode-space"),
-        pytest.param("x" * NODEID_MAX_LENGTH, True, id="1000-chars"),
-        pytest.param("", False, id="empty"),
-        pytest.param("x" * (NODEID_MAX_LENGTH + 1), False, id="1001-chars"),
-        pytest.param("tests/t.py::test_a\x00", False, id="nul"),
-        pytest.param("tests/t.py::test_a\nb", False, id="newline"),
-        pytest.param("tests/t.py::test_a\tb", False, id="tab"),
-        pytest.param("tests/t.py::test_a\rb", False, id="carriage-return"),
-        pytest.param("tests/t.py::test_a\x1b[31m", False, id="escape"),
-        pytest.param("tests/t.py::test_a\x7f", False, id="del"),
-        pytest.param("tests/t.py::test_a\x85", False, id="c1-next-line"),
-        pytest.param("tests/t.py::test_\ud800", False, id="lone-surrogate"),
-        pytest.param("   ", True, id="spaces-are-part-of-a-node-id"),
-        pytest.param(42, False, id="not-a-string"),
-        pytest.param(None, False, id="none"),
-    ],
-)
+@pytest.mark.parametrize(("nodeid", "ok"), [
+    *named(True, {
+        "pytest-node": "tests/test_ingest.py::test_stream_backpressure",
+        "class-param-unicode-space": "tests/t.py::TestA::test_b[ü-1 2]",
+        "1000-chars": "x" * NODEID_MAX_LENGTH, "spaces-are-part-of-a-node-id": "   ",
+    }),
+    *named(False, {
+        "empty": "", "1001-chars": "x" * (NODEID_MAX_LENGTH + 1),
+        "nul": "tests/t.py::test_a\x00", "newline": "tests/t.py::test_a\nb",
+        "tab": "tests/t.py::test_a\tb", "carriage-return": "tests/t.py::test_a\rb",
+        "escape": "tests/t.py::test_a\x1b[31m", "del": "tests/t.py::test_a\x7f",
+        "c1-next-line": "tests/t.py::test_a\x85", "lone-surrogate": "tests/t.py::test_\ud800",
+        "not-a-string": 42, "none": None,
+    }),
+])
 def test_nodeid_problem(nodeid: object, ok: bool) -> None:
     assert NODEID_MAX_LENGTH == 1000
     assert (nodeid_problem(nodeid) is None) is ok

@@ -8,12 +8,12 @@ import itertools
 from fnmatch import fnmatchcase
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from flakeboard.rules import Tier, TierResolution, TierRuleSpec, resolve_tier, sticky_tier
-
-PROPERTY = settings(deadline=None, max_examples=300)
+from tests.helpers import table
+from tests.properties import PROPERTY
 
 PROPS = TierRuleSpec("tests/test_properties.py::*", 0)
 PINNED = TierRuleSpec("tests/test_fixtures/*", 1)
@@ -127,22 +127,21 @@ def test_rules_may_be_any_iterable() -> None:
     assert resolve_tier(BACKPRESSURE, (r for r in [PROPS])).tier == 2
 
 
-STICKY_TABLE = [
-    # tier stored on the node, stated tier of an upload, tier stored afterwards
-    pytest.param(None, None, None, id="nothing-stated"),
-    pytest.param(None, 2, None, id="stated-2-does-not-stick"),
-    pytest.param(None, 1, 1, id="stated-1-sticks"),
-    pytest.param(None, 0, 0, id="stated-0-sticks"),
-    pytest.param(1, None, 1, id="kept-when-not-stated"),
-    pytest.param(0, None, 0, id="0-kept-when-not-stated"),
-    pytest.param(1, 2, 1, id="stated-2-never-loosens-1"),
-    pytest.param(0, 2, 0, id="stated-2-never-loosens-0"),
-    pytest.param(0, 1, 0, id="stated-1-never-loosens-0"),
-    pytest.param(1, 0, 0, id="stated-0-tightens-1"),
-    pytest.param(1, 1, 1, id="same-again"),
-    pytest.param(2, 1, 1, id="stated-1-tightens-2"),
-    pytest.param(2, 2, 2, id="2-stays-2"),
-]
+STICKY_TABLE = table("""
+    -   -   -   nothing-stated
+    -   2   -   stated-2-does-not-stick
+    -   1   1   stated-1-sticks
+    -   0   0   stated-0-sticks
+    1   -   1   kept-when-not-stated
+    0   -   0   0-kept-when-not-stated
+    1   2   1   stated-2-never-loosens-1
+    0   2   0   stated-2-never-loosens-0
+    0   1   0   stated-1-never-loosens-0
+    1   0   0   stated-0-tightens-1
+    1   1   1   same-again
+    2   1   1   stated-1-tightens-2
+    2   2   2   2-stays-2
+""", int, int, int)  # tier stored on the node, stated tier of an upload, tier stored afterwards
 
 
 @pytest.mark.parametrize(("current", "stated", "after"), STICKY_TABLE)

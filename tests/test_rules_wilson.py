@@ -7,7 +7,7 @@ when n = 0. A reported upper95 more than 0.0005 away from the server's is a mism
 from __future__ import annotations
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from flakeboard.rules import (
@@ -17,20 +17,18 @@ from flakeboard.rules import (
     upper95,
     upper95_mismatch,
 )
-
-# Pure functions, no I/O: no deadline, so a slow CI machine cannot make these flaky.
-PROPERTY = settings(deadline=None, max_examples=300)
+from tests.helpers import table, yes
+from tests.properties import PROPERTY
 
 # --- reference values (SPEC 2.1, 4 decimals) -------------------------------------------------
 
-REFERENCE_VALUES = [
-    # fails, n, upper95 rounded to 4 decimals
-    pytest.param(0, 200, 0.0188, id="0/200"),
-    pytest.param(1, 200, 0.0278, id="1/200"),
-    pytest.param(5, 200, 0.0572, id="5/200"),
-    pytest.param(0, 30, 0.1135, id="0/30"),
-    pytest.param(0, 60, 0.0602, id="0/60"),
-]
+REFERENCE_VALUES = table("""
+    0   200   0.0188   0/200
+    1   200   0.0278   1/200
+    5   200   0.0572   5/200
+    0    30   0.1135   0/30
+    0    60   0.0602   0/60
+""", int, int, float)  # fails, n, upper95 rounded to 4 decimals
 
 
 @pytest.mark.parametrize(("fails", "n", "expected"), REFERENCE_VALUES)
@@ -65,21 +63,18 @@ def test_clean_runs_bound_is_z_squared_over_n_plus_z_squared() -> None:
 # --- upper95_mismatch (tolerance 0.0005) -------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("offset", "mismatch"),
-    [
-        pytest.param(0.0, False, id="exact"),
-        pytest.param(+0.0004, False, id="just-inside-above"),
-        pytest.param(-0.0004, False, id="just-inside-below"),
-        pytest.param(+0.00049, False, id="inside-by-a-hair-above"),
-        pytest.param(-0.00049, False, id="inside-by-a-hair-below"),
-        pytest.param(+0.00051, True, id="outside-by-a-hair-above"),
-        pytest.param(-0.00051, True, id="outside-by-a-hair-below"),
-        pytest.param(+0.0006, True, id="just-outside-above"),
-        pytest.param(-0.0006, True, id="just-outside-below"),
-        pytest.param(+0.5, True, id="far-off"),
-    ],
-)
+@pytest.mark.parametrize(("offset", "mismatch"), table("""
+     0.0       no    exact
+    +0.0004    no    just-inside-above
+    -0.0004    no    just-inside-below
+    +0.00049   no    inside-by-a-hair-above
+    -0.00049   no    inside-by-a-hair-below
+    +0.00051   yes   outside-by-a-hair-above
+    -0.00051   yes   outside-by-a-hair-below
+    +0.0006    yes   just-outside-above
+    -0.0006    yes   just-outside-below
+    +0.5       yes   far-off
+""", float, yes))
 @pytest.mark.parametrize(
     ("fails", "n"), [(0, 200), (5, 200), (0, 30)], ids=["0/200", "5/200", "0/30"]
 )
@@ -89,17 +84,14 @@ def test_upper95_mismatch_tolerance(fails: int, n: int, offset: float, mismatch:
     assert upper95_mismatch(reported, fails, n) is mismatch
 
 
-@pytest.mark.parametrize(
-    ("reported", "fails", "n", "mismatch"),
-    [
-        pytest.param(0.0188, 0, 200, False, id="reference-0/200"),
-        pytest.param(0.0572, 5, 200, False, id="reference-5/200"),
-        pytest.param(0.0278, 5, 200, True, id="1/200-value-for-5/200"),
-        pytest.param(0.0, 0, 200, True, id="zero-for-0/200"),
-        pytest.param(1.0, 0, 0, False, id="n=0-reported-one"),
-        pytest.param(None, 5, 200, False, id="not-reported"),
-    ],
-)
+@pytest.mark.parametrize(("reported", "fails", "n", "mismatch"), table("""
+    0.0188   0   200   no    reference-0/200
+    0.0572   5   200   no    reference-5/200
+    0.0278   5   200   yes   1/200-value-for-5/200
+    0.0      0   200   yes   zero-for-0/200
+    1.0      0     0   no    n=0-reported-one
+    -        5   200   no    not-reported
+""", float, int, int, yes))
 def test_upper95_mismatch_literal_values(
     reported: float | None, fails: int, n: int, mismatch: bool
 ) -> None:

@@ -1,6 +1,7 @@
 """A tier-0 or tier-1 node never gets a quarantine entry, by any path: the form, the API,
 the admin, the import command and the service itself. And a rule added afterwards turns
-an existing entry into a tier violation that leaves the served ledger and fails the gate.
+an existing entry into a tier violation that leaves the served ledger and fails the gate,
+and that can be cleared but not renewed.
 """
 
 from __future__ import annotations
@@ -12,21 +13,21 @@ from io import StringIO
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
-from django.db import transaction
 from django.test import Client
 from django.urls import reverse
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from flakeboard import rules
 from flakeboard.api import api
 from ledger.models import QuarantineEntry
-from ledger.quarantine import quarantine_create
+from ledger.quarantine import quarantine_clear, quarantine_create, quarantine_renew
 from ledger.selectors import ledger_for_gate
 from ledger.tiers import tier_rule_add
 from ledger.tokens import token_create
 from runs.ingest import report_ingest
-from tests.helpers import body, measurement
+from tests.helpers import body, field_errors, measurement
+from tests.properties import db_property, rolled_back
 
 PROPERTY = "tests/test_properties.py::test_roundtrip"
 PINNED = "tests/test_pinned.py::test_golden_file"
@@ -56,6 +57,9 @@ def form_data(nodeid: str, today) -> dict:
             "evidence": "ci/run-42", "n": "200", "fails": "3"}
 
 
+# Why the service says a node is not tier 2, by how it came to be tier 0 or 1.
+WHY = {"rule": "the tier rule “tests/test_properties.py::*” makes it tier {tier}",
+       "stated": "an upload stated it is tier {tier}"}
 CASES = [(tier, how) for tier in (0, 1) for how in HOW]
 IDS = [f"tier{tier}-{how}" for tier, how in CASES]
 
@@ -68,16 +72,20 @@ def test_the_service_refuses(sized, today, tier, how):
                           expires=today + timedelta(days=7), evidence="ci/run-42",
                           actor="@finley", today=today)
     assert [e.code for e in refused.value.error_dict["node"]] == ["tier_refused"]
+    assert refused.value.message_dict["node"] == [
+        f"{PROPERTY} cannot be quarantined: {WHY[how].format(tier=tier)}, and only tier-2 "
+        "(repeat-budget) nodes may be quarantined."
+    ]
     assert not QuarantineEntry.objects.exists()
 
 
 @pytest.mark.parametrize(("tier", "how"), CASES, ids=IDS)
-def test_the_form_refuses(sized, client_for, owner, today, tier, how):
+def test_the_form_refuses_next_to_the_node(sized, client_for, owner, today, tier, how):
     make_tier(sized, PROPERTY, tier, how)
     response = client_for(owner).post(reverse("entry_new", args=[sized.slug]),
                                       form_data(PROPERTY, today))
     assert response.status_code == 200
-    assert "cannot be quarantined" in str(response.context["form"].errors)
+    assert "cannot be quarantined" in field_errors(response, "node")
     assert not QuarantineEntry.objects.exists()
 
 
@@ -123,11 +131,10 @@ def test_the_api_has_no_route_that_creates_an_entry():
     rule_tier=st.sampled_from([None, 0, 1, 2]),
     stated=st.sampled_from([None, 0, 1, 2]),
 )
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@db_property(40)
 def test_an_entry_exists_only_for_a_tier_two_node(sized, today, stem, name, rule_tier, stated):
     nodeid = f"{stem}::test_{name}"
-    with transaction.atomic():
+    with rolled_back():
         if rule_tier is not None:
             tier_rule_add(suite=sized, glob=f"{stem}::*", tier=rule_tier, actor="@lea")
         if stated is not None:
@@ -143,7 +150,6 @@ def test_an_entry_exists_only_for_a_tier_two_node(sized, today, stem, name, rule
         else:
             assert tier == 2
         assert nodeid not in ledger_for_gate(sized) or tier == 2
-        transaction.set_rollback(True)
 
 
 # --- a rule added later ---------------------------------------------------------------
@@ -178,6 +184,19 @@ def test_a_later_tier_turns_the_entry_into_a_violation(sized, quarantined, today
     gated = answer.json()["measurements"][0]
     assert (gated["status"], gated["reason"]) == ("FAIL", "tier_violation")
     assert answer.json()["exit_code"] == 1
+
+
+@pytest.mark.parametrize(("tier", "how"), CASES, ids=IDS)
+def test_a_violation_cannot_be_renewed_but_can_be_cleared(sized, quarantined, today, tier,
+                                                          how):
+    make_tier(sized, FLAKY, tier, how)
+    with pytest.raises(ValidationError) as refused:
+        quarantine_renew(entry=quarantined, expires=today + timedelta(days=25),
+                         evidence="ci/run-8", actor="@finley", today=today)
+    assert [e.code for e in refused.value.error_dict["node"]] == ["tier_refused"]
+    quarantine_clear(entry=quarantined, note="the node is tier 0 now", actor="@finley")
+    quarantined.refresh_from_db()
+    assert (quarantined.renewals, quarantined.state(today)) == (0, rules.EntryState.CLEARED)
 
 
 def test_a_violation_is_shown_red_on_the_ledger_page(sized, quarantined, client_for, lead):

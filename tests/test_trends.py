@@ -16,11 +16,11 @@ from html.parser import HTMLParser
 
 import pytest
 from django.core.management import call_command
-from django.db import connection, transaction
+from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from flakeboard.trends_rules import EARLIEST_DAY, MAX_RANGE_DAYS, DayRange, day_range
@@ -32,7 +32,8 @@ from runs.ingest import report_ingest, signals_ingest
 from runs.rollups import counts_from_raw, counts_from_rollups, rebuild_rollups
 from runs.trends import bucket_start, expiring_per_week, share_over_time
 from tests.helpers import body, measurement, record
-from tests.test_rollups_property import DAYS, DB_PROPERTY, FIRST_DAY, histories, ingest_history
+from tests.properties import db_property, rolled_back
+from tests.test_rollups_property import DAYS, FIRST_DAY, histories, ingested
 
 SOURCES = {"verdicts": "verdicts", "budget": "reports"}
 
@@ -123,25 +124,7 @@ def assert_page_agrees_with_raw(html, suite, start, end, bucket, with_clean=True
         }
 
 
-# --- access -------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("who", ["viewer", "owner", "lead", "staff"])
-def test_every_member_reads_the_trends(client_for, suite, request, who):
-    user = request.getfixturevalue(who)
-    response = client_for(user).get(reverse("trends", args=[suite.slug]))
-    assert response.status_code == 200
-    assert b"Per-node verdicts" in response.content
-    csv_url = reverse("trends_csv", args=[suite.slug, "verdicts"])
-    assert client_for(user).get(csv_url).status_code == 200
-
-
-def test_outsiders_get_404_and_the_signed_out_sign_in(client_for, suite, outsider):
-    for url in (reverse("trends", args=[suite.slug]),
-                reverse("trends_csv", args=[suite.slug, "share"])):
-        assert client_for(outsider).get(url).status_code == 404
-        response = client_for(None).get(url)
-        assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+# --- what is not a chart ---------------------------------------------------------------
 
 
 def test_an_unknown_chart_has_no_csv(client_for, suite, viewer):
@@ -152,11 +135,10 @@ def test_an_unknown_chart_has_no_csv(client_for, suite, viewer):
 # --- the numbers agree with the raw rows ------------------------------------------------
 
 
-@DB_PROPERTY
+@db_property(40)
 @given(histories(), st.sampled_from(["day", "week"]), st.booleans())
 def test_charts_and_tables_agree_with_raw_rows(client, db, lead, history, bucket, with_clean):
-    with transaction.atomic():
-        suite = ingest_history("random", history)
+    with ingested(history, "random") as suite:
         suite.memberships.create(user=lead, role="lead")
         client.force_login(lead)
         start, end = FIRST_DAY + timedelta(days=2), FIRST_DAY + timedelta(days=DAYS - 3)
@@ -167,7 +149,6 @@ def test_charts_and_tables_agree_with_raw_rows(client, db, lead, history, bucket
         assert response.status_code == 200
         assert_page_agrees_with_raw(response.content.decode(), suite, start, end, bucket,
                                     with_clean)
-        transaction.set_rollback(True)
 
 
 def test_csv_holds_the_table(client_for, suite, lead, today):
@@ -184,6 +165,7 @@ def test_csv_holds_the_table(client_for, suite, lead, today):
     assert tables["verdicts-distribution"][1] == ["fixture_drifted", "100.0", "3"]
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_demo_suite_charts_agree_with_its_raw_rows(client):
     call_command("demo")
@@ -257,7 +239,7 @@ def ledger_histories(draw):
     return span, sightings, entries, draw(st.booleans())
 
 
-@DB_PROPERTY
+@db_property(40)
 @given(ledger_histories())
 def test_share_over_time_follows_the_ledger_and_ends_on_todays_share(db, case):
     span, sightings, entries, rule = case
@@ -273,7 +255,7 @@ def test_share_over_time_follows_the_ledger_and_ends_on_todays_share(db, case):
     events += [(day, 1, next(order), "entry", (node, life, clear))
                for node, day, life, clear in entries]
     heapq.heapify(events)
-    with transaction.atomic():
+    with rolled_back():
         suite = Suite.objects.create(slug="share")
         while events:
             day, _, _, kind, what = heapq.heappop(events)
@@ -304,7 +286,6 @@ def test_share_over_time_follows_the_ledger_and_ends_on_todays_share(db, case):
             assert (point.quarantined, point.size) == _brute_share(entries, nodes, point.day)
         figures = share_figures(suite, today)
         assert (days[-1].quarantined, days[-1].size) == (figures.quarantined, figures.size)
-        transaction.set_rollback(True)
 
 
 def test_expiring_per_week_counts_open_non_violating_entries(suite, today):
@@ -473,8 +454,7 @@ def accepted(first, last, today) -> bool:
     return isinstance(day_range(first or None, last or None, today=today), DayRange)
 
 
-@settings(deadline=None, max_examples=150,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@db_property(150)
 @given(first=DAY_TEXTS, last=DAY_TEXTS, preset=st.sampled_from([None, "custom"]),
        bucket=st.sampled_from(["day", "week"]), chart=st.sampled_from(CSV_CHARTS))
 def test_no_range_makes_the_page_or_a_csv_fail(client_for, suite, viewer, first, last,
@@ -513,6 +493,7 @@ def test_the_page_works_without_javascript(client_for, suite, viewer):
     form = re.search(r'<form class="range-form" method="get" action="([^"]+)"', html)
     assert form and form.group(1) == reverse("trends", args=[suite.slug])
     assert '<button type="submit">Show</button>' in html
+    assert "Per-node verdicts" in html  # the charts' titles and tables are in the HTML
     assert "<script>" not in html and " style=" not in html and " onclick=" not in html
 
 

@@ -4,10 +4,11 @@ from/to pair asks for, the same for the page and the API."""
 
 from __future__ import annotations
 
+import re
 from datetime import date, timedelta
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from flakeboard.rules import (
@@ -37,8 +38,7 @@ from flakeboard.trends_rules import (
     percent,
     read_distribution,
 )
-
-PROPERTY = settings(deadline=None, max_examples=300)
+from tests.properties import PROPERTY
 
 
 def test_every_reason_code_has_an_investment_entry() -> None:
@@ -68,92 +68,74 @@ def test_outcomes_are_the_gates_own() -> None:
                                 Reason.QUARANTINE_CAP_EXCEEDED)} == {GateStatus.FAIL}
 
 
-SENTENCES = [
-    # totals, gate, investment, share, sentence
-    pytest.param(
-        {"clean": 900, "fixture_drifted": 40, "fixture_missing": 22, "frozen_node": 38},
-        Gate.ARBITER, Investment.FIXTURE_PINNING, 0.62,
-        "fixture_drifted and fixture_missing are 62% of holds: "
-        "fixture pinning is the next investment.",
-        id="fixtures-dominate-the-holds",
-    ),
-    pytest.param(
-        {"frozen_node": 70, "fixture_drifted": 20, "property_fail": 10},
-        Gate.ARBITER, Investment.FLAKE_REMOVAL, 0.70,
-        "frozen_node dominates (70% of holds and rejects): flake removal is the next investment.",
-        id="frozen-node-dominates",
-    ),
-    pytest.param(
-        {"frozen_node": 44, "fixture_drifted": 31, "property_fail": 25},
-        Gate.ARBITER, Investment.FLAKE_REMOVAL, 0.44,
-        "No cause dominates: frozen_node leads with 44% of holds and rejects, so flake "
-        "removal comes first, then fixture pinning (31%).",
-        id="no-cause-dominates",
-    ),
-    pytest.param(
-        {"fixture_drifted": 25, "fixture_missing": 15, "frozen_node": 35, "property_fail": 25},
-        Gate.ARBITER, Investment.FIXTURE_PINNING, 0.40,
-        "No cause dominates: fixture_drifted and fixture_missing lead with 40% of holds and "
-        "rejects, so fixture pinning comes first, then flake removal (35%).",
-        id="a-group-leads-without-dominating",
-    ),
-    pytest.param(
-        {"property_fail": 3, "clean": 97},
-        Gate.ARBITER, Investment.PROPERTY_FIXES, 1.0,
-        "property_fail dominates (100% of rejects): fixing property failures is the next "
-        "investment.",
-        id="only-rejects",
-    ),
-    pytest.param(
-        {"fixture_drifted": 50, "frozen_node": 50},
-        Gate.ARBITER, Investment.FIXTURE_PINNING, 0.5,
-        "fixture_drifted dominates (50% of holds): fixture pinning is the next investment.",
-        id="a-tie-goes-to-the-first-investment-and-half-dominates",
-    ),
-    pytest.param(
-        {"within_budget": 500, "quarantined": 60, "over_budget": 15, "too_few_runs": 25},
-        Gate.BUDGET, Investment.FLAKE_REMOVAL, 0.75,
-        "quarantined and over_budget are 75% of failures and warnings: "
-        "flake removal is the next investment.",
-        id="budget-flakes",
-    ),
-    pytest.param(
-        {"too_few_runs": 8, "quarantine_expired": 2},
-        Gate.BUDGET, Investment.REPEAT_RUNS, 0.8,
-        "too_few_runs dominates (80% of failures): repeat-run capacity is the next investment.",
-        id="budget-too-few-runs",
-    ),
-    pytest.param(
-        {"quarantine_expired": 3, "tier_violation": 3, "over_budget": 2},
-        Gate.BUDGET, Investment.LEDGER_UPKEEP, 0.75,
-        "quarantine_expired and tier_violation are 75% of failures: ledger upkeep is the "
-        "next investment.",
-        id="ledger-upkeep",
-    ),
-    pytest.param(
-        {"no_evidence": 2, "clean": 1},
-        Gate.ARBITER, Investment.UPLOAD_COVERAGE, 1.0,
-        "no_evidence dominates (100% of holds): upload coverage is the next investment.",
-        id="empty-batches",
-    ),
-    pytest.param(
-        {"clean": 10, "property_not_run": 0},
-        Gate.ARBITER, None, 0.0,
-        "Every verdict in this range is clean: nothing calls for an investment.",
-        id="all-clean",
-    ),
-    pytest.param(
-        {"within_budget": 10},
-        Gate.BUDGET, None, 0.0,
-        "Every measurement in this range is within budget: nothing calls for an investment.",
-        id="all-within-budget",
-    ),
-    pytest.param({}, Gate.ARBITER, None, 0.0, "No verdicts in this range.", id="no-verdicts"),
-    pytest.param(
-        {"over_budget": 0}, Gate.BUDGET, None, 0.0,
-        "No budget-gate outcomes in this range.", id="only-zero-counts",
-    ),
-]
+def readings(text: str) -> list:
+    """The reading table's cases. A case is a block: its id, the gate, the investment the
+    reading names (or -) and that investment's share; the counts (or -); the sentence."""
+    cases = []
+    for block in re.split(r"\n(?=\S)", text.strip()):
+        head, counts, *sentence = block.splitlines()
+        case_id, gate, investment, share = head.split()
+        totals = {} if counts.strip() == "-" else {
+            reason: int(count) for reason, count in (pair.split("=") for pair in counts.split())
+        }
+        cases.append(pytest.param(
+            totals, Gate[gate.upper()],
+            None if investment == "-" else Investment[investment.upper()], float(share),
+            " ".join(line.strip() for line in sentence), id=case_id,
+        ))
+    return cases
+
+
+SENTENCES = readings("""
+fixtures-dominate-the-holds  arbiter  fixture_pinning  0.62
+    clean=900 fixture_drifted=40 fixture_missing=22 frozen_node=38
+    fixture_drifted and fixture_missing are 62% of holds: fixture pinning is the next
+    investment.
+frozen-node-dominates  arbiter  flake_removal  0.70
+    frozen_node=70 fixture_drifted=20 property_fail=10
+    frozen_node dominates (70% of holds and rejects): flake removal is the next investment.
+no-cause-dominates  arbiter  flake_removal  0.44
+    frozen_node=44 fixture_drifted=31 property_fail=25
+    No cause dominates: frozen_node leads with 44% of holds and rejects, so flake removal
+    comes first, then fixture pinning (31%).
+a-group-leads-without-dominating  arbiter  fixture_pinning  0.40
+    fixture_drifted=25 fixture_missing=15 frozen_node=35 property_fail=25
+    No cause dominates: fixture_drifted and fixture_missing lead with 40% of holds and
+    rejects, so fixture pinning comes first, then flake removal (35%).
+only-rejects  arbiter  property_fixes  1.0
+    property_fail=3 clean=97
+    property_fail dominates (100% of rejects): fixing property failures is the next
+    investment.
+a-tie-goes-to-the-first-investment-and-half-dominates  arbiter  fixture_pinning  0.5
+    fixture_drifted=50 frozen_node=50
+    fixture_drifted dominates (50% of holds): fixture pinning is the next investment.
+budget-flakes  budget  flake_removal  0.75
+    within_budget=500 quarantined=60 over_budget=15 too_few_runs=25
+    quarantined and over_budget are 75% of failures and warnings: flake removal is the next
+    investment.
+budget-too-few-runs  budget  repeat_runs  0.8
+    too_few_runs=8 quarantine_expired=2
+    too_few_runs dominates (80% of failures): repeat-run capacity is the next investment.
+ledger-upkeep  budget  ledger_upkeep  0.75
+    quarantine_expired=3 tier_violation=3 over_budget=2
+    quarantine_expired and tier_violation are 75% of failures: ledger upkeep is the next
+    investment.
+empty-batches  arbiter  upload_coverage  1.0
+    no_evidence=2 clean=1
+    no_evidence dominates (100% of holds): upload coverage is the next investment.
+all-clean  arbiter  -  0.0
+    clean=10 property_not_run=0
+    Every verdict in this range is clean: nothing calls for an investment.
+all-within-budget  budget  -  0.0
+    within_budget=10
+    Every measurement in this range is within budget: nothing calls for an investment.
+no-verdicts  arbiter  -  0.0
+    -
+    No verdicts in this range.
+only-zero-counts  budget  -  0.0
+    over_budget=0
+    No budget-gate outcomes in this range.
+""")
 
 
 @pytest.mark.parametrize(("totals", "gate", "investment", "share", "sentence"), SENTENCES)

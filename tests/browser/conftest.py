@@ -38,9 +38,12 @@ TIMEOUT_MS = 15_000  # generous: CI machines are often busy
 expect.set_options(timeout=TIMEOUT_MS)
 
 
+def is_journey(item) -> bool:
+    return HERE in Path(item.path).parents
+
+
 def pytest_collection_modifyitems(config, items):
-    journeys = [item for item in items if HERE in Path(item.path).parents]
-    config.stash[JOURNEYS] = len(journeys)
+    journeys = [item for item in items if is_journey(item)]
     if not journeys:
         return
     if CHROMIUM is None:
@@ -48,6 +51,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=SKIPPED))
     chosen = set(journeys)
     items[:] = [item for item in items if item not in chosen] + journeys
+
+
+def pytest_collection_finish(session):
+    """The journeys that will run: a -m or -k selection may have left some out."""
+    session.config.stash[JOURNEYS] = sum(1 for item in session.items if is_journey(item))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -49,8 +49,14 @@ def _still_the_same_document(board, navigations_before):
     assert board.navigations[navigations_before:] == [], "the main frame navigated"
 
 
-def _history(page):
-    return page.get_by_role("region", name="History").get_by_role("row")
+def _expect_history(page, node, change, *shown):
+    """The entry page of ``node``: its creation, then one ``change`` whose row shows ``shown``."""
+    expect(page.get_by_role("heading", level=1)).to_have_text(node)
+    history = page.get_by_role("region", name="History").get_by_role("row")
+    expect(history).to_have_count(3)
+    expect(history.nth(1)).to_contain_text("Quarantined")
+    for text in (change, *shown):
+        expect(history.nth(2)).to_contain_text(text)
 
 
 def test_owner_renews_and_clears_entries_in_place(board, suite, owner, entries, today):
@@ -99,23 +105,12 @@ def test_owner_renews_and_clears_entries_in_place(board, suite, owner, entries, 
     expect(page.locator("#results tbody tr")).to_have_count(2)
 
     board.follow(page.locator(f"#entry-{renewed.pk}").get_by_role("link", name=RENEWED))
-    expect(page.get_by_role("heading", level=1)).to_have_text(RENEWED)
-    history = _history(page)
-    expect(history).to_have_count(3)
-    expect(history.nth(1)).to_contain_text("Quarantined")
-    expect(history.nth(2)).to_contain_text("Renewed")
-    expect(history.nth(2)).to_contain_text(NEW_EVIDENCE)
-    expect(history.nth(2)).to_contain_text("ci/run-100")
+    _expect_history(page, RENEWED, "Renewed", NEW_EVIDENCE, "ci/run-100")
 
     board.nav("Ledger")
     _filter_state(board, "Cleared", "cleared")
     board.follow(page.locator(f"#entry-{cleared.pk}").get_by_role("link", name="History"))
-    expect(page.get_by_role("heading", level=1)).to_have_text(CLEARED)
-    history = _history(page)
-    expect(history).to_have_count(3)
-    expect(history.nth(1)).to_contain_text("Quarantined")
-    expect(history.nth(2)).to_contain_text("Cleared")
-    expect(history.nth(2)).to_contain_text(NOTE)
+    _expect_history(page, CLEARED, "Cleared", NOTE)
     board.finish("journey-2-renew-clear")
 
     events = AuditEvent.objects.order_by("pk")

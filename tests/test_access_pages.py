@@ -1,0 +1,198 @@
+"""Who may open each page and take each action (SPEC 6a), and CSRF on every form post.
+
+The table is the access rule, cell by cell: readers (viewer, owner, lead) read every page of
+their suite; owners and leads also create, renew and clear; leads alone change settings;
+staff lead every suite. An outsider gets 404, a member with too low a role 403, and the
+signed-out are sent to sign in. A page ignores a Bearer token: its holder is signed out.
+
+Every cell is one request on the same suite (tests/access.py). A refused request changes
+nothing, and neither does any GET; an allowed form post writes its audit event in the
+caller's name. Form posts carry a CSRF token, and without it every one is refused.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.urls import get_resolver, reverse
+
+from ledger.models import AuditEvent, QuarantineEntry
+from tests.access import SIGNED_IN, Request, ask, ask_every_caller, client_as, parse
+from tests.helpers import suite_pages
+
+#    action                        out ousd view ownr lead staf read writ othr revk
+PAGES = parse("""
+GET  home                          302 302 302 302 302 200 302 302 302 302
+GET  overview                      302 404 200 200 200 200 302 302 302 302
+GET  ledger                        302 404 200 200 200 200 302 302 302 302
+GET  entry                         302 404 200 200 200 200 302 302 302 302
+GET  entry_new                     302 404 403 200 200 200 302 302 302 302
+POST entry_new                     302 404 403 302 302 302 302 302 302 302
+GET  entry_renew                   302 404 403 200 200 200 302 302 302 302
+POST entry_renew                   302 404 403 302 302 302 302 302 302 302
+GET  entry_clear                   302 404 403 200 200 200 302 302 302 302
+POST entry_clear                   302 404 403 302 302 302 302 302 302 302
+GET  reports                       302 404 200 200 200 200 302 302 302 302
+GET  report                        302 404 200 200 200 200 302 302 302 302
+GET  verdicts                      302 404 200 200 200 200 302 302 302 302
+GET  batch                         302 404 200 200 200 200 302 302 302 302
+GET  node                          302 404 200 200 200 200 302 302 302 302
+GET  trends                        302 404 200 200 200 200 302 302 302 302
+GET  trends_csv                    302 404 200 200 200 200 302 302 302 302
+GET  settings                      302 404 403 403 200 200 302 302 302 302
+GET  settings_runs_needed          302 404 403 403 200 200 302 302 302 302
+POST settings_policy               302 404 403 403 302 302 302 302 302 302
+POST settings_fixture_pin          302 404 403 403 302 302 302 302 302 302
+POST settings_tier_rule_add        302 404 403 403 302 302 302 302 302 302
+GET  settings_tier_rule_preview    302 404 403 403 200 200 302 302 302 302
+POST settings_tier_rule_remove     302 404 403 403 302 302 302 302 302 302
+POST settings_member_set           302 404 403 403 302 302 302 302 302 302
+POST settings_member_remove        302 404 403 403 302 302 302 302 302 302
+POST settings_token_create         302 404 403 403 200 200 302 302 302 302
+POST settings_token_revoke         302 404 403 403 302 302 302 302 302 302
+GET  admin:index                   302 302 302 302 302 200 302 302 302 302
+GET  admin:entry_add               302 302 302 302 302 200 302 302 302 302
+POST admin:entry_add               302 302 302 302 302 302 302 302 302 302
+POST logout                        302 302 302 302 302 302 302 302 302 302
+GET  healthz                       200 200 200 200 200 200 200 200 200 200
+GET  ci_client                     200 200 200 200 200 200 200 200 200 200
+""")
+POSTS = [(method, action) for method, action in PAGES if method == "POST"]
+ENTRY_ACTIONS = ["entry_new", "entry_renew", "entry_clear"]
+
+
+def page_request(method: str, action: str, w) -> Request:
+    """The request of one table row, with valid data: only access can stop it."""
+    s = w.suite.slug
+    soon = (w.today + timedelta(days=7)).isoformat()
+    gets = {
+        **suite_pages(w.suite, entry=w.entry, report=w.report, batch=w.batch, node=w.node),
+        "home": reverse("home"),
+        "trends": reverse("trends", args=[s]),
+        "trends_csv": reverse("trends_csv", args=[s, "verdicts"]),
+        "settings": reverse("settings", args=[s]),
+        "settings_runs_needed": reverse("settings_runs_needed", args=[s])
+        + "?max_upper_rate=0.01&min_runs=300",
+        "settings_tier_rule_preview": reverse("settings_tier_rule_preview", args=[s])
+        + "?glob=tests/*&tier=0",
+        "admin:index": reverse("admin:index"),
+        "admin:entry_add": reverse("admin:ledger_quarantineentry_add"),
+        "healthz": reverse("healthz"),
+        "ci_client": reverse("ci_client"),
+    }
+    if method == "GET":
+        return Request(gets[action])
+    posts = {
+        "entry_new": Request(gets["entry_new"], {
+            "node": "tests/test_new.py::test_flaky", "owner": "@finley", "expires": soon,
+            "evidence": "ci/run-9"}),
+        "entry_renew": Request(gets["entry_renew"], {
+            "expires": soon, "evidence": "ci/run-10", "owner": "", "note": "still flaky"}),
+        "entry_clear": Request(gets["entry_clear"], {"note": "fixed"}),
+        "settings_policy": Request(reverse("settings_policy", args=[s]), {
+            "max_upper_rate": "0.03", "min_runs": "150", "max_quarantined_share": "0.1",
+            "max_quarantine_days": "20", "note": "tuned"}),
+        "settings_fixture_pin": Request(reverse("settings_fixture_pin", args=[s]), {
+            "fixture_manifest": "sha256:0f1e", "fixture_seed": "7"}),
+        "settings_tier_rule_add": Request(reverse("settings_tier_rule_add", args=[s]), {
+            "glob": "tests/test_golden.py::*", "tier": "1"}),
+        "settings_tier_rule_remove": Request(
+            reverse("settings_tier_rule_remove", args=[s, w.rule.pk]), {}),
+        "settings_member_set": Request(reverse("settings_member_set", args=[s]), {
+            "username": w.viewer.username, "role": "owner"}),
+        "settings_member_remove": Request(
+            reverse("settings_member_remove", args=[s, w.viewer_membership.pk]), {}),
+        "settings_token_create": Request(reverse("settings_token_create", args=[s]), {
+            "name": "nightly", "scope": "read"}),
+        "settings_token_revoke": Request(
+            reverse("settings_token_revoke", args=[s, w.read_token.pk]), {}),
+        "admin:entry_add": Request(gets["admin:entry_add"], {
+            "suite": str(w.suite.pk), "nodeid": "tests/test_admin.py::test_flaky",
+            "owner": "@finley", "expires": soon, "evidence": "ci/run-11", "note": "",
+            "n": "200", "fails": "3", "seed_base": ""}),
+        "logout": Request(reverse("logout"), {}),
+    }
+    return posts[action]
+
+
+def sent_to_sign_in(response) -> bool:
+    location = response.get("Location", "")
+    return response.status_code == 302 and location.startswith(
+        (reverse("login"), reverse("admin:login"))
+    )
+
+
+@pytest.mark.parametrize(("method", "action"), list(PAGES), ids=lambda x: x)
+def test_every_caller_gets_the_status_in_the_table(world, method, action):
+    cells = ask_every_caller(method, page_request(method, action, world), world)
+    assert {caller: cell.status for caller, cell in cells.items()} == PAGES[(method, action)]
+    for caller, cell in cells.items():
+        if caller not in SIGNED_IN and not action.startswith(("admin:", "logout")):
+            assert cell.status != 302 or sent_to_sign_in(cell.response), caller
+        if method == "GET" or cell.status in (403, 404) or sent_to_sign_in(cell.response):
+            assert not cell.changed and not cell.audited, (caller, cell.audited)
+        elif action != "logout":
+            assert cell.audited == [f"@{world.users[caller].username}"], caller
+
+
+def test_the_table_covers_every_page():
+    """A new page cannot slip past the table."""
+    names = {name for name in get_resolver().reverse_dict if isinstance(name, str)}
+    pages = {n for n in names if not n.startswith(("admin", "api")) and n != "login"}
+    covered = {action for _, action in PAGES}
+    assert pages <= covered, sorted(pages - covered)
+
+
+# --- CSRF -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("method", "action"), POSTS, ids=lambda x: x)
+def test_every_form_post_needs_its_csrf_token(world, method, action):
+    assert PAGES[(method, action)]["staff"] in (200, 302)
+    cell = ask("staff", method, page_request(method, action, world), world, csrf=False)
+    assert cell.status == 403
+    assert b"CSRF" in cell.response.content
+    assert not cell.changed
+
+
+@pytest.mark.parametrize("action", ENTRY_ACTIONS)
+def test_a_form_page_hands_out_the_token_its_post_needs(world, action):
+    request = page_request("POST", action, world)
+    browser = client_as("owner", world)
+    token = browser.get(request.path).cookies["csrftoken"].value
+    response = browser.post(request.path, {**request.data, "csrfmiddlewaretoken": token})
+    assert response.status_code == 302
+    assert AuditEvent.objects.latest("pk").actor == "@finley"
+
+
+def test_htmx_posts_carry_the_token_in_a_header(world):
+    browser = client_as("owner", world)
+    token = browser.get(reverse("ledger", args=[world.suite.slug])).cookies["csrftoken"].value
+    url = reverse("entry_clear", args=[world.suite.slug, world.entry.pk])
+    response = browser.post(url, {"note": "fixed", "place": "row"},
+                            headers={"HX-Request": "true", "X-CSRFToken": token})
+    assert response.status_code == 200
+    assert QuarantineEntry.objects.get(pk=world.entry.pk).cleared_at is not None
+
+
+def test_sign_in_needs_its_csrf_token(lead):
+    client = Client(enforce_csrf_checks=True)
+    response = client.post(reverse("login"), {"username": lead.username, "password": "x"})
+    assert response.status_code == 403
+
+
+# --- beyond the table -------------------------------------------------------------------
+
+
+def test_an_entry_under_another_suites_slug_is_not_found(client_for, world, lead):
+    # A lead of acme asking for acme's entry under the other suite's slug.
+    url = reverse("entry", args=[world.other_suite.slug, world.entry.pk])
+    assert client_for(lead).get(url).status_code == 404
+
+
+@pytest.mark.parametrize("method", ["put", "delete"])
+def test_actions_answer_only_get_and_post(client_for, world, owner, method):
+    url = reverse("entry_clear", args=[world.suite.slug, world.entry.pk])
+    assert getattr(client_for(owner), method)(url).status_code == 405

@@ -19,6 +19,7 @@ from datetime import date
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import transaction
 
+from ledger.locks import lock_suite
 from ledger.models import QuarantineEntry, Suite
 from ledger.quarantine import quarantine_create
 from ledger.selectors import share_figures
@@ -105,6 +106,7 @@ def import_ledger(
     for index, (nodeid, _) in enumerate(pairs):
         positions[nodeid].append(index)
     with transaction.atomic():
+        lock_suite(suite.pk)
         for index, (nodeid, row) in enumerate(pairs):
             if len(positions[nodeid]) > 1:
                 # Which of the copies is meant cannot be told: none is stored, and the node

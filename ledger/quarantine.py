@@ -13,6 +13,7 @@ from flakeboard import rules
 
 from . import messages
 from .audit import bump_ledger_revision, entry_snapshot, record_event
+from .locks import lock_suite
 from .models import AuditEvent, Node, QuarantineEntry, Suite
 from .selectors import known_nodes, share_figures, tier_resolution
 
@@ -104,7 +105,7 @@ def quarantine_create(
         errors.add("fails", "fails must be between 0 and n.", "counts_invalid")
     with transaction.atomic():
         # One writer per suite at a time: the share cap and the one-open-entry rule hold.
-        suite = Suite.objects.select_for_update().get(pk=suite.pk)
+        suite = lock_suite(suite.pk)
         node = Node.objects.filter(suite=suite, nodeid=nodeid).first()
         _check_tier(errors, suite, nodeid, node)
         if node is not None and QuarantineEntry.objects.open().filter(node=node).exists():
@@ -138,9 +139,8 @@ def quarantine_create(
 
 
 def _locked_open_entry(entry: QuarantineEntry, errors: _Errors) -> QuarantineEntry:
-    locked = QuarantineEntry.objects.select_for_update().select_related("node", "suite").get(
-        pk=entry.pk
-    )
+    lock_suite(entry.suite_id)
+    locked = QuarantineEntry.objects.select_related("node", "suite").get(pk=entry.pk)
     if locked.cleared_at is not None:
         errors.add(NON_FIELD_ERRORS, "This entry has already been cleared.", "already_cleared")
         errors.raise_if_any()

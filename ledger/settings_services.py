@@ -14,6 +14,7 @@ from django.db import transaction
 from flakeboard import rules
 
 from .audit import bump_ledger_revision, record_event
+from .locks import lock_suite
 from .models import AuditEvent, Membership, Role, Suite
 from .suites import member_remove, member_set
 
@@ -40,7 +41,7 @@ def _check_bounds(suite: Suite, values: dict) -> None:
 
 def _update(*, suite: Suite, values: dict, actor: str, note: str, bump: bool) -> Suite:
     with transaction.atomic():
-        locked = Suite.objects.select_for_update().get(pk=suite.pk)
+        locked = lock_suite(suite.pk)
         before = _snapshot(locked, values)
         if before == values:
             return locked
@@ -116,7 +117,7 @@ def member_change(*, suite: Suite, username: str, role: str, actor: str) -> Memb
     if user is None:
         raise ValidationError({"username": f"There is no user “{username}”."})
     with transaction.atomic():
-        Suite.objects.select_for_update().get(pk=suite.pk)
+        lock_suite(suite.pk)
         current = Membership.objects.filter(suite=suite, user=user).first()
         if (
             current is not None
@@ -131,7 +132,7 @@ def member_change(*, suite: Suite, username: str, role: str, actor: str) -> Memb
 def member_drop(*, membership: Membership, actor: str) -> None:
     """Remove a member; the suite's last lead stays."""
     with transaction.atomic():
-        Suite.objects.select_for_update().get(pk=membership.suite_id)
+        lock_suite(membership.suite_id)
         if membership.role == Role.LEAD and not _other_leads(membership.suite, membership):
             raise _last_lead_error(membership.suite)
         member_remove(membership=membership, actor=actor)

@@ -7,6 +7,7 @@ from django.core.validators import validate_slug
 from django.db import transaction
 
 from .audit import record_event
+from .locks import lock_suite
 from .models import AuditEvent, Membership, Role, Suite
 
 
@@ -20,6 +21,7 @@ def suite_create(*, slug: str, name: str = "") -> Suite:
 def member_set(*, suite: Suite, user, role: str, actor: str) -> Membership:
     role = Role(role)
     with transaction.atomic():
+        lock_suite(suite.pk)
         membership = Membership.objects.filter(suite=suite, user=user).first()
         before = {"user": user.username, "role": membership.role} if membership else {}
         if membership is None:
@@ -41,6 +43,7 @@ def member_set(*, suite: Suite, user, role: str, actor: str) -> Membership:
 
 def member_remove(*, membership: Membership, actor: str) -> None:
     with transaction.atomic():
+        lock_suite(membership.suite_id)
         record_event(
             suite=membership.suite,
             action=AuditEvent.Action.MEMBER,

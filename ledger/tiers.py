@@ -15,6 +15,7 @@ from django.db import transaction
 from flakeboard import rules
 
 from .audit import bump_ledger_revision, record_event
+from .locks import lock_suite
 from .models import AuditEvent, Node, QuarantineEntry, Suite, TierRule
 from .selectors import tier_rule_specs
 
@@ -63,7 +64,7 @@ def _validate(glob: str, tier: int) -> None:
 def tier_rule_add(*, suite: Suite, glob: str, tier: int, actor: str) -> TierRule:
     _validate(glob, tier)
     with transaction.atomic():
-        suite = Suite.objects.select_for_update().get(pk=suite.pk)
+        suite = lock_suite(suite.pk)
         if TierRule.objects.filter(suite=suite, glob=glob).exists():
             raise ValidationError({"glob": f"A rule for “{glob}” already exists."})
         rule = TierRule.objects.create(suite=suite, glob=glob, tier=tier, created_by=actor)
@@ -81,7 +82,7 @@ def tier_rule_add(*, suite: Suite, glob: str, tier: int, actor: str) -> TierRule
 
 def tier_rule_remove(*, rule: TierRule, actor: str) -> None:
     with transaction.atomic():
-        suite = Suite.objects.select_for_update().get(pk=rule.suite_id)
+        suite = lock_suite(rule.suite_id)
         record_event(
             suite=suite,
             action=AuditEvent.Action.TIER_RULE,

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from flakeboard import rules
 from ledger.audit import bump_ledger_revision
+from ledger.locks import lock_suite
 from ledger.models import Node, QuarantineEntry, Suite
 from ledger.selectors import open_entries_by_node, share_figures, tier_rule_specs
 
@@ -112,13 +113,15 @@ def _stored(model, suite: Suite, digest: str) -> IngestOutcome | None:
 
 
 def _ingest(model, suite, digest, dry_run, evaluate_and_store) -> IngestOutcome:
-    """Shared frame: duplicate check, one transaction, and the race of two equal uploads.
+    """Shared frame: duplicate check, one transaction under the suite's write lock, and the
+    race of two equal uploads.
 
-    A dry run takes exactly the upload's path, its writes included, and then rolls them
-    back: it answers what the upload would, because it is the upload.
+    A dry run takes exactly the upload's path, its writes and its lock included, and then
+    rolls them back: it answers what the upload would, because it is the upload.
     """
     if dry_run:
         with transaction.atomic():
+            lock_suite(suite.pk)
             outcome = evaluate_and_store()
             transaction.set_rollback(True)
         return outcome
@@ -126,6 +129,10 @@ def _ingest(model, suite, digest, dry_run, evaluate_and_store) -> IngestOutcome:
         return stored
     try:
         with transaction.atomic():
+            lock_suite(suite.pk)
+            # An identical upload may have committed while this one waited for the lock.
+            if (stored := _stored(model, suite, digest)) is not None:
+                return stored
             return evaluate_and_store()
     except IntegrityError:
         # An identical upload committed first: answer with what it stored.

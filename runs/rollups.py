@@ -10,6 +10,7 @@ from django.db import transaction
 from django.db.models import Count, F
 
 from flakeboard import rules
+from ledger.locks import lock_suite
 from ledger.models import Suite
 
 from .models import Measurement, NodeVerdict, ReasonRollup, Report, VerdictBatch
@@ -71,6 +72,7 @@ def rebuild_rollups(suite: Suite) -> int:
     """Recompute a suite's rollups from the raw rows; returns the number of rollup rows."""
     counts = counts_from_raw(suite)
     with transaction.atomic():
+        lock_suite(suite.pk)
         ReasonRollup.objects.filter(suite=suite).delete()
         ReasonRollup.objects.bulk_create(
             [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import date
 
 from django.conf import settings
@@ -13,6 +14,39 @@ from django.utils.deconstruct import deconstructible
 from flakeboard import rules
 
 from . import predicates
+
+KEY_LENGTH = 32
+
+
+def text_key(text: str) -> str:
+    """A fixed-length key for a node id or a glob: 128 bits of its SHA-256, in hex.
+
+    Uniqueness and lookups go through the key, not the text: a node id may be 1,000
+    four-byte characters, more than a PostgreSQL b-tree entry can hold, and the key is the
+    node page's address, which no browser rewrites (a node id may hold ``/../``).
+    """
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:KEY_LENGTH]
+
+
+class KeyField(models.CharField):
+    """``text_key`` of another field, set whenever the row is written (``bulk_create``
+    included, which calls ``pre_save`` too)."""
+
+    def __init__(self, *args, source: str, **kwargs):
+        self.source = source
+        kwargs.setdefault("max_length", KEY_LENGTH)
+        kwargs.setdefault("editable", False)
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self):
+        name, path, args, kwargs = super().deconstruct()
+        kwargs["source"] = self.source
+        return name, path, args, kwargs
+
+    def pre_save(self, model_instance, add):
+        value = text_key(getattr(model_instance, self.source))
+        setattr(model_instance, self.attname, value)
+        return value
 
 
 @deconstructible
@@ -115,9 +149,16 @@ class Membership(models.Model):
         return f"{self.user} is {self.role} of {self.suite}"
 
 
+class NodeQuerySet(models.QuerySet):
+    def named(self, *nodeids: str):
+        """The nodes with these ids, found through their keys (the indexed column)."""
+        return self.filter(key__in=[text_key(nodeid) for nodeid in nodeids])
+
+
 class Node(models.Model):
     suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="nodes")
     nodeid = models.CharField(max_length=rules.NODEID_MAX_LENGTH)
+    key = KeyField(source="nodeid")
     # A tier 0 or 1 stated by an upload sticks; the effective tier also follows the rules.
     stated_tier = models.PositiveSmallIntegerField(null=True, blank=True)
     tier = models.PositiveSmallIntegerField(default=rules.Tier.REPEAT_BUDGET)
@@ -126,9 +167,11 @@ class Node(models.Model):
     first_seen = models.DateField(null=True, blank=True)
     last_seen = models.DateField(null=True, blank=True)
 
+    objects = NodeQuerySet.as_manager()
+
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["suite", "nodeid"], name="unique_node_per_suite")
+            models.UniqueConstraint(fields=["suite", "key"], name="unique_node_key_per_suite")
         ]
         indexes = [models.Index(fields=["suite", "last_seen"], name="node_suite_seen")]
 
@@ -139,6 +182,7 @@ class Node(models.Model):
 class TierRule(models.Model):
     suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="tier_rules")
     glob = models.CharField(max_length=rules.NODEID_MAX_LENGTH)
+    glob_key = KeyField(source="glob")
     tier = models.PositiveSmallIntegerField(
         choices=[(0, "0: property check"), (1, "1: pinned fixture"), (2, "2: repeat budget")]
     )
@@ -148,7 +192,7 @@ class TierRule(models.Model):
     class Meta:
         ordering = ["tier", "glob"]
         constraints = [
-            models.UniqueConstraint(fields=["suite", "glob"], name="unique_glob_per_suite")
+            models.UniqueConstraint(fields=["suite", "glob_key"], name="unique_glob_key_per_suite")
         ]
 
     def __str__(self):

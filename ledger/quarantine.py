@@ -106,7 +106,7 @@ def quarantine_create(
     with transaction.atomic():
         # One writer per suite at a time: the share cap and the one-open-entry rule hold.
         suite = lock_suite(suite.pk)
-        node = Node.objects.filter(suite=suite, nodeid=nodeid).first()
+        node = Node.objects.filter(suite=suite).named(nodeid).first()
         _check_tier(errors, suite, nodeid, node)
         if node is not None and QuarantineEntry.objects.open().filter(node=node).exists():
             errors.add("node", f"{nodeid} already has an open quarantine entry.", "already_open")

@@ -16,7 +16,7 @@ from flakeboard import rules
 
 from .audit import bump_ledger_revision, record_event
 from .locks import lock_suite
-from .models import AuditEvent, Node, QuarantineEntry, Suite, TierRule
+from .models import AuditEvent, Node, QuarantineEntry, Suite, TierRule, text_key
 from .selectors import tier_rule_specs
 
 
@@ -65,7 +65,7 @@ def tier_rule_add(*, suite: Suite, glob: str, tier: int, actor: str) -> TierRule
     _validate(glob, tier)
     with transaction.atomic():
         suite = lock_suite(suite.pk)
-        if TierRule.objects.filter(suite=suite, glob=glob).exists():
+        if TierRule.objects.filter(suite=suite, glob_key=text_key(glob)).exists():
             raise ValidationError({"glob": f"A rule for “{glob}” already exists."})
         rule = TierRule.objects.create(suite=suite, glob=glob, tier=tier, created_by=actor)
         refresh_node_tiers(suite)

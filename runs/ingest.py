@@ -52,7 +52,7 @@ def _chunks(items: list, size: int = CHUNK) -> Iterable[list]:
 def _fetch_nodes(suite: Suite, nodeids: list[str]) -> dict[str, Node]:
     found = {}
     for chunk in _chunks(nodeids):
-        for node in Node.objects.filter(suite=suite, nodeid__in=chunk):
+        for node in Node.objects.filter(suite=suite).named(*chunk):
             found[node.nodeid] = node
     return found
 

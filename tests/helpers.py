@@ -11,6 +11,7 @@ import pytest
 from django.urls import reverse
 
 from flakeboard.rules import EntryFacts
+from ledger.models import text_key
 
 # The rules never read the clock: their tests pass this day as today.
 TODAY = date(2026, 3, 15)
@@ -54,8 +55,13 @@ def suite_pages(suite, *, entry, report, batch, node) -> dict[str, str]:
         "report": reverse("report", args=[slug, report.pk]),
         "verdicts": reverse("verdicts", args=[slug]),
         "batch": reverse("batch", args=[slug, batch.pk]),
-        "node": reverse("node", args=[slug, node]),
+        "node": node_page(slug, node),
     }
+
+
+def node_page(slug: str, nodeid: str) -> str:
+    """A node page's address: by the node id's key."""
+    return reverse("node", args=[slug, text_key(nodeid)])
 
 
 def field_errors(response, field: str) -> str:

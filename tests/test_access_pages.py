@@ -39,6 +39,7 @@ GET  report                        302 404 200 200 200 200 302 302 302 302
 GET  verdicts                      302 404 200 200 200 200 302 302 302 302
 GET  batch                         302 404 200 200 200 200 302 302 302 302
 GET  node                          302 404 200 200 200 200 302 302 302 302
+GET  node_by_id                    302 404 301 301 301 301 302 302 302 302
 GET  trends                        302 404 200 200 200 200 302 302 302 302
 GET  trends_csv                    302 404 200 200 200 200 302 302 302 302
 GET  settings                      302 404 403 403 200 200 302 302 302 302
@@ -70,6 +71,7 @@ def page_request(method: str, action: str, w) -> Request:
     gets = {
         **suite_pages(w.suite, entry=w.entry, report=w.report, batch=w.batch, node=w.node),
         "home": reverse("home"),
+        "node_by_id": reverse("node_by_id", args=[s, w.node]),
         "trends": reverse("trends", args=[s]),
         "trends_csv": reverse("trends_csv", args=[s, "verdicts"]),
         "settings": reverse("settings", args=[s]),

@@ -10,7 +10,7 @@ from ledger.models import AuditEvent, QuarantineEntry
 from ledger.quarantine import quarantine_clear, quarantine_create, quarantine_renew
 from ledger.tiers import tier_rule_add
 from runs.ingest import report_ingest
-from tests.helpers import body, field_errors, measurement
+from tests.helpers import body, field_errors, measurement, node_page
 
 NODE = "tests/test_pay.py::test_refund_retry"
 HTMX = {"HX-Request": "true"}
@@ -67,7 +67,7 @@ def test_the_history_shows_who_when_before_after_and_note(client_for, viewer, su
 def test_the_latest_measurements_load_from_the_node_page(client_for, viewer, suite, entry):
     client = client_for(viewer)
     html = client.get(url("entry", suite, entry)).content.decode()
-    node_url = reverse("node", args=[suite.slug, NODE])
+    node_url = node_page(suite.slug, NODE)
     assert f'hx-get="{node_url}?panel=latest" hx-trigger="load"' in html
     assert f'<a href="{node_url}">' in html  # without JavaScript, a link to them
     panel = client.get(node_url, {"panel": "latest"}, headers=HTMX)

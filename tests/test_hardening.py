@@ -31,7 +31,7 @@ from ledger.quarantine import quarantine_create
 from ledger.tokens import token_authenticate, token_create
 from runs.ingest import report_ingest, signals_ingest
 from tests.conftest import PASSWORD
-from tests.helpers import body, measurement, record
+from tests.helpers import body, measurement, node_page, record
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -159,7 +159,7 @@ def board_pages(suite, furnished) -> list[str]:
         reverse("report", args=[slug, furnished["report"].pk]),
         reverse("verdicts", args=[slug]),
         reverse("batch", args=[slug, furnished["batch"].pk]),
-        reverse("node", args=[slug, "tests/test_flaky.py::test_once"]),
+        node_page(slug, "tests/test_flaky.py::test_once"),
         reverse("trends", args=[slug]),
         reverse("settings", args=[slug]),
         reverse("admin:index"),
@@ -332,7 +332,7 @@ def test_hostile_urls_and_queries_never_fail_the_pages(client_for, staff, suite,
     failed = []
     for text in hostile:
         for url, query in [
-            (reverse("node", args=[slug, "tests/test_flaky.py::test_once"]) + "x", {}),
+            (node_page(slug, "tests/test_flaky.py::test_once") + "x", {}),
             (f"/suites/{slug}/nodes/{text}/", {}),
             (reverse("ledger", args=[slug]), {"q": text, "owner": text, "state": text}),
             (reverse("reports", args=[slug]), {"status": text, "page": text}),

@@ -15,7 +15,7 @@ from ledger.settings_services import fixture_pin_set, policy_update
 from runs.ingest import report_ingest, signals_ingest
 from runs.models import Report
 from runs.results import answer
-from tests.helpers import body, measurement, record
+from tests.helpers import body, measurement, node_page, record
 
 FLAKY = "tests/test_pay.py::test_capture_timeout"
 CLEAN = [f"tests/test_many.py::test_{i:02}" for i in range(30)]
@@ -88,7 +88,7 @@ def test_the_node_page_draws_each_measurement_against_its_own_budget(
     policy_update(suite=suite, actor="@lea", max_upper_rate=0.05, min_runs=200,
                   max_quarantined_share=0.05, max_quarantine_days=30)
     upload(Suite.objects.get(pk=suite.pk), commit="def")
-    response = client_for(viewer).get(f"/suites/{suite.slug}/nodes/{FLAKY}/")
+    response = client_for(viewer).get(node_page(suite.slug, FLAKY))
     budgets = response.context["history"].chart["datasets"][1]["data"]
     assert budgets == [0.02, 0.05]
 

@@ -4,6 +4,7 @@ over time and its quarantine history."""
 import json
 import re
 from datetime import UTC, datetime, timedelta
+from html import unescape as html_unescape
 
 import pytest
 from django.urls import reverse
@@ -12,7 +13,7 @@ from flakeboard import rules
 from ledger.quarantine import quarantine_clear, quarantine_create
 from ledger.tiers import tier_rule_add
 from runs.ingest import report_ingest, signals_ingest
-from tests.helpers import body, measurement, record
+from tests.helpers import body, measurement, node_page, record
 
 NODE = "tests/unit/test_pay.py::TestRefund::test_retry[eu-west]"
 
@@ -36,14 +37,60 @@ def history(suite, today):
 
 
 def node_url(suite, nodeid=NODE):
-    return reverse("node", args=[suite.slug, nodeid])
+    return node_page(suite.slug, nodeid)
 
 
-def test_node_ids_with_slashes_and_colons_resolve(client_for, viewer, suite, history):
+def test_a_node_page_is_addressed_by_its_key(client_for, viewer, suite, history):
     url = node_url(suite)
-    assert "/nodes/tests/unit/test_pay.py::TestRefund::test_retry%5Beu-west%5D/" in url
+    assert re.fullmatch(rf"/suites/{suite.slug}/nodes/[0-9a-f]{{32}}/", url)
     response = client_for(viewer).get(url)
     assert response.status_code == 200 and NODE.encode() in response.content
+
+
+# Node ids a browser would rewrite or cut if they were a path: dot segments, empty
+# segments, a query, a fragment, percent signs; and real ids from click, jinja2, packaging.
+AWKWARD = [
+    "tests/test_io.py::test_read[a/../../../../../../ledger]",
+    "tests/test_io.py::test_read[./x]",
+    "tests/test_io.py::test_read[..]",
+    "tests/test_io.py::test_read[.]",
+    "tests//test_io.py::test_read[//host/share]",
+    "tests/test_io.py::test_read[a?b=c]",
+    "tests/test_io.py::test_read[#frag]",
+    "tests/test_io.py::test_read[100%]",
+    "tests/test_io.py::test_read[%2e%2e%2f]",
+    "tests/test_utils.py::test_expand_args[~/*.py]",
+    "tests/test_api.py::test_markup_leaks[]",
+    "tests/test_version.py::test_valid_versions[1.0.dev456]",
+    "tests/test_版本.py::test_名前[😀]",
+]
+
+
+def test_awkward_node_ids_are_reached_from_the_report_page(client_for, viewer, suite):
+    """Every node link on the report page leads to that node's own page."""
+    outcome = report_ingest(suite=suite, body=body([measurement(n) for n in AWKWARD]),
+                            actor="ci")
+    client = client_for(viewer)
+    html = client.get(reverse("report", args=[suite.slug, outcome.upload.pk])).content.decode()
+    links = re.findall(r'<td class="node"><a href="([^"]+)"><code>([^<]*)</code>', html)
+    assert len(links) == len(AWKWARD)
+    for href, shown in links:
+        assert re.fullmatch(rf"/suites/{suite.slug}/nodes/[0-9a-f]{{32}}/", href)
+        page = client.get(href)
+        assert page.status_code == 200, shown
+        title = re.search(r"<h1[^>]*>(.*?)</h1>", page.content.decode(), re.S).group(1)
+        assert html_unescape(shown) in html_unescape(title)
+    assert {html_unescape(shown) for _, shown in links} == set(AWKWARD)
+
+
+def test_the_earlier_address_by_node_id_redirects(client_for, viewer, suite, history):
+    client = client_for(viewer)
+    old = reverse("node_by_id", args=[suite.slug, NODE]) + "?panel=latest"
+    response = client.get(old)
+    assert response.status_code == 301
+    assert response["Location"] == node_url(suite) + "?panel=latest"
+    missing = reverse("node_by_id", args=[suite.slug, "tests/nope.py::test_x"])
+    assert client.get(missing).status_code == 404
 
 
 def test_an_unknown_node_is_not_found(client_for, viewer, suite):
@@ -70,8 +117,8 @@ def test_the_chart_data_and_the_same_numbers_in_a_table(client_for, viewer, suit
 
 def test_chart_scripts_are_included_on_the_node_page_only(client_for, viewer, suite, history):
     client = client_for(viewer)
-    node_page = client.get(node_url(suite)).content.decode()
-    assert "vendor/chartjs/chart.umd.min.js" in node_page and "js/charts.js" in node_page
+    page = client.get(node_url(suite)).content.decode()
+    assert "vendor/chartjs/chart.umd.min.js" in page and "js/charts.js" in page
     ledger_page = client.get(reverse("ledger", args=[suite.slug])).content.decode()
     assert "chart.umd.min.js" not in ledger_page
 

@@ -10,7 +10,7 @@ from django.urls import reverse
 from ledger.models import QuarantineEntry
 from ledger.quarantine import quarantine_clear, quarantine_create
 from runs.ingest import report_ingest, signals_ingest
-from tests.helpers import body, measurement, record, suite_pages
+from tests.helpers import body, measurement, node_page, record, suite_pages
 
 NODE = "tests/x.py::test_<script>alert(1)</script>[\"'q]"
 SCRIPT_NOTE = "<script>alert(4)</script> & \"quoted\" 'single'"
@@ -60,7 +60,7 @@ def urls(suite, hostile):
         *pages.values(),
         *(reverse("entry", args=[slug, e.pk]) for e in others),
         reverse("entry_clear", args=[slug, entries["javascript"].pk]),
-        reverse("node", args=[slug, "t.py::t1"]),
+        node_page(slug, "t.py::t1"),
     ]
 
 
@@ -87,7 +87,7 @@ def test_htmx_partials_are_escaped_too(client_for, owner, suite, hostile):
         (reverse("entry", args=[suite.slug, entry.pk]), {"place": "row"}),
         (reverse("entry_renew", args=[suite.slug, entry.pk]), {"place": "row"}),
         (reverse("ledger", args=[suite.slug]), {"q": "<script>"}),
-        (reverse("node", args=[suite.slug, NODE]), {"panel": "latest"}),
+        (node_page(suite.slug, NODE), {"panel": "latest"}),
     ]:
         html = client.get(url, params, headers={"HX-Request": "true"}).content.decode()
         assert_inert(html)
@@ -117,6 +117,6 @@ def test_only_http_evidence_becomes_a_link(client_for, owner, suite, hostile):
 
 
 def test_hostile_node_ids_get_working_urls(client_for, owner, suite, hostile):
-    url = reverse("node", args=[suite.slug, NODE])
+    url = node_page(suite.slug, NODE)
     assert "<" not in url and '"' not in url
     assert client_for(owner).get(url).status_code == 200

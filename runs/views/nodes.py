@@ -1,8 +1,9 @@
 """A node's page: its measurements and verdicts over time, and its quarantine entries."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
+from django.http import Http404, HttpResponsePermanentRedirect
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
@@ -16,12 +17,30 @@ from .. import selectors
 
 @login_required
 @require_GET
-def node_detail(request, suite, nodeid):
+def node_by_id(request, suite, nodeid):
+    """``nodes/<node id>/``, the address before node pages had keys: a permanent redirect
+    to the node's page, query included."""
     suite = suite_for(request, suite)
     if rules.nodeid_problem(nodeid):
         # No stored node id holds control characters; PostgreSQL could not even compare a NUL.
         raise Http404("No such node.")
-    node = get_object_or_404(Node, suite=suite, nodeid=nodeid)
+    node = get_object_or_404(Node.objects.filter(suite=suite).named(nodeid))
+    url = reverse("node", args=[suite.slug, node.key])
+    if request.GET:
+        url += "?" + request.GET.urlencode()
+    return HttpResponsePermanentRedirect(url)
+
+
+@login_required
+@require_GET
+def node_detail(request, suite, key):
+    """A node's page, addressed by its key: a node id may hold ``/../``, ``?`` or ``#``,
+    which a browser would rewrite or cut in a path."""
+    suite = suite_for(request, suite)
+    node = Node.objects.filter(suite=suite, key=key).first()
+    if node is None:
+        # A node id that happens to look like a key.
+        return node_by_id(request, suite.slug, key)
     if wants_partial(request) and request.GET.get("panel") == "latest":
         context = {"suite": suite, "node": node,
                    "latest": selectors.latest_measurements(node)}

@@ -1,0 +1,63 @@
+"""Node ids and tier-rule globs are unique through a fixed-length key (a digest of the
+text), since a node id of 1,000 four-byte characters is too long for a PostgreSQL b-tree
+entry. The node's key is also its page's address."""
+
+import hashlib
+
+from django.db import migrations, models
+
+import ledger.models
+
+
+def _key(text: str) -> str:
+    # ledger.models.text_key as of this migration.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def fill_keys(apps, schema_editor):
+    for model, source, target in (("Node", "nodeid", "key"), ("TierRule", "glob", "glob_key")):
+        Model = apps.get_model("ledger", model)
+        batch = []
+        for row in Model.objects.only("pk", source).iterator(chunk_size=2000):
+            setattr(row, target, _key(getattr(row, source)))
+            batch.append(row)
+            if len(batch) == 2000:
+                Model.objects.bulk_update(batch, [target])
+                batch = []
+        Model.objects.bulk_update(batch, [target])
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("ledger", "0002_node_seen_only_in_uploads"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="node",
+            name="key",
+            field=ledger.models.KeyField(default="", editable=False, max_length=32,
+                                         source="nodeid"),
+            preserve_default=False,
+        ),
+        migrations.AddField(
+            model_name="tierrule",
+            name="glob_key",
+            field=ledger.models.KeyField(default="", editable=False, max_length=32,
+                                         source="glob"),
+            preserve_default=False,
+        ),
+        migrations.RunPython(fill_keys, migrations.RunPython.noop),
+        migrations.RemoveConstraint(model_name="node", name="unique_node_per_suite"),
+        migrations.RemoveConstraint(model_name="tierrule", name="unique_glob_per_suite"),
+        migrations.AddConstraint(
+            model_name="node",
+            constraint=models.UniqueConstraint(
+                fields=("suite", "key"), name="unique_node_key_per_suite"),
+        ),
+        migrations.AddConstraint(
+            model_name="tierrule",
+            constraint=models.UniqueConstraint(
+                fields=("suite", "glob_key"), name="unique_glob_key_per_suite"),
+        ),
+    ]

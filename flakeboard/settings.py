@@ -140,6 +140,13 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/lockout.html"
 AXES_VERBOSE = False
+# The address is the client's, not our proxy's: behind N proxies of our own, the N-th
+# X-Forwarded-For entry from the right (web/client_ip.py). 0 ignores the header, which
+# anyone can write.
+FLAKEBOARD_TRUSTED_PROXIES = envint("FLAKEBOARD_TRUSTED_PROXIES", 0)
+if FLAKEBOARD_TRUSTED_PROXIES < 0:
+    raise ImproperlyConfigured("FLAKEBOARD_TRUSTED_PROXIES is a count of proxies: 0 or more.")
+AXES_CLIENT_IP_CALLABLE = "web.client_ip.request_client_address"
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"

@@ -5,11 +5,16 @@ from django.urls import include, path
 from flakeboard.api import api
 from ledger.views import home
 from runs.api.download import ci_client
+from web.sign_in import AdminSignInForm, SignInForm
+
+# Both sign-in pages bound the user name (see web.sign_in).
+admin.site.login_form = AdminSignInForm
 
 urlpatterns = [
     path("", home.home, name="home"),
     path("healthz", home.healthz, name="healthz"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", auth_views.LoginView.as_view(authentication_form=SignInForm),
+         name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),

@@ -7,9 +7,12 @@ changes what the gate decides and what the full ledger view reports.
 
 from __future__ import annotations
 
+import math
+from numbers import Integral, Real
+
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import models, transaction
 
 from flakeboard import rules
 
@@ -26,11 +29,31 @@ def _snapshot(suite: Suite, names) -> dict:
     return {name: getattr(suite, name) for name in names}
 
 
+def _not_a_number(model_field, value) -> str | None:
+    """Why ``value`` cannot be stored in the numeric ``model_field``, or None. The range
+    validators let NaN through (every comparison with it is false), and SQLite stores a
+    NaN as NULL."""
+    if value is None or not isinstance(model_field, models.FloatField | models.IntegerField):
+        return None
+    if isinstance(value, bool):
+        return f"{model_field.name} must be a number (got {value!r})."
+    if isinstance(model_field, models.FloatField) and not (
+        isinstance(value, Real) and math.isfinite(value)
+    ):
+        return f"{model_field.name} must be a finite number (got {value!r})."
+    if isinstance(model_field, models.IntegerField) and not isinstance(value, Integral):
+        return f"{model_field.name} must be a whole number (got {value!r})."
+    return None
+
+
 def _check_bounds(suite: Suite, values: dict) -> None:
     """Validate ``values`` against the Suite fields' own validators, all errors at once."""
     errors = {}
     for name, value in values.items():
         model_field = Suite._meta.get_field(name)
+        if problem := _not_a_number(model_field, value):
+            errors[name] = [problem]
+            continue
         try:
             model_field.clean(value, suite)
         except ValidationError as exc:

@@ -3,6 +3,8 @@ the policy fields take their bounds from the Suite model's own validators."""
 
 from __future__ import annotations
 
+import re
+
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 
@@ -10,6 +12,10 @@ from flakeboard import rules
 
 from ..models import ApiToken, Role, Suite, TierRule
 from ..settings_services import POLICY_FIELDS
+
+# An entry id as the page writes it: ASCII digits only (str.isdigit also takes "²" and
+# "٣", which int() refuses or reads), and no longer than a 64-bit id.
+ENTRY_ID = re.compile(r"[0-9]{1,19}")
 
 
 def _limit(name: str, kind) -> float | int | None:
@@ -79,8 +85,12 @@ class TierRuleForm(forms.Form):
     confirm = forms.CharField(required=False, widget=forms.HiddenInput)
 
     def confirmed_ids(self) -> set[int]:
+        """The ids sent back; anything else in the list confirms nothing."""
         raw = self.cleaned_data.get("confirm") or ""
-        return {int(part) for part in raw.split(",") if part.strip().isdigit()}
+        return {
+            int(part) for part in (piece.strip() for piece in raw.split(","))
+            if ENTRY_ID.fullmatch(part)
+        }
 
 
 class MemberForm(forms.Form):

@@ -42,6 +42,21 @@ def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+LOAD_SUMMARY = pytest.StashKey[list[str]]()
+
+
+@pytest.fixture
+def load_summary(request) -> list[str]:
+    """Lines a load test leaves for the end of the run, where pytest shows them (it
+    captures what the test prints): requests sent, server errors, deadlocks."""
+    return request.config.stash.setdefault(LOAD_SUMMARY, [])
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    for line in config.stash.get(LOAD_SUMMARY, []):
+        terminalreporter.write_line(line)
+
+
 @pytest.fixture
 def today():
     return timezone.now().date()

@@ -130,11 +130,12 @@ def wait_until_up(url: str, process: subprocess.Popen) -> None:
     raise AssertionError("the server did not answer")
 
 
-def run_clients(jobs: list[tuple[str, dict]]) -> list[list[dict]]:
-    """Start one process per job, all at once; each returns its list of results."""
+def run_clients(jobs: list[tuple[str, dict]], module: str = "tests.throwaway") -> list:
+    """Start one process per job, all at once; each returns its list of results. A role
+    is one of ``module``'s, which runs as ``python -m <module> <role> <json arguments>``."""
     processes = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.throwaway", role, json.dumps(args)],
+            [sys.executable, "-m", module, role, json.dumps(args)],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         for role, args in jobs
@@ -207,6 +208,34 @@ class Browser:
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args, **kwargs):
         return None
+
+
+def answer(opener, request, statuses: list[int]) -> tuple[int, str, bytes]:
+    """Send the request: its status (noted in ``statuses`` too), Location and body."""
+    try:
+        with opener.open(request, timeout=300) as response:
+            got = response.status, "", response.read()
+    except urllib.error.HTTPError as exc:
+        got = exc.code, exc.headers.get("Location", ""), exc.read()
+    statuses.append(got[0])
+    return got
+
+
+class Session(Browser):
+    """A signed-in person who posts a form the moment it is due: the CSRF token of one
+    form page serves the whole session. Every answer's status is noted in ``statuses``."""
+
+    def __init__(self, url: str, username: str, form: str):
+        super().__init__(url, username)
+        self.statuses = [200, 302]  # the sign-in
+        self.token = self.TOKEN.search(self.send(form)[2]).group(1).decode()
+
+    def send(self, path: str, data: dict | None = None) -> tuple[int, str, bytes]:
+        """GET, or POST ``data`` as a form: the status, the Location and the page."""
+        if data is not None:
+            data = urllib.parse.urlencode({**data, "csrfmiddlewaretoken": self.token}).encode()
+        request = urllib.request.Request(self.url + path, data, {"Referer": self.url + path})
+        return answer(self.opener, request, self.statuses)
 
 
 def owner_client(args: dict) -> list[dict]:

@@ -56,6 +56,11 @@ def open_entries_by_node(suite: Suite, node_ids=None) -> dict[int, QuarantineEnt
     entries = QuarantineEntry.objects.filter(suite=suite).open().select_related("node")
     if node_ids is None:
         return {entry.node_id: entry for entry in entries}
+    if len(node_ids) > ID_CHUNK:
+        # Many nodes (a whole upload's): the suite's open entries, at most one per node and
+        # held to a share of them, in one read, rather than a parameter per node.
+        wanted = set(node_ids)
+        return {entry.node_id: entry for entry in entries if entry.node_id in wanted}
     found = {}
     node_ids = sorted(node_ids)
     # In chunks: one IN list of a whole upload's nodes passes SQLite's variable limit.

@@ -58,6 +58,7 @@ class Code(StrEnum):
     INVALID_VALUE = "invalid_value"
     INVALID_DATE = "invalid_date"
     DUPLICATE_NODE = "duplicate_node"
+    TOO_MANY_RECORDS = "too_many_records"  # more rows than one upload may hold
 
 
 # The board's code for each pydantic error type: the checks below raise the board's codes

@@ -153,7 +153,7 @@ def build_demo(today: date) -> Suite:
         now = datetime.combine(day, time(9, 30), tzinfo=UTC)
         outcome = report_ingest(suite=suite, body=_report_body(nodes["tier2"], rates, i, rng),
                                 actor="token fbw_demo (ci)", now=now)
-        failing = [m.node.nodeid for m in outcome.rows if m.reason == "over_budget"]
+        failing = [m["nodeid"] for m in outcome.rows if m["reason"] == "over_budget"]
         _tend_ledger(suite, day, now + timedelta(hours=2), rng, failing)
         frozen = set(QuarantineEntry.objects.filter(suite=suite).live(day)
                      .values_list("node__nodeid", flat=True))

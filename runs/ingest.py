@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
+from functools import cache
 
-from django.db import IntegrityError, transaction
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import BooleanField, ExpressionWrapper, Q
 from django.utils import timezone
 
 from flakeboard import rules
@@ -22,19 +26,34 @@ from ledger.locks import lock_suite
 from ledger.models import Node, QuarantineEntry, Suite
 from ledger.selectors import open_entries_by_node, share_figures, tier_rule_specs
 
+from .bulk import insert_plain, update_pks
 from .models import Measurement, NodeVerdict, Report, VerdictBatch
 from .rollups import Source, rollup_add, upload_counts
 from .wire import parse_report, parse_signals
 
-CHUNK = 500
+CHUNK = 5000  # ids per IN list: far under SQLite's variable limit (32,766)
+INSERT_CHUNK = 10_000  # rows per insert statement or COPY
 
 
 @dataclass
 class IngestOutcome:
     upload: Report | VerdictBatch
-    rows: list  # Measurement or NodeVerdict, each with .node loaded
+    rows: list[dict]  # each row's answer, as the API shows it (runs.results)
     duplicate: bool = False
     dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SeenNode:
+    """A node as an upload needs it: read as plain values, not as a model instance."""
+
+    pk: int
+    stated_tier: int | None
+    never_seen: bool  # by any upload: quarantined by hand only
+    seen_today: bool | None
+
+
+NODE_VALUES = ("nodeid", "pk", "stated_tier", "never_seen", "seen_today")
 
 
 def upload_digest(kind: str, body: bytes, meta: dict) -> str:
@@ -49,21 +68,31 @@ def _chunks(items: list, size: int = CHUNK) -> Iterable[list]:
         yield items[start : start + size]
 
 
-def _fetch_nodes(suite: Suite, nodeids: list[str]) -> dict[str, Node]:
-    found = {}
-    for chunk in _chunks(nodeids):
-        for node in Node.objects.filter(suite=suite).named(*chunk):
-            found[node.nodeid] = node
-    return found
+def _fetch_nodes(suite: Suite, nodeids: list[str], today: date) -> dict[str, SeenNode]:
+    """The stored nodes among ``nodeids``: by key for a few, and for many (most of a suite,
+    as a CI upload is) the suite's nodes in one read, kept when named."""
+    nodes = Node.objects.filter(suite=suite).annotate(
+        never_seen=ExpressionWrapper(Q(first_seen__isnull=True), output_field=BooleanField()),
+        seen_today=ExpressionWrapper(Q(last_seen=today), output_field=BooleanField()),
+    )
+    if len(nodeids) <= CHUNK:
+        found = nodes.named(*nodeids).values_list(*NODE_VALUES)
+        return {nodeid: SeenNode(*values) for nodeid, *values in found}
+    wanted = set(nodeids)
+    return {
+        nodeid: SeenNode(*values)
+        for nodeid, *values in nodes.values_list(*NODE_VALUES).iterator(chunk_size=CHUNK)
+        if nodeid in wanted
+    }
 
 
-def _nodes_for_upload(suite: Suite, stated: dict[str, int | None], today) -> dict[str, Node]:
-    """Every uploaded node id's Node, stored: new ones created, all marked seen today, and
+def _nodes_for_upload(suite: Suite, stated: dict[str, int | None], today) -> dict[str, SeenNode]:
+    """Every uploaded node id's node, stored: new ones created, all marked seen today, and
     a stated tier 0 or 1 made sticky (re-tiering a node changes the served ledger)."""
     nodeids = sorted(stated)
-    existing = _fetch_nodes(suite, nodeids)
+    existing = _fetch_nodes(suite, nodeids, today)
     specs = tier_rule_specs(suite)
-    new_nodes, retiered = [], []
+    new_nodes, retiered = [], defaultdict(list)
     for nodeid in nodeids:
         node = existing.get(nodeid)
         if node is None:
@@ -74,42 +103,98 @@ def _nodes_for_upload(suite: Suite, stated: dict[str, int | None], today) -> dic
                 first_seen=today, last_seen=today,
             ))
         elif (sticky := rules.sticky_tier(node.stated_tier, stated[nodeid])) != node.stated_tier:
-            node.stated_tier = sticky
-            node.tier = rules.resolve_tier(nodeid, specs, sticky).tier
-            retiered.append(node)
+            retiered[sticky, rules.resolve_tier(nodeid, specs, sticky).tier].append(node.pk)
 
     Node.objects.bulk_create(new_nodes, batch_size=1000, ignore_conflicts=True)
-    existing.update(_fetch_nodes(suite, [node.nodeid for node in new_nodes]))
-    unseen = sorted(n.pk for n in existing.values() if n.first_seen is None)
-    for chunk in _chunks(unseen):
-        Node.objects.filter(pk__in=chunk).update(first_seen=today)
-    seen_before = sorted(n.pk for n in existing.values() if n.last_seen != today)
-    for chunk in _chunks(seen_before):
-        Node.objects.filter(pk__in=chunk).update(last_seen=today)
+    existing.update(_fetch_nodes(suite, [node.nodeid for node in new_nodes], today))
+    update_pks(Node, sorted(n.pk for n in existing.values() if n.never_seen), first_seen=today)
+    update_pks(Node, sorted(n.pk for n in existing.values() if not n.seen_today),
+               last_seen=today)
+    for (sticky, tier), pks in sorted(retiered.items()):
+        update_pks(Node, sorted(pks), stated_tier=sticky, tier=tier)
     if retiered:
-        Node.objects.bulk_update(retiered, ["stated_tier", "tier"])
         bump_ledger_revision(suite)
     return existing
 
 
-def _entry_facts(entry: QuarantineEntry | None) -> rules.EntryFacts | None:
-    return None if entry is None else entry.facts
+class EntryAtUpload:
+    """Each node's open entry as the rows need it: its facts for the rules, its state and
+    its summary for the answer, computed once per entry."""
+
+    def __init__(self, entries: dict[int, QuarantineEntry], today: date):
+        self.entries = entries
+        self.today = today
+        self._seen: dict[int, tuple] = {}
+
+    def of(self, node_pk: int) -> tuple[int | None, rules.EntryFacts | None, str, dict | None]:
+        """(entry id, facts, state, answer summary); (None, None, "", None) without one."""
+        entry = self.entries.get(node_pk)
+        if entry is None:
+            return None, None, "", None
+        if entry.pk not in self._seen:
+            state = entry.state(self.today).value
+            self._seen[entry.pk] = (entry.pk, entry.facts, state, {
+                "id": entry.pk, "owner": entry.owner, "expires": entry.expires.isoformat(),
+                "state": state,
+            })
+        return self._seen[entry.pk]
 
 
-def _entry_state(entry: QuarantineEntry | None, today) -> str:
-    return "" if entry is None else entry.state(today).value
+class JsonText:
+    """A list as the JSON text the database stores, made once per distinct list."""
+
+    def __init__(self):
+        self._made: dict[tuple, str] = {}
+
+    def __call__(self, items) -> str:
+        key = tuple(items)
+        if key not in self._made:
+            self._made[key] = json.dumps(list(key))
+        return self._made[key]
+
+
+def _entry_answer(entry_id, owner, expires, state) -> dict | None:
+    if entry_id is None:
+        return None
+    return {"id": entry_id, "owner": owner, "expires": expires.isoformat(),
+            "state": state or None}
+
+
+ENTRY_VALUES = ("entry_id", "entry__owner", "entry__expires", "entry_state")
+
+
+def _stored_rows(model, upload) -> list[dict]:
+    """The stored rows' answers, read as plain values."""
+    if model is Report:
+        names = ("node__nodeid", "status", "reason", "n", "fails", "upper95",
+                 "reported_upper95", "flags", *ENTRY_VALUES)
+        return [
+            {"nodeid": nodeid, "status": status, "reason": reason, "n": n, "fails": fails,
+             "upper95": round(upper95, 4), "reported_upper95": reported, "flags": flags,
+             "entry": _entry_answer(*entry)}
+            for nodeid, status, reason, n, fails, upper95, reported, flags, *entry
+            in upload.measurements.order_by("position").values_list(*names)
+        ]
+    names = ("node__nodeid", "verdict", "reason", "flags", "effective_lock",
+             "effective_status", *ENTRY_VALUES)
+    return [
+        {"node": nodeid, "verdict": verdict, "reason": reason, "flags": flags,
+         "fixture_lock": lock, "flake_status": status, "entry": _entry_answer(*entry)}
+        for nodeid, verdict, reason, flags, lock, status, *entry
+        in upload.verdicts.order_by("position").values_list(*names)
+    ]
 
 
 def _stored(model, suite: Suite, digest: str) -> IngestOutcome | None:
     upload = model.objects.filter(suite=suite, digest=digest).first()
     if upload is None:
         return None
-    if model is Report:
-        rows = upload.measurements.select_related("node", "entry")
-    else:
-        rows = upload.verdicts.select_related("node", "entry")
-    rows = list(rows.order_by("position"))
-    return IngestOutcome(upload, rows, duplicate=True)
+    return IngestOutcome(upload, _stored_rows(model, upload), duplicate=True)
+
+
+def _insert(model, attnames, rows: list[tuple]) -> None:
+    for chunk in _chunks(rows, INSERT_CHUNK):
+        insert_plain(model, attnames, chunk)
 
 
 def _ingest(model, suite, digest, dry_run, evaluate_and_store) -> IngestOutcome:
@@ -141,6 +226,18 @@ def _ingest(model, suite, digest, dry_run, evaluate_and_store) -> IngestOutcome:
         raise
 
 
+MEASUREMENT_COLUMNS = (
+    "suite_id", "report_id", "node_id", "position", "created_at", "n", "fails", "upper95",
+    "reported_upper95", "seed_base", "status", "reason", "flags", "entry_id", "entry_state",
+)
+VERDICT_COLUMNS = (
+    "suite_id", "batch_id", "node_id", "position", "created_at", "property_check",
+    "fixture_lock", "flake_status", "fixture_manifest", "seed", "freeze_expires",
+    "stated_tier", "effective_lock", "effective_status", "verdict", "reason", "flags",
+    "entry_id", "entry_state",
+)
+
+
 def report_ingest(
     *,
     suite: Suite,
@@ -152,7 +249,7 @@ def report_ingest(
 ) -> IngestOutcome:
     """Ingest a flake-report.json (a bare list, or the envelope form)."""
     query = {k: v for k, v in (query or {}).items() if k in ("commit", "branch", "evidence")}
-    parsed = parse_report(body, query)
+    parsed = parse_report(body, query, settings.UPLOAD_MAX_RECORDS)
     now = now or timezone.now()
     today = now.date()
     digest = upload_digest("report", body, query)
@@ -161,28 +258,36 @@ def report_ingest(
         stated = {row.nodeid: row.tier for row in parsed.measurements}
         nodes = _nodes_for_upload(suite, stated, today)
         judged = Suite.objects.get(pk=suite.pk)  # the ledger revision and policy now in force
-        entries = open_entries_by_node(suite, [n.pk for n in nodes.values()])
+        entries = EntryAtUpload(open_entries_by_node(suite, [n.pk for n in nodes.values()]),
+                                today)
         # Judged against the test set with this upload's nodes in it, counted once.
         share = share_figures(judged, today, selected_total=parsed.selected_total)
         policy = judged.policy
-        measurements, outcomes = [], []
+        gate = cache(lambda n, fails, facts: rules.gate_measurement(
+            n=n, fails=fails, entry=facts, policy=policy, today=today))
+        bound = cache(rules.upper95)
+        mismatch = cache(rules.upper95_mismatch)
+        flags_text = JsonText()
+        stored_at = connection.ops.adapt_datetimefield_value(now)
+        rows, answers, outcomes = [], [], []
         for position, row in enumerate(parsed.measurements):
-            node = nodes[row.nodeid]
-            entry = entries.get(node.pk)
-            outcome = rules.gate_measurement(
-                n=row.n, fails=row.fails, entry=_entry_facts(entry), policy=policy, today=today
-            )
+            node_pk = nodes[row.nodeid].pk
+            entry_id, facts, state, entry_answer = entries.of(node_pk)
+            outcome = gate(row.n, row.fails, facts)
             outcomes.append(outcome)
-            flags = []
-            if rules.upper95_mismatch(row.upper95, row.fails, row.n):
-                flags.append(rules.Flag.UPPER95_MISMATCH.value)
-            measurements.append(Measurement(
-                suite=suite, node=node, position=position, created_at=now, n=row.n,
-                fails=row.fails, upper95=rules.upper95(row.fails, row.n),
-                reported_upper95=row.upper95, seed_base=row.seed_base,
-                status=outcome.status.value, reason=outcome.reason.value, flags=flags,
-                entry=entry, entry_state=_entry_state(entry, today),
+            flags = [rules.Flag.UPPER95_MISMATCH.value] if mismatch(
+                row.upper95, row.fails, row.n) else []
+            upper95 = bound(row.fails, row.n)
+            status, reason = outcome.status.value, outcome.reason.value
+            rows.append((
+                suite.pk, None, node_pk, position, stored_at, row.n, row.fails, upper95,
+                row.upper95, row.seed_base, status, reason, flags_text(flags), entry_id, state,
             ))
+            answers.append({
+                "nodeid": row.nodeid, "status": status, "reason": reason, "n": row.n,
+                "fails": row.fails, "upper95": round(upper95, 4),
+                "reported_upper95": row.upper95, "flags": flags, "entry": entry_answer,
+            })
         result = rules.gate_report(outcomes, share=share)
         report = Report(
             suite=suite, created_at=now, day=today, commit=parsed.commit, branch=parsed.branch,
@@ -191,21 +296,20 @@ def report_ingest(
             exit_code=result.exit_code, quarantined=share.quarantined,
             test_set_size=share.size, share=result.share, max_share=share.cap,
             size_source=share.source.value, cap_exceeded=result.cap_exceeded,
-            measurement_count=len(measurements),
+            measurement_count=len(rows),
             fail_count=sum(o.status is rules.GateStatus.FAIL for o in outcomes),
             warn_count=sum(o.status is rules.GateStatus.WARN for o in outcomes),
         )
         report.judge(judged)
         if not dry_run:
             report.save()
-            for m in measurements:
-                m.report = report
-            Measurement.objects.bulk_create(measurements, batch_size=2000)
+            _insert(Measurement, MEASUREMENT_COLUMNS,
+                    [(r[0], report.pk, *r[2:]) for r in rows])
             rollup_add(
                 suite=suite, source=Source.REPORTS, day=today,
                 counts=upload_counts((o.reason for o in outcomes), result.reason),
             )
-        return IngestOutcome(report, measurements, dry_run=dry_run)
+        return IngestOutcome(report, answers, dry_run=dry_run)
 
     return _ingest(Report, suite, digest, dry_run, evaluate_and_store)
 
@@ -221,7 +325,7 @@ def signals_ingest(
 ) -> IngestOutcome:
     """Ingest signal records (a bare list, or the envelope form) and arbitrate each."""
     query = {k: v for k, v in (query or {}).items() if k in ("patch", "commit", "evidence")}
-    parsed = parse_signals(body, query)
+    parsed = parse_signals(body, query, settings.UPLOAD_MAX_RECORDS)
     now = now or timezone.now()
     today = now.date()
     digest = upload_digest("signals", body, query)
@@ -230,44 +334,56 @@ def signals_ingest(
         stated = {record.node: record.tier for record in parsed.records}
         nodes = _nodes_for_upload(suite, stated, today)
         judged = Suite.objects.get(pk=suite.pk)  # the ledger revision, policy and pin now
-        entries = open_entries_by_node(suite, [n.pk for n in nodes.values()])
+        entries = EntryAtUpload(open_entries_by_node(suite, [n.pk for n in nodes.values()]),
+                                today)
         pin = judged.fixture_pin
-        verdicts, outcomes = [], []
+        # The arbiter's answer depends on the record's signals and the entry, never on the
+        # node's name: decided once per distinct combination.
+        @cache
+        def arbitrate(signals: tuple, facts: rules.EntryFacts | None) -> rules.ArbiterOutcome:
+            return rules.evaluate_record(rules.SignalRecord("", *signals), ledger_entry=facts,
+                                         pin=pin, today=today)
+
+        flags_text = JsonText()
+        day_text = cache(connection.ops.adapt_datefield_value)
+        stored_at = connection.ops.adapt_datetimefield_value(now)
+        rows, answers, outcomes = [], [], []
         for position, record in enumerate(parsed.records):
-            node = nodes[record.node]
-            entry = entries.get(node.pk)
-            facts = _entry_facts(entry)
-            outcome = rules.evaluate_record(record, ledger_entry=facts, pin=pin, today=today)
+            node_pk = nodes[record.node].pk
+            entry_id, facts, state, entry_answer = entries.of(node_pk)
+            outcome = arbitrate((
+                record.property_check, record.fixture_lock, record.flake_status,
+                record.fixture_manifest, record.seed, record.freeze_expires, record.tier,
+            ), facts)
             outcomes.append(outcome)
-            verdicts.append(NodeVerdict(
-                suite=suite, node=node, position=position, created_at=now,
-                property_check=record.property_check.value,
-                fixture_lock=record.fixture_lock.value,
-                flake_status=record.flake_status.value,
-                fixture_manifest=record.fixture_manifest, seed=record.seed,
-                freeze_expires=record.freeze_expires, stated_tier=record.tier,
-                effective_lock=outcome.fixture_lock.value,
-                effective_status=outcome.flake_status.value,
-                verdict=outcome.verdict.value, reason=outcome.reason.value,
-                flags=[f.value for f in outcome.flags],
-                entry=entry, entry_state=_entry_state(entry, today),
+            flags = [f.value for f in outcome.flags]
+            lock, status = outcome.fixture_lock.value, outcome.flake_status.value
+            verdict, reason = outcome.verdict.value, outcome.reason.value
+            rows.append((
+                suite.pk, None, node_pk, position, stored_at, record.property_check.value,
+                record.fixture_lock.value, record.flake_status.value, record.fixture_manifest,
+                record.seed, day_text(record.freeze_expires), record.tier, lock, status,
+                verdict, reason, flags_text(flags), entry_id, state,
             ))
+            answers.append({
+                "node": record.node, "verdict": verdict, "reason": reason, "flags": flags,
+                "fixture_lock": lock, "flake_status": status, "entry": entry_answer,
+            })
         verdict, reason = rules.aggregate_reason(outcomes)
         counts = upload_counts((o.reason for o in outcomes), reason)
         batch = VerdictBatch(
             suite=suite, created_at=now, day=today, patch=parsed.patch, commit=parsed.commit,
             evidence=parsed.evidence, uploaded_by=actor, digest=digest,
             verdict=verdict.value, reason=reason.value, exit_code=rules.EXIT_CODES[verdict],
-            record_count=len(verdicts), reason_counts=dict(sorted(counts.items())),
+            record_count=len(rows), reason_counts=dict(sorted(counts.items())),
             pin_manifest=pin.manifest if pin else "", pin_seed=pin.seed if pin else None,
         )
         batch.judge(judged)
         if not dry_run:
             batch.save()
-            for v in verdicts:
-                v.batch = batch
-            NodeVerdict.objects.bulk_create(verdicts, batch_size=2000)
+            _insert(NodeVerdict, VERDICT_COLUMNS, [(r[0], batch.pk, *r[2:]) for r in rows])
             rollup_add(suite=suite, source=Source.VERDICTS, day=today, counts=counts)
-        return IngestOutcome(batch, verdicts, dry_run=dry_run)
+        return IngestOutcome(batch, answers, dry_run=dry_run)
 
     return _ingest(VerdictBatch, suite, digest, dry_run, evaluate_and_store)
+

@@ -8,19 +8,6 @@ from .ingest import IngestOutcome
 from .models import Report
 
 
-def _entry_summary(row) -> dict | None:
-    """The row's ledger entry, in the state it was in at upload."""
-    if row.entry_id is None:
-        return None
-    entry = row.entry
-    return {
-        "id": entry.pk,
-        "owner": entry.owner,
-        "expires": entry.expires.isoformat(),
-        "state": row.entry_state or None,
-    }
-
-
 def _judged_against(upload) -> dict:
     return {
         "ledger_revision": upload.ledger_revision,
@@ -54,20 +41,7 @@ def report_answer(outcome: IngestOutcome) -> dict:
             "warn": report.warn_count,
             "ok": report.measurement_count - report.fail_count - report.warn_count,
         },
-        "measurements": [
-            {
-                "nodeid": m.node.nodeid,
-                "status": m.status,
-                "reason": m.reason,
-                "n": m.n,
-                "fails": m.fails,
-                "upper95": round(m.upper95, 4),
-                "reported_upper95": m.reported_upper95,
-                "flags": m.flags,
-                "entry": _entry_summary(m),
-            }
-            for m in outcome.rows
-        ],
+        "measurements": outcome.rows,
     }
 
 
@@ -87,18 +61,7 @@ def batch_answer(outcome: IngestOutcome) -> dict:
             if batch.pin_manifest else None
         ),
         "reason_counts": batch.reason_counts,
-        "records": [
-            {
-                "node": v.node.nodeid,
-                "verdict": v.verdict,
-                "reason": v.reason,
-                "flags": v.flags,
-                "fixture_lock": v.effective_lock,
-                "flake_status": v.effective_status,
-                "entry": _entry_summary(v),
-            }
-            for v in outcome.rows
-        ],
+        "records": outcome.rows,
     }
 
 
@@ -111,14 +74,14 @@ def summary_lines(outcome: IngestOutcome) -> list[str]:
     lines = []
     if isinstance(outcome.upload, Report):
         for m in outcome.rows:
-            lines.append(f"{m.status:<4} {m.node.nodeid}: {m.reason} "
-                         f"(upper95={m.upper95:.4f} over {m.n} runs)")
+            lines.append(f"{m['status']:<4} {m['nodeid']}: {m['reason']} "
+                         f"(upper95={m['upper95']:.4f} over {m['n']} runs)")
         u = outcome.upload
         lines.append(f"report {u.status} {u.reason}: exit {u.exit_code}; quarantined share "
                      f"{u.share:.1%} of {u.test_set_size} (cap {u.max_share:.1%})")
     else:
         for v in outcome.rows:
-            lines.append(f"{v.verdict.upper():<6} {v.node.nodeid}: {v.reason}")
+            lines.append(f"{v['verdict'].upper():<6} {v['node']}: {v['reason']}")
         u = outcome.upload
         lines.append(f"batch {u.verdict.upper()} {u.reason}: exit {u.exit_code}")
     if outcome.duplicate:

@@ -137,7 +137,8 @@ ReportUpload = list[MeasurementIn] | ReportEnvelope
 SignalsUpload = list[SignalRecordIn] | SignalsEnvelope
 
 
-def _parse[E: _Envelope](envelope: type[E], body: bytes, query: dict) -> E:
+def _parse[E: _Envelope](envelope: type[E], body: bytes, query: dict,
+                         max_records: int | None) -> E:
     data = load_json(body)
     if isinstance(data, list):
         data = {**query, envelope.ROWS: data}
@@ -148,6 +149,16 @@ def _parse[E: _Envelope](envelope: type[E], body: bytes, query: dict) -> E:
             Code.INVALID_SHAPE,
             f"the body must be a list or an object with {envelope.ROWS!r} (got {kind_of(data)})",
         )])
+    rows = data.get(envelope.ROWS)
+    if max_records is not None and isinstance(rows, list) and len(rows) > max_records:
+        # Refused before the rows are validated: the bytes alone do not bound the work.
+        raise UploadInvalid(Code.TOO_MANY_RECORDS.value, [WireProblem(
+            Code.TOO_MANY_RECORDS,
+            f"the upload holds {len(rows):,} {envelope.ROWS}, over the limit of "
+            f"{max_records:,} per upload (UPLOAD_MAX_RECORDS; the body is also limited "
+            f"in bytes, by UPLOAD_MAX_BYTES)",
+            field=envelope.ROWS,
+        )])
     try:
         return envelope.model_validate(data)
     except ValidationError as exc:
@@ -157,11 +168,11 @@ def _parse[E: _Envelope](envelope: type[E], body: bytes, query: dict) -> E:
         ) from None
 
 
-def parse_report(body: bytes, query: dict) -> ReportEnvelope:
+def parse_report(body: bytes, query: dict, max_records: int | None = None) -> ReportEnvelope:
     """A flake report, whole; a bare list takes commit, branch and evidence from ``query``."""
-    return _parse(ReportEnvelope, body, query)
+    return _parse(ReportEnvelope, body, query, max_records)
 
 
-def parse_signals(body: bytes, query: dict) -> SignalsEnvelope:
+def parse_signals(body: bytes, query: dict, max_records: int | None = None) -> SignalsEnvelope:
     """Signal records, whole; a bare list takes patch, commit and evidence from ``query``."""
-    return _parse(SignalsEnvelope, body, query)
+    return _parse(SignalsEnvelope, body, query, max_records)

@@ -40,27 +40,24 @@ print(json.dumps(True))
 """
 
 # Runs the real command; once KILL_AFTER_ROWS verdict rows are written (inside the ingest's
-# transaction), it says so and waits to be killed.
+# transaction, which writes them in chunks: COPY on PostgreSQL, executemany on SQLite), it
+# says so and waits to be killed.
 INGEST_AND_WAIT = """
 import threading
 from django.core.management import call_command
-from django.db import connection
+import runs.ingest
 from runs.models import NodeVerdict
-table = NodeVerdict._meta.db_table
-columns = len([f for f in NodeVerdict._meta.concrete_fields if not f.primary_key])
+insert = runs.ingest.insert_plain
 written = [0]
-def count_rows(execute, sql, params, many, context):
-    result = execute(sql, params, many, context)
-    if sql.startswith(f'INSERT INTO "{table}"'):
-        # PostgreSQL gets one array per column (INSERT ... UNNEST), SQLite flat rows.
-        arrays = params and isinstance(params[0], (list, tuple))
-        written[0] += len(params[0]) if arrays else len(params) // columns
+def count_rows(model, attnames, rows):
+    insert(model, attnames, rows)
+    if model is NodeVerdict:
+        written[0] += len(rows)
         if written[0] >= %(kill_after)d:
             print("MID-WRITE", written[0], flush=True)
             threading.Event().wait()
-    return result
-with connection.execute_wrapper(count_rows):
-    call_command("ingest_signals", "acme", %(path)r)
+runs.ingest.insert_plain = count_rows
+call_command("ingest_signals", "acme", %(path)r)
 print("FINISHED", flush=True)
 """
 

@@ -44,7 +44,7 @@ def test_quarantined_node_warns_and_expired_entry_fails(suite, today):
     entry.save()
     failed = report_ingest(suite=suite, body=body([measurement(FLAKY, fails=0, n=500)]),
                            actor="ci")
-    assert [m.reason for m in failed.rows] == ["quarantine_expired"]
+    assert [m["reason"] for m in failed.rows] == ["quarantine_expired"]
     assert failed.upload.exit_code == 1
 
 
@@ -60,7 +60,7 @@ def test_tier_violation_entry_fails_the_node(suite, today):
                       expires=today + timedelta(days=10), actor="@f", today=today)
     tier_rule_add(suite=suite, glob="tests/test_ingest.py::*", tier=1, actor="@lea")
     outcome = report_ingest(suite=suite, body=body([measurement(FLAKY, fails=5)]), actor="ci")
-    assert [m.reason for m in outcome.rows] == ["tier_violation"]
+    assert [m["reason"] for m in outcome.rows] == ["tier_violation"]
 
 
 def test_dry_run_stores_nothing(suite):
@@ -104,7 +104,7 @@ def test_fixture_pin_overrides_the_claim(suite):
                record("a::y", fixture_manifest="sha256:old", seed=7),
                record("a::z", fixture_manifest=None)]
     outcome = signals_ingest(suite=suite, body=body(records), actor="ci")
-    assert [v.reason for v in outcome.rows] == ["clean", "fixture_drifted", "fixture_missing"]
+    assert [v["reason"] for v in outcome.rows] == ["clean", "fixture_drifted", "fixture_missing"]
 
 
 def test_stated_tier_sticks(suite):

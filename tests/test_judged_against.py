@@ -43,7 +43,7 @@ def test_a_report_stores_its_revision_policy_share_and_row_states(suite, quarant
     assert report.policy == rules.policy_numbers(suite.policy)
     assert report.policy_hash == rules.policy_hash(suite.policy)
     assert (report.size_source, report.cap_exceeded) == ("known_nodes", False)
-    states = {m.node.nodeid: m.entry_state for m in outcome.rows}
+    states = dict(report.measurements.values_list("node__nodeid", "entry_state"))
     assert states[FLAKY] == "active" and states[CLEAN[0]] == ""
 
     said = answer(outcome)

@@ -60,7 +60,7 @@ def test_a_dry_run_answers_exactly_what_the_upload_does(three_entries):
 
     def answer(outcome):
         upload = outcome.upload
-        rows = [(m.node.nodeid, m.status, m.reason) for m in outcome.rows]
+        rows = [(m["nodeid"], m["status"], m["reason"]) for m in outcome.rows]
         return (upload.status, upload.reason, upload.exit_code, upload.quarantined,
                 upload.test_set_size, upload.share, rows)
 

@@ -77,8 +77,9 @@ def upload_body(request) -> bytes:
 
 
 def refused(exc: UploadInvalid) -> ApiError:
-    """Not JSON is 400; JSON that is not a valid upload is 422. Nothing was stored."""
-    status = 400 if exc.code == "invalid_json" else 422
+    """Not JSON is 400; more rows than an upload may hold is 413; JSON that is not a valid
+    upload is 422. Nothing was stored."""
+    status = {"invalid_json": 400, "too_many_records": 413}.get(exc.code, 422)
     return ApiError(status, exc.code, exc.message, [p.as_dict() for p in exc.problems])
 
 

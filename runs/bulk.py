@@ -1,0 +1,63 @@
+"""Plain-tuple inserts for an upload's rows: ``COPY`` on PostgreSQL, one prepared
+statement run for every row (``executemany``) on SQLite. No model instance per row, no
+per-value field preparation: the caller gives values the database takes as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from django.db import connection
+
+SQLITE_IDS = 10_000  # ids per statement on SQLite, far under its variable limit (32,766)
+
+
+def columns_of(model, attnames: Sequence[str]) -> list[str]:
+    """The database columns of ``attnames``; every concrete field but the primary key must
+    be named, so a new field cannot be left out of the insert."""
+    fields = {f.attname: f for f in model._meta.concrete_fields if not f.primary_key}
+    missing = sorted(set(fields) - set(attnames))
+    unknown = sorted(set(attnames) - set(fields))
+    if missing or unknown:
+        raise ValueError(f"{model.__name__}: columns missing {missing}, unknown {unknown}")
+    return [fields[name].column for name in attnames]
+
+
+def insert_plain(model, attnames: Sequence[str], rows: Iterable[tuple]) -> None:
+    """Insert ``rows`` (tuples in the order of ``attnames``) into ``model``'s table, inside
+    the caller's transaction."""
+    quote = connection.ops.quote_name
+    table = quote(model._meta.db_table)
+    columns = ", ".join(quote(c) for c in columns_of(model, attnames))
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            marks = ", ".join(["%s"] * len(attnames))
+            # Names from the model's own meta, quoted; the values are parameters.
+            sql = f"INSERT INTO {table} ({columns}) VALUES ({marks})"  # noqa: S608
+            cursor.executemany(sql, rows if isinstance(rows, list) else list(rows))
+
+
+def update_pks(model, pks: Sequence[int], **values) -> None:
+    """Set ``values`` on the rows whose primary keys are ``pks``, with a fixed number of
+    parameters per statement: one array on PostgreSQL, chunks of ids on SQLite."""
+    if not pks:
+        return
+    quote = connection.ops.quote_name
+    meta = model._meta
+    assignments = ", ".join(f"{quote(meta.get_field(name).column)} = %s" for name in values)
+    prepared = [meta.get_field(name).get_db_prep_save(value, connection)
+                for name, value in values.items()]
+    table, pk = quote(meta.db_table), quote(meta.pk.column)
+    update = f"UPDATE {table} SET {assignments} WHERE {pk}"  # noqa: S608 (names, quoted)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"{update} = ANY(%s)", [*prepared, list(pks)])
+            return
+        for start in range(0, len(pks), SQLITE_IDS):
+            chunk = list(pks[start : start + SQLITE_IDS])
+            marks = ", ".join(["%s"] * len(chunk))
+            cursor.execute(f"{update} IN ({marks})", [*prepared, *chunk])

@@ -5,11 +5,14 @@ uploads and the audit trail are read-only."""
 
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.views.main import ERROR_FLAG
 from django.core.exceptions import ValidationError
+from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from flakeboard import rules
 from web.access import actor_label
 
 from .models import ApiToken, AuditEvent, Membership, Node, QuarantineEntry, Role, Suite, TierRule
@@ -29,6 +32,22 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+class CalendarSafeChangelist:
+    """A changelist whose date filter names a moment that is past the calendar's ends once
+    it is turned into UTC (``0001-01-01 00:00+14:00``): Django's SQLite backend overflows
+    there while the page renders. Such a filter is answered as any invalid filter is, by
+    the list again with ``?e=1``, not with a server error."""
+
+    def changelist_view(self, request, extra_context=None):
+        try:
+            response = super().changelist_view(request, extra_context)
+            if hasattr(response, "render"):
+                response.render()
+        except OverflowError:
+            return HttpResponseRedirect(f"{request.path}?{ERROR_FLAG}=1")
+        return response
 
 
 class MembershipForm(forms.ModelForm):
@@ -129,6 +148,10 @@ class TierRuleAdmin(ReadOnlyAdmin):
 
 class EntryCreateForm(forms.ModelForm):
     nodeid = forms.CharField(label="Node id", max_length=1000)
+    # The counts' bounds, as on the quarantine form: _post_clean below skips the model's
+    # validation, so nothing else keeps a huge count from the database.
+    n = forms.IntegerField(min_value=0, max_value=rules.COUNT_MAX, initial=0)
+    fails = forms.IntegerField(min_value=0, max_value=rules.COUNT_MAX, initial=0)
 
     class Meta:
         model = QuarantineEntry
@@ -165,7 +188,7 @@ class EntryCreateForm(forms.ModelForm):
 
 
 @admin.register(QuarantineEntry)
-class QuarantineEntryAdmin(admin.ModelAdmin):
+class QuarantineEntryAdmin(CalendarSafeChangelist, admin.ModelAdmin):
     list_display = ["node", "suite", "owner", "expires", "renewals", "cleared_at"]
     list_filter = ["suite", "cleared_at"]
     search_fields = ["node__nodeid", "owner", "evidence"]

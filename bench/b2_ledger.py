@@ -2,8 +2,9 @@
 (2 sync workers) to 16 concurrent clients, against the same bytes served as a static file
 by WhiteNoise in the same gunicorn.
 
-The 304 path sends the ledger's ``ETag`` back in ``If-None-Match``; its goal is measured
-against the static file's full answers, and its ratio to WhiteNoise's own 304 is shown too.
+The 304 path sends the ledger's ``ETag`` back in ``If-None-Match`` and is measured against
+WhiteNoise's own 304 for the same file (issue 15); its ratio to the static file's full
+answers is shown too. Each figure has a floor (the row's limit) and a goal beside it.
 The suite also holds 1,000 cleared entries (history the served ledger leaves out).
 """
 
@@ -24,7 +25,8 @@ from .server import WORKERS, Gunicorn, drive, fetch
 
 ID = "B2"
 ENTRIES = 2_000
-FULL_LIMIT, NOT_MODIFIED_LIMIT = 0.5, 0.8
+FULL_LIMIT, FULL_GOAL = 0.5, 0.7  # of the static file's full answers
+NOT_MODIFIED_LIMIT, NOT_MODIFIED_GOAL = 0.6, 0.9  # of WhiteNoise's own 304
 SECONDS = 3.0
 
 
@@ -99,16 +101,16 @@ def run(scale: float, backend: str, workdir: Path) -> list[Row]:
     rows = [
         Row(ID, backend, what_full,
             subject=f"{rps['api']:,.0f} req/s", baseline=f"{rps['static']:,.0f} req/s",
-            goal=f"≥ {FULL_LIMIT:g}{TIMES} baseline", ratio=rps["api"] / rps["static"],
-            limit=FULL_LIMIT, at_most=False,
+            goal=f"≥ {FULL_LIMIT:g}{TIMES} baseline (goal {FULL_GOAL:g}{TIMES})",
+            ratio=rps["api"] / rps["static"], limit=FULL_LIMIT, at_most=False,
             detail=f"{count:,} entries, {len(body):,} bytes; baseline WhiteNoise static file",
             figures=figures).judge(),
         Row(ID, backend, what_304,
-            subject=f"{rps['api_304']:,.0f} req/s", baseline=f"{rps['static']:,.0f} req/s",
-            goal=f"≥ {NOT_MODIFIED_LIMIT:g}{TIMES} baseline", ratio=rps["api_304"] / rps["static"],
-            limit=NOT_MODIFIED_LIMIT, at_most=False,
-            detail=f"WhiteNoise's own 304: {rps['static_304']:,.0f} req/s "
-                   f"(ratio {rps['api_304'] / rps['static_304']:.2f}{TIMES})",
+            subject=f"{rps['api_304']:,.0f} req/s", baseline=f"{rps['static_304']:,.0f} req/s",
+            goal=f"≥ {NOT_MODIFIED_LIMIT:g}{TIMES} baseline (goal {NOT_MODIFIED_GOAL:g}{TIMES})",
+            ratio=rps["api_304"] / rps["static_304"], limit=NOT_MODIFIED_LIMIT, at_most=False,
+            detail=f"baseline WhiteNoise's own 304; against the static file's full answers "
+                   f"({rps['static']:,.0f} req/s) {rps['api_304'] / rps['static']:.2f}{TIMES}",
             figures=figures).judge(),
     ]
     if any(bad.values()):

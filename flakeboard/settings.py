@@ -73,16 +73,20 @@ INSTALLED_APPS = [
     "runs",
 ]
 
+# The ledger fast path (ledger/api/fastpath.py) answers CI's ledger GET before sessions,
+# CSRF, auth, messages and the API router: the middlewares that check the host and add
+# headers to every answer come before it, so its answers carry the same headers.
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "ledger.api.fastpath.LedgerFastPath",
+    "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "axes.middleware.AxesMiddleware",
 ]
@@ -106,6 +110,11 @@ TEMPLATES = [
     },
 ]
 
+# Persistent connections: each gunicorn worker (one thread each, the sync default) keeps
+# its own connection for CONN_MAX_AGE seconds instead of opening one per request, which on
+# SQLite also means running the PRAGMAs below once. A worker holds no transaction between
+# requests, so on SQLite a kept connection blocks neither writers nor WAL checkpoints; on
+# PostgreSQL, size max_connections for workers times threads (plus the management commands).
 DATABASES = {
     "default": dj_database_url.parse(
         env("DATABASE_URL", f"sqlite:///{BASE_DIR / 'flakeboard.sqlite3'}"),
@@ -115,12 +124,35 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets readers run beside the single writer; the busy timeout makes a second
     # writer wait for the lock instead of failing with "database is locked".
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+
+
+def _cache(url: str) -> dict:
+    """CACHE_URL: where the served ledger's bytes are cached (see README, Configuration)."""
+    scheme, _, location = url.partition("://")
+    backends = {
+        "locmem": "django.core.cache.backends.locmem.LocMemCache",
+        "redis": "django.core.cache.backends.redis.RedisCache",
+        "rediss": "django.core.cache.backends.redis.RedisCache",
+        "memcached": "django.core.cache.backends.memcached.PyMemcacheCache",
+        "dummy": "django.core.cache.backends.dummy.DummyCache",
+    }
+    if scheme not in backends:
+        raise ImproperlyConfigured(
+            f"CACHE_URL must start with one of {', '.join(f'{s}://' for s in backends)}."
+        )
+    if scheme.startswith("redis"):
+        location = url
+    return {"BACKEND": backends[scheme], "LOCATION": location or "flakeboard"}
+
+
+# Local memory by default: each worker process caches on its own. A shared cache (Redis,
+# memcached) lets the workers and servers build each ledger revision once between them.
+CACHES = {"default": _cache(env("CACHE_URL", "locmem://"))}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -175,6 +207,12 @@ STORAGES = {
 # Uploads: a body over this size is answered with 413 on every path.
 UPLOAD_MAX_BYTES = envint("UPLOAD_MAX_BYTES", 32 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES
+# ... and one holding more rows than this, with 413 too: bytes alone do not bound the work
+# (32 MiB holds about 960,000 minimal report rows). The default is what the deployed board
+# (gunicorn's 30 s worker timeout, README) ingests in time on SQLite and PostgreSQL.
+UPLOAD_MAX_RECORDS = envint("UPLOAD_MAX_RECORDS", 200_000)
+if UPLOAD_MAX_RECORDS < 1:
+    raise ImproperlyConfigured("UPLOAD_MAX_RECORDS is a count of rows: 1 or more.")
 
 # Default policy numbers for new suites (each suite's lead can change its own).
 FLAKEBOARD_DEFAULT_POLICY = {

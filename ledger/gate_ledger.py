@@ -2,7 +2,8 @@
 
 The compact ledger itself is ``selectors.ledger_for_gate``. Its tag is derived from the
 suite's ``ledger_revision``, which every change to the served ledger bumps, so a client
-whose copy is current is answered without building the ledger at all.
+whose copy is current is answered without building the ledger at all; the served bytes are
+cached under a key built from the same inputs (``ledger_cache_key``).
 """
 
 from __future__ import annotations
@@ -44,12 +45,24 @@ def ledger_etag(suite: Suite, *, full: bool, today: date) -> str:
     """A strong entity tag for the served ledger.
 
     The compact ledger changes only with the revision; the full view also shows entry
-    states and ages (which move with the day) and the policy.
+    states and ages (which move with the day), the policy and the suite's slug and name
+    (which the admin may rename without a revision).
     """
     parts = [suite.pk, suite.created_at.isoformat(), suite.ledger_revision]
     if full:
-        parts += ["full", today.isoformat(), policy_hash(suite)]
+        parts += ["full", today.isoformat(), policy_hash(suite), suite.slug, suite.title]
     return '"' + _sha256(parts)[:40] + '"'
+
+
+def ledger_cache_key(suite: Suite, *, full: bool, today: date) -> str:
+    """Where the served bytes of one view of the ledger are cached: one key per suite,
+    ledger revision, policy hash and day (states and ages move at midnight), so a change
+    to any of them is a new key and a cached ledger is never served stale."""
+    view = "full" if full else "compact"
+    identity = _sha256([suite.created_at.isoformat(), policy_hash(suite), suite.slug,
+                        suite.title])[:32]
+    return (f"flakeboard:ledger:{suite.pk}:{suite.ledger_revision}:{view}:"
+            f"{today.isoformat()}:{identity}")
 
 
 def _entry_facts(entry: QuarantineEntry, today: date) -> dict:

@@ -26,19 +26,26 @@ class SuiteToken(HttpBearer):
         return token_authenticate(token.strip())
 
 
-def suite_for_token(request, slug: str, scope: str) -> Suite:
-    """The token's suite when it is ``slug`` and the token grants ``scope``; else 403.
+def refusal(token: ApiToken, slug: str, scope: str) -> ApiError | None:
+    """Why ``token`` may not use ``scope`` on the suite ``slug`` (a 403), or None.
 
     A token of another suite is refused the same way whether or not ``slug`` exists.
     """
-    token: ApiToken = request.auth
     if token.suite.slug != slug:
-        raise ApiError(
+        return ApiError(
             403, "wrong_suite", f"This token belongs to another suite, not to “{slug}”."
         )
     if Scope(scope) not in GRANTS[Scope(token.scope)]:
-        raise ApiError(
+        return ApiError(
             403, "wrong_scope",
             f"This needs a {scope} token; this one is a {token.scope} token.",
         )
+    return None
+
+
+def suite_for_token(request, slug: str, scope: str) -> Suite:
+    """The token's suite when it is ``slug`` and the token grants ``scope``; else 403."""
+    token: ApiToken = request.auth
+    if (error := refusal(token, slug, scope)) is not None:
+        raise error
     return token.suite

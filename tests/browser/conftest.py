@@ -42,7 +42,10 @@ def is_journey(item) -> bool:
     return HERE in Path(item.path).parents
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
+    # Last of the hooks: pytest-django sorts the items by their kind of database access,
+    # which would otherwise put later groups' tests after the journeys.
     journeys = [item for item in items if is_journey(item)]
     if not journeys:
         return

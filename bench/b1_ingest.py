@@ -7,6 +7,7 @@ from the schema.
 The suite already knows its nodes (written directly beforehand), as it does on every day
 but its first; each timed upload is the first of its day, so it also moves every node's
 last-seen date. 2% of the nodes hold a quarantine entry, and the suite has a fixture pin.
+The process's peak RSS is reset once the data is made, and read after the first ingest.
 """
 
 from __future__ import annotations
@@ -24,7 +25,18 @@ from runs.ingest import signals_ingest
 from runs.models import NodeVerdict
 
 from . import data
-from .measure import TIMES, Row, fmt_seconds, interleaved, progress, repeats, scaled
+from .measure import (
+    TIMES,
+    Row,
+    fmt_bytes,
+    fmt_seconds,
+    interleaved,
+    peak_rss,
+    progress,
+    repeats,
+    reset_peak_rss,
+    scaled,
+)
 
 ID = "B1"
 RECORDS = 100_000
@@ -121,19 +133,25 @@ def run(scale: float, backend: str, workdir) -> list[Row]:
     moments = [data.moment(first + timedelta(days=i + 1)) for i in range(rounds)]
     raw = RawTable(connection.vendor)
 
+    memory = {}
+
     def subject(i):
         outcome = signals_ingest(suite=suite, body=bodies[i], actor="bench", now=moments[i])
         assert not outcome.duplicate and outcome.upload.record_count == count
+        if i == 0:  # the first run of all (round 0 starts with the subject): its own peak
+            memory["peak"] = peak_rss()
 
     def baseline(i):
         raw.load(bodies[i], i, suite.pk, moments[i])
 
     progress(f"{ID}: {rounds} rounds, subject and baseline interleaved")
+    memory["before"] = reset_peak_rss()  # the data and bodies made, nothing ingested yet
     try:
         times = interleaved({"subject": subject, "baseline": baseline}, rounds)
     finally:
         raw.close()
     subject_s, baseline_s = times.median("subject"), times.median("baseline")
+    grown = memory["peak"] - memory["before"]
     return [Row(
         ID, backend, f"signals_ingest of one {count:,}-record batch",
         subject=fmt_seconds(subject_s), baseline=fmt_seconds(baseline_s),
@@ -142,8 +160,14 @@ def run(scale: float, backend: str, workdir) -> list[Row]:
                f"+ {connection.vendor} executemany into a table with "
                f"{len(raw.indexes)} indexes; CPU of this process: subject "
                f"{fmt_seconds(times.cpu_median('subject'))}, baseline "
-               f"{fmt_seconds(times.cpu_median('baseline'))}",
+               f"{fmt_seconds(times.cpu_median('baseline'))}; peak RSS of this process "
+               f"{fmt_bytes(memory['peak'])}, {fmt_bytes(grown)} of it for the ingest "
+               f"({grown / len(bodies[0]):.1f}{TIMES} the {fmt_bytes(len(bodies[0]))} body; "
+               f"goal ≤ 10{TIMES})",
         figures={"records": count, "subject_s": times.wall["subject"],
                  "baseline_s": times.wall["baseline"], "subject_cpu_s": times.cpu["subject"],
-                 "baseline_cpu_s": times.cpu["baseline"], "body_bytes": len(bodies[0])},
+                 "baseline_cpu_s": times.cpu["baseline"], "body_bytes": len(bodies[0]),
+                 "peak_rss_bytes": memory["peak"], "rss_before_bytes": memory["before"],
+                 "peak_rss_increase_bytes": grown,
+                 "peak_rss_increase_over_body": grown / len(bodies[0])},
     ).judge()]

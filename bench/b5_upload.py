@@ -3,7 +3,9 @@ gunicorn (2 sync workers), timed from the first byte sent to the last byte of th
 read.
 
 The suite already knows its nodes, as on every day but its first; each upload is a
-different patch, so none is answered as a duplicate.
+different patch, so none is answered as a duplicate. The workers are warmed up first (each
+has loaded the views), and the serving worker's peak RSS over the uploads (VmHWM) is
+reported against the body's size.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from ledger.tokens import token_create
 
 from . import data
 from .measure import (
+    TIMES,
     Row,
     clock,
+    fmt_bytes,
     fmt_seconds,
     median,
     progress,
@@ -55,6 +59,9 @@ def run(scale: float, backend: str, workdir: Path) -> list[Row]:
 
     times = []
     with Gunicorn(workdir / f"gunicorn-{ID}.log") as server:
+        server.warm_up(path)  # every worker has loaded the views: the uploads pay no imports
+        server.reset_peaks()
+        before = server.worker_memory()
         progress(f"{ID}: {rounds} uploads of {count:,} records")
         for body in bodies:
             seconds, (status, _, answer) = clock(
@@ -66,10 +73,27 @@ def run(scale: float, backend: str, workdir: Path) -> list[Row]:
             if len(records) != count:
                 raise RuntimeError(f"the answer holds {len(records)} records, not {count}")
             times.append(seconds)
+        after = server.worker_memory()
+    # The worker that grew most served at least one upload: its peak (VmHWM) over them all.
+    grown = {pid: after[pid]["peak"] - before[pid]["rss"] for pid in after if pid in before}
+    serving = max(grown, key=grown.get) if grown else None
+    peak = after[serving]["peak"] if serving else None
+    body_bytes = len(bodies[0])
+    memory = (f"; the serving worker's peak RSS {fmt_bytes(peak)} = "
+              f"{peak / body_bytes:.1f}{TIMES} the body (goal ≤ 10{TIMES}), "
+              f"{fmt_bytes(grown[serving])} over its {fmt_bytes(before[serving]['rss'])} "
+              f"before the uploads" if peak else "")
     seconds = median(times)
     return [Row(
         ID, backend, what, subject=fmt_seconds(seconds), goal=f"≤ {LIMIT_S:g} s",
         ratio=seconds / LIMIT_S, limit=1.0,
-        detail=f"{len(bodies[0]):,}-byte body; {count / seconds:,.0f} records/s end to end",
-        figures={"records": count, "seconds": times, "body_bytes": len(bodies[0])},
+        detail=f"{body_bytes:,}-byte body; {count / seconds:,.0f} records/s end to end"
+               f"{memory}",
+        figures={"records": count, "seconds": times, "body_bytes": body_bytes,
+                 "peak_rss_bytes": peak,
+                 "rss_before_bytes": before[serving]["rss"] if serving else None,
+                 "peak_rss_increase_bytes": grown[serving] if serving else None,
+                 "peak_rss_over_body": peak / body_bytes if peak else None,
+                 "workers_memory": {"before": list(before.values()),
+                                    "after": list(after.values())}},
     ).judge()]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 MET, MISSED, UNAVAILABLE, ERROR = "met", "missed", "not available yet", "error"
 TIMES = "\N{MULTIPLICATION SIGN}"
@@ -100,6 +102,45 @@ _STARTED = time.monotonic()
 
 def progress(message: str) -> None:
     print(f"  {time.monotonic() - _STARTED:6.1f} s  {message}", file=sys.stderr, flush=True)
+
+
+def proc_status_bytes(pid: int | str, key: str) -> int | None:
+    """A ``kB`` line of /proc/<pid>/status (e.g. VmRSS, VmHWM) in bytes; None if unknown."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(f"{key}:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def peak_rss() -> int:
+    """This process's peak resident set so far, in bytes: a high-water mark, so measure a
+    subject by the increase over ``reset_peak_rss()`` taken just before it."""
+    peak = proc_status_bytes("self", "VmHWM")
+    if peak is None:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    return peak
+
+
+def reset_peak_rss() -> int:
+    """Start this process's peak again from its resident set now (Linux: clear_refs), so
+    that what came before (making the data) does not hide the subject's own peak; returns
+    the new starting figure (the old peak where it cannot be reset)."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+    return peak_rss()
+
+
+def fmt_bytes(size: float) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if abs(size) < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.2f} GiB"
 
 
 def load_average() -> float | None:

@@ -7,6 +7,7 @@ small threaded Python client.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import re
@@ -22,6 +23,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .measure import proc_status_bytes
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKERS = 2
 CLIENTS = 16
@@ -36,9 +39,10 @@ def free_port() -> int:
 class Gunicorn:
     """``with Gunicorn(log) as server:`` serves the project; ``server.url(path)``."""
 
-    def __init__(self, log: Path, workers: int = WORKERS):
+    def __init__(self, log: Path, workers: int = WORKERS, timeout: int = 600):
         self.log_path = log
         self.workers = workers
+        self.timeout = timeout  # gunicorn's worker timeout, in seconds (its own default: 30)
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
 
@@ -50,7 +54,7 @@ class Gunicorn:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "flakeboard.wsgi:application",
              "--bind", f"127.0.0.1:{self.port}", "--workers", str(self.workers),
-             "--timeout", "600", "--log-level", "warning"],
+             "--timeout", str(self.timeout), "--log-level", "warning"],
             cwd=ROOT, env=os.environ.copy(), stdout=self.log, stderr=self.log,
         )
         deadline = time.monotonic() + 60
@@ -65,6 +69,50 @@ class Gunicorn:
                 time.sleep(0.2)
         self.__exit__(None, None, None)
         raise RuntimeError("gunicorn did not answer /healthz within 60 s")
+
+    def worker_pids(self) -> list[int]:
+        """The pids of gunicorn's worker processes (the master's children)."""
+        if self.proc is None:
+            return []
+        pids = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    stat = (entry / "stat").read_text()
+                except OSError:
+                    continue
+                if int(stat.rsplit(")", 1)[1].split()[1]) == self.proc.pid:
+                    pids.append(int(entry.name))
+        return sorted(pids)
+
+    def worker_memory(self) -> dict[int, dict[str, int]]:
+        """Each worker's resident set now (``rss``) and its peak so far (``peak``), in
+        bytes, from /proc/<pid>/status (VmRSS, VmHWM); empty where /proc cannot tell."""
+        found = {}
+        for pid in self.worker_pids():
+            rss, peak = proc_status_bytes(pid, "VmRSS"), proc_status_bytes(pid, "VmHWM")
+            if rss is not None and peak is not None:
+                found[pid] = {"rss": rss, "peak": peak}
+        return found
+
+    def reset_peaks(self) -> None:
+        """Start each worker's peak (VmHWM) again from its resident set now, so that the
+        next reading is the peak of what came since (Linux: /proc/<pid>/clear_refs)."""
+        for pid in self.worker_pids():
+            with contextlib.suppress(OSError):
+                Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+    def warm_up(self, path: str, requests: int | None = None) -> None:
+        """Send concurrent GETs to ``path`` so that every worker, not only the one that
+        answered /healthz, has loaded the project's URLs and views (imported at the first
+        request) before anything is measured."""
+        requests = requests or 4 * self.workers
+        threads = [threading.Thread(target=fetch, args=(self.url(path),))
+                   for _ in range(requests)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
 
     def __exit__(self, *exc) -> None:
         if self.proc is not None and self.proc.poll() is None:

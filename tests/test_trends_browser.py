@@ -80,10 +80,15 @@ def test_every_chart_is_drawn_and_htmx_redraws_them(live_server, client, suite, 
 
         page.select_option("#id_range", "7")
         page.wait_for_url("**range=7**")
-        page.wait_for_function(
-            "() => Chart.getChart(document.querySelector("
-            "'canvas[data-chart-source=chart-verdicts]')).data.labels.length === 7"
-        )
+        # While htmx swaps the panel in, the new canvases have no charts yet: wait until
+        # every one has its chart, the old ones are gone, and the week is drawn.
+        page.wait_for_function("""() => {
+          const canvases = Array.from(document.querySelectorAll("canvas.chart"));
+          const verdicts = document.querySelector("canvas[data-chart-source=chart-verdicts]");
+          return canvases.length > 0 && canvases.every((canvas) => Chart.getChart(canvas))
+            && Object.keys(Chart.instances).length === canvases.length
+            && Chart.getChart(verdicts)?.data.labels.length === 7;
+        }""")
         redrawn = page.evaluate(DRAWN)
         live_charts = page.evaluate("() => Object.keys(Chart.instances).length")
         browser.close()

@@ -133,10 +133,8 @@ class EntryAtUpload:
             return None, None, "", None
         if entry.pk not in self._seen:
             state = entry.state(self.today).value
-            self._seen[entry.pk] = (entry.pk, entry.facts, state, {
-                "id": entry.pk, "owner": entry.owner, "expires": entry.expires.isoformat(),
-                "state": state,
-            })
+            self._seen[entry.pk] = (entry.pk, entry.facts, state,
+                                    _entry_answer(entry.pk, entry.owner, entry.expires, state))
         return self._seen[entry.pk]
 
 
@@ -238,28 +236,34 @@ VERDICT_COLUMNS = (
 )
 
 
-def report_ingest(
-    *,
-    suite: Suite,
-    body: bytes,
-    actor: str,
-    query: dict | None = None,
-    dry_run: bool = False,
-    now: datetime | None = None,
-) -> IngestOutcome:
+def _received(kind: str, parse, names: tuple[str, ...], body: bytes, query: dict | None):
+    """The upload parsed whole (a bare list takes the metadata ``names`` from the query),
+    and its digest: the same body with the same metadata is stored once."""
+    query = {k: v for k, v in (query or {}).items() if k in names}
+    return parse(body, query, settings.UPLOAD_MAX_RECORDS), upload_digest(kind, body, query)
+
+
+def _judging(suite: Suite, stated: dict[str, int | None], today: date):
+    """What every row is judged with: the upload's nodes, stored and seen today; the suite
+    as it is now in force (its ledger revision, policy and pin, read after the nodes may
+    have bumped the revision); and each node's open entry."""
+    nodes = _nodes_for_upload(suite, stated, today)
+    judged = Suite.objects.get(pk=suite.pk)
+    entries = EntryAtUpload(open_entries_by_node(suite, [n.pk for n in nodes.values()]), today)
+    return nodes, judged, entries
+
+
+def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None = None,
+                  dry_run: bool = False, now: datetime | None = None) -> IngestOutcome:
     """Ingest a flake-report.json (a bare list, or the envelope form)."""
-    query = {k: v for k, v in (query or {}).items() if k in ("commit", "branch", "evidence")}
-    parsed = parse_report(body, query, settings.UPLOAD_MAX_RECORDS)
+    parsed, digest = _received("report", parse_report, ("commit", "branch", "evidence"),
+                               body, query)
     now = now or timezone.now()
     today = now.date()
-    digest = upload_digest("report", body, query)
 
     def evaluate_and_store() -> IngestOutcome:
-        stated = {row.nodeid: row.tier for row in parsed.measurements}
-        nodes = _nodes_for_upload(suite, stated, today)
-        judged = Suite.objects.get(pk=suite.pk)  # the ledger revision and policy now in force
-        entries = EntryAtUpload(open_entries_by_node(suite, [n.pk for n in nodes.values()]),
-                                today)
+        nodes, judged, entries = _judging(
+            suite, {row.nodeid: row.tier for row in parsed.measurements}, today)
         # Judged against the test set with this upload's nodes in it, counted once.
         share = share_figures(judged, today, selected_total=parsed.selected_total)
         policy = judged.policy
@@ -314,28 +318,17 @@ def report_ingest(
     return _ingest(Report, suite, digest, dry_run, evaluate_and_store)
 
 
-def signals_ingest(
-    *,
-    suite: Suite,
-    body: bytes,
-    actor: str,
-    query: dict | None = None,
-    dry_run: bool = False,
-    now: datetime | None = None,
-) -> IngestOutcome:
+def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None = None,
+                   dry_run: bool = False, now: datetime | None = None) -> IngestOutcome:
     """Ingest signal records (a bare list, or the envelope form) and arbitrate each."""
-    query = {k: v for k, v in (query or {}).items() if k in ("patch", "commit", "evidence")}
-    parsed = parse_signals(body, query, settings.UPLOAD_MAX_RECORDS)
+    parsed, digest = _received("signals", parse_signals, ("patch", "commit", "evidence"),
+                               body, query)
     now = now or timezone.now()
     today = now.date()
-    digest = upload_digest("signals", body, query)
 
     def evaluate_and_store() -> IngestOutcome:
-        stated = {record.node: record.tier for record in parsed.records}
-        nodes = _nodes_for_upload(suite, stated, today)
-        judged = Suite.objects.get(pk=suite.pk)  # the ledger revision, policy and pin now
-        entries = EntryAtUpload(open_entries_by_node(suite, [n.pk for n in nodes.values()]),
-                                today)
+        nodes, judged, entries = _judging(
+            suite, {record.node: record.tier for record in parsed.records}, today)
         pin = judged.fixture_pin
         # The arbiter's answer depends on the record's signals and the entry, never on the
         # node's name: decided once per distinct combination.

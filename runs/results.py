@@ -16,17 +16,25 @@ def _judged_against(upload) -> dict:
     }
 
 
+def _upload_answer(outcome: IngestOutcome, page: str) -> dict:
+    """What both answers say of the upload itself; ``page`` names its page's route."""
+    upload = outcome.upload
+    return {
+        "id": upload.pk,
+        "url": reverse(page, args=[upload.suite.slug, upload.pk]) if upload.pk else None,
+        "duplicate": outcome.duplicate,
+        "dry_run": outcome.dry_run,
+        "reason": upload.reason,
+        "exit_code": upload.exit_code,
+        "judged_against": _judged_against(upload),
+    }
+
+
 def report_answer(outcome: IngestOutcome) -> dict:
     report = outcome.upload
     return {
-        "id": report.pk,
-        "url": reverse("report", args=[report.suite.slug, report.pk]) if report.pk else None,
-        "duplicate": outcome.duplicate,
-        "dry_run": outcome.dry_run,
+        **_upload_answer(outcome, "report"),
         "status": report.status,
-        "reason": report.reason,
-        "exit_code": report.exit_code,
-        "judged_against": _judged_against(report),
         "share": {
             "quarantined": report.quarantined,
             "test_set_size": report.test_set_size,
@@ -48,14 +56,8 @@ def report_answer(outcome: IngestOutcome) -> dict:
 def batch_answer(outcome: IngestOutcome) -> dict:
     batch = outcome.upload
     return {
-        "id": batch.pk,
-        "url": reverse("batch", args=[batch.suite.slug, batch.pk]) if batch.pk else None,
-        "duplicate": outcome.duplicate,
-        "dry_run": outcome.dry_run,
+        **_upload_answer(outcome, "batch"),
         "verdict": batch.verdict,
-        "reason": batch.reason,
-        "exit_code": batch.exit_code,
-        "judged_against": _judged_against(batch),
         "fixture_pin": (
             {"manifest": batch.pin_manifest, "seed": batch.pin_seed}
             if batch.pin_manifest else None

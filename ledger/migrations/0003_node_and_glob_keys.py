@@ -14,8 +14,15 @@ def _key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
+# (model, key field, the field it is the key of, old unique constraint, new one)
+KEYS = [
+    ("node", "key", "nodeid", "unique_node_per_suite", "unique_node_key_per_suite"),
+    ("tierrule", "glob_key", "glob", "unique_glob_per_suite", "unique_glob_key_per_suite"),
+]
+
+
 def fill_keys(apps, schema_editor):
-    for model, source, target in (("Node", "nodeid", "key"), ("TierRule", "glob", "glob_key")):
+    for model, target, source, _, _ in KEYS:
         Model = apps.get_model("ledger", model)
         batch = []
         for row in Model.objects.only("pk", source).iterator(chunk_size=2000):
@@ -28,36 +35,19 @@ def fill_keys(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [
-        ("ledger", "0002_node_seen_only_in_uploads"),
-    ]
+    dependencies = [("ledger", "0002_node_seen_only_in_uploads")]
 
     operations = [
-        migrations.AddField(
-            model_name="node",
-            name="key",
+        *(migrations.AddField(
+            model_name=model, name=target, preserve_default=False,
             field=ledger.models.KeyField(default="", editable=False, max_length=32,
-                                         source="nodeid"),
-            preserve_default=False,
-        ),
-        migrations.AddField(
-            model_name="tierrule",
-            name="glob_key",
-            field=ledger.models.KeyField(default="", editable=False, max_length=32,
-                                         source="glob"),
-            preserve_default=False,
-        ),
+                                         source=source),
+        ) for model, target, source, _, _ in KEYS),
         migrations.RunPython(fill_keys, migrations.RunPython.noop),
-        migrations.RemoveConstraint(model_name="node", name="unique_node_per_suite"),
-        migrations.RemoveConstraint(model_name="tierrule", name="unique_glob_per_suite"),
-        migrations.AddConstraint(
-            model_name="node",
-            constraint=models.UniqueConstraint(
-                fields=("suite", "key"), name="unique_node_key_per_suite"),
-        ),
-        migrations.AddConstraint(
-            model_name="tierrule",
-            constraint=models.UniqueConstraint(
-                fields=("suite", "glob_key"), name="unique_glob_key_per_suite"),
-        ),
+        *(migrations.RemoveConstraint(model_name=model, name=old)
+          for model, _, _, old, _ in KEYS),
+        *(migrations.AddConstraint(
+            model_name=model,
+            constraint=models.UniqueConstraint(fields=("suite", target), name=new),
+        ) for model, target, _, _, new in KEYS),
     ]

@@ -14,7 +14,7 @@ from runs.models import ReasonRollup
 from tests.api_http import new_token
 from tests.helpers import body, measurement, record
 from tests.properties import db_property
-from tests.test_trends import DAY_TEXTS, accepted
+from tests.test_trends_range import DAY_TEXTS, accepted
 
 TODAY = timezone.now().date()
 

@@ -1,4 +1,4 @@
-"""SPEC 2.2 (budget gate), the report level, and the quarantine bounds of SPEC 4.
+"""SPEC 2.2 (budget gate): one measurement against the ledger, and the report level.
 
 Gate order, first match wins:
   1. a ledger entry whose expiry is before today          -> FAIL quarantine_expired
@@ -6,6 +6,9 @@ Gate order, first match wins:
   3. no ledger entry                                       -> FAIL over_budget / too_few_runs
   4. otherwise                                             -> WARN quarantined
 A tier-violating entry counts as no entry; failing step 3 then gives tier_violation.
+
+The report fails on no evidence, on any FAIL row, or when the quarantined share is over the
+cap. Entry states and the quarantine bounds of SPEC 4 are in test_rules_budget_entries.py.
 """
 
 from __future__ import annotations
@@ -18,26 +21,14 @@ from hypothesis import strategies as st
 
 from flakeboard.rules import (
     BUDGET_REASONS,
-    EXPIRING_WITHIN_DAYS,
-    NODEID_MAX_LENGTH,
     BudgetOutcome,
     EntryFacts,
-    EntryState,
-    ExpiryProblem,
     GateStatus,
     Policy,
     Reason,
     ShareFigures,
-    entry_is_live,
-    entry_state,
-    evidence_is_link,
-    evidence_problem,
-    expiry_bounds,
-    expiry_problem,
     gate_measurement,
     gate_report,
-    nodeid_problem,
-    owner_problem,
     quarantined_share,
     share_over_cap,
     upper95,
@@ -47,12 +38,9 @@ from tests.helpers import (
     EXPIRED,
     LAST_DAY,
     LONG_AGO,
-    NEXT_MONTH,
-    NEXT_WEEK,
     TODAY,
     VIOLATING,
     YESTERDAY,
-    named,
     ratio,
     table,
     yes,
@@ -344,143 +332,3 @@ def test_a_report_passes_exactly_when_nonempty_without_fail_and_within_cap(
 def test_every_budget_reason_is_reachable_in_these_tables() -> None:
     seen = {Reason(p.values[4]) for p in GATE_TABLE} | {Reason(p.values[4]) for p in REPORT_TABLE}
     assert seen == set(BUDGET_REASONS)
-
-
-# --- entry states (SPEC 4) -----------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("expires", "cleared", "violation", "state"),
-    [
-        pytest.param(TODAY + timedelta(days=30), False, False, "active", id="in-30-days"),
-        pytest.param(TODAY + timedelta(days=8), False, False, "active", id="in-8-days"),
-        pytest.param(TODAY + timedelta(days=7), False, False, "expiring", id="in-7-days"),
-        pytest.param(TODAY + timedelta(days=1), False, False, "expiring", id="tomorrow"),
-        pytest.param(TODAY, False, False, "expiring", id="today"),
-        pytest.param(YESTERDAY, False, False, "expired", id="yesterday"),
-        pytest.param(LONG_AGO, False, False, "expired", id="long-ago"),
-        pytest.param(NEXT_MONTH, True, False, "cleared", id="cleared-active"),
-        pytest.param(YESTERDAY, True, False, "cleared", id="cleared-expired"),
-        pytest.param(NEXT_MONTH, False, True, "tier_violation", id="violation-active"),
-        pytest.param(NEXT_WEEK, False, True, "tier_violation", id="violation-expiring"),
-        pytest.param(YESTERDAY, False, True, "tier_violation", id="violation-expired"),
-        pytest.param(YESTERDAY, True, True, "cleared", id="cleared-violation"),
-    ],
-)
-def test_entry_state(expires: date, cleared: bool, violation: bool, state: str) -> None:
-    assert EXPIRING_WITHIN_DAYS == 7
-    got = entry_state(expires=expires, today=TODAY, cleared=cleared, tier_violation=violation)
-    assert got is EntryState(state)
-
-
-@pytest.mark.parametrize(
-    ("facts", "counts"),
-    [
-        pytest.param(ACTIVE, True, id="active"),
-        pytest.param(LAST_DAY, True, id="expires-today"),
-        pytest.param(EXPIRED, False, id="expired"),
-        pytest.param(VIOLATING, False, id="violating"),
-        pytest.param(VIOLATING_EXPIRED, False, id="violating-expired"),
-    ],
-)
-def test_which_entries_count_towards_the_share(facts: EntryFacts, counts: bool) -> None:
-    assert entry_is_live(facts, TODAY) is counts
-
-
-# --- quarantine bounds (SPEC 4) ----------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("days_ahead", "max_days", "ok"),
-    [
-        pytest.param(-30, 30, False, id="last-month"),
-        pytest.param(-1, 30, False, id="yesterday"),
-        pytest.param(0, 30, False, id="today"),
-        pytest.param(1, 30, True, id="tomorrow"),
-        pytest.param(15, 30, True, id="in-15-days"),
-        pytest.param(30, 30, True, id="at-max"),
-        pytest.param(31, 30, False, id="one-past-max"),
-        pytest.param(365, 30, False, id="next-year"),
-        pytest.param(7, 7, True, id="max-7-at-max"),
-        pytest.param(8, 7, False, id="max-7-past-max"),
-        pytest.param(1, 1, True, id="max-1-tomorrow"),
-        pytest.param(2, 1, False, id="max-1-day-after"),
-    ],
-)
-def test_expiry_bounds_table(days_ahead: int, max_days: int, ok: bool) -> None:
-    problem = expiry_problem(TODAY + timedelta(days=days_ahead), TODAY, max_days)
-    assert (problem is None) is ok
-
-
-def test_expiry_bounds() -> None:
-    assert expiry_bounds(TODAY, 30) == (date(2026, 3, 16), date(2026, 4, 14))
-
-
-def test_an_expiry_is_too_early_or_too_far() -> None:
-    assert expiry_problem(TODAY, TODAY, 30) is ExpiryProblem.NOT_AFTER_TODAY
-    assert expiry_problem(date(2026, 4, 15), TODAY, 30) is ExpiryProblem.TOO_FAR
-
-
-@pytest.mark.parametrize(("owner", "ok"), [
-    *named(True, {
-        "handle": "@finley", "one-letter-handle": "@f", "handle-punctuation": "@finley-b.c_d",
-        "team-handle": "@org/team-infra", "email": "finley@example.com",
-        "email-plus-subdomain": "first.last+ci@mail.example.org",
-    }),
-    *named(False, {
-        "empty": "", "spaces-only": "   ", "tab-only": "\t", "plain-word": "finley",
-        "plain-words": "Finley Baker", "handle-with-space": "@fin ley",
-        "leading-space": " @finley", "trailing-space": "@finley ",
-        "handle-trailing-newline": "@finley\n", "email-trailing-newline": "finley@example.com\n",
-        "email-with-nul": "fin\x00ley@example.com", "bare-at": "@",
-        "handle-starting-with-dash": "@-finley", "email-without-domain": "finley@",
-        "email-with-space": "fin ley@example.com", "email-in-brackets": "<finley@example.com>",
-        "email-with-c1-control": "fin\x80ley@example.com", "email-over-254": "x" * 250 + "@a.io",
-    }),
-])
-def test_owner_problem(owner: str, ok: bool) -> None:
-    assert (owner_problem(owner) is None) is ok
-
-
-@pytest.mark.parametrize(("evidence", "ok"), [
-    *named(True, {
-        "ci-run": "ci/run-88213", "https-url": "https://ci.example.com/runs/88213",
-        "http-url": "http://ci.local/88213", "2000-chars": "x" * 2000,
-    }),
-    *named(False, {
-        "empty": "", "spaces-only": "   ", "2001-chars": "x" * 2001,
-        "line-break": "ci/run-1\nci/run-2", "tab": "ci/run\t1", "nul": "ci/run-1\x00",
-    }),
-])
-def test_evidence_problem(evidence: str, ok: bool) -> None:
-    assert (evidence_problem(evidence) is None) is ok
-
-
-@pytest.mark.parametrize(("evidence", "link"), [
-    *named(True, {"https": "https://ci.example.com/runs/1",
-                  "http-upper": "HTTP://CI.EXAMPLE.COM/1"}),
-    *named(False, {"ci-run": "ci/run-88213", "javascript": "javascript:alert(1)",
-                   "ftp": "ftp://example.com/x"}),
-])
-def test_evidence_is_link(evidence: str, link: bool) -> None:
-    assert evidence_is_link(evidence) is link
-
-
-@pytest.mark.parametrize(("nodeid", "ok"), [
-    *named(True, {
-        "pytest-node": "tests/test_ingest.py::test_stream_backpressure",
-        "class-param-unicode-space": "tests/t.py::TestA::test_b[ü-1 2]",
-        "1000-chars": "x" * NODEID_MAX_LENGTH, "spaces-are-part-of-a-node-id": "   ",
-    }),
-    *named(False, {
-        "empty": "", "1001-chars": "x" * (NODEID_MAX_LENGTH + 1),
-        "nul": "tests/t.py::test_a\x00", "newline": "tests/t.py::test_a\nb",
-        "tab": "tests/t.py::test_a\tb", "carriage-return": "tests/t.py::test_a\rb",
-        "escape": "tests/t.py::test_a\x1b[31m", "del": "tests/t.py::test_a\x7f",
-        "c1-next-line": "tests/t.py::test_a\x85", "lone-surrogate": "tests/t.py::test_\ud800",
-        "not-a-string": 42, "none": None,
-    }),
-])
-def test_nodeid_problem(nodeid: object, ok: bool) -> None:
-    assert NODEID_MAX_LENGTH == 1000
-    assert (nodeid_problem(nodeid) is None) is ok

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import date, datetime
+from functools import lru_cache
 
 from flakeboard import rules
 
@@ -48,9 +49,18 @@ def ledger_etag(suite: Suite, *, full: bool, today: date) -> str:
     states and ages (which move with the day), the policy and the suite's slug and name
     (which the admin may rename without a revision).
     """
-    parts = [suite.pk, suite.created_at.isoformat(), suite.ledger_revision]
+    identity = (suite.pk, suite.created_at, suite.ledger_revision)
     if full:
-        parts += ["full", today.isoformat(), policy_hash(suite), suite.slug, suite.title]
+        return _tag(*identity, today, policy_hash(suite), suite.slug, suite.title)
+    return _tag(*identity)
+
+
+@lru_cache(maxsize=1024)  # the same few tags, asked for on every ledger GET
+def _tag(pk: int, created_at: datetime, revision: int, *full) -> str:
+    parts = [pk, created_at.isoformat(), revision]
+    if full:
+        today, policy, slug, title = full
+        parts += ["full", today.isoformat(), policy, slug, title]
     return '"' + _sha256(parts)[:40] + '"'
 
 

@@ -9,6 +9,7 @@ import secrets
 from datetime import timedelta
 
 from django.db import connections, router, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from .audit import record_event
@@ -21,6 +22,8 @@ PREFIX_LENGTH = 12
 TOKEN_SHAPE = re.compile(r"fb[rw]_[A-Za-z0-9_-]+")
 # last_used_at is written at most this often, so a busy gate does not write on every read.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+# How many tokens' models each process keeps for reuse (``_TokenQuery``).
+KNOWN_TOKENS = 256
 
 
 def _digest(raw: str) -> str:
@@ -68,26 +71,33 @@ def token_revoke(*, token: ApiToken, actor: str) -> ApiToken:
 
 
 class _TokenQuery:
-    """An active token with its suite, found by prefix: the ORM's own SQL, composed once.
+    """An active token with its suite, found by prefix (unique, so indexed): the ORM's own
+    SQL, composed once per database, since composing it through the ORM took several times
+    longer than running it.
 
-    This one indexed query (the prefix is unique) is all a ledger GET asks of the database
-    when its answer is cached, and composing it through the ORM took several times longer
-    than running it. So it is compiled once per database from the queryset below, with a
-    stand-in prefix, and its rows are made into models with the ORM's converters.
+    Two queries are compiled, each with a stand-in prefix. ``check`` reads the token's id
+    and its suite's whole row, raw; ``build`` reads both rows whole, and
+    they are made into models with the ORM's converters. Making models costs more than the
+    check, so the models are kept (``KNOWN_TOKENS`` tokens, in this process) with the row
+    the check read, and given out again while it reads the same row. The check runs on
+    every call, so a revoked token, a new ledger revision and a changed setting are all
+    seen on the next call, in every process; a call that finds a changed row (or a token
+    first seen here) builds the models again. The models given out are shared: callers
+    only read them (``suite_for_token`` hands views a copy of the suite).
     """
 
     STAND_IN = "fbr_stand-in"
 
     def __init__(self, alias: str):
-        query = (
-            ApiToken.objects.using(alias).select_related("suite")
-            .filter(prefix=self.STAND_IN, revoked_at__isnull=True)
-            .order_by()[:1]
-        ).query
-        compiler = query.get_compiler(using=alias)
-        self.sql, params = compiler.as_sql()
-        if list(params) != [self.STAND_IN]:
-            raise RuntimeError(f"the token query takes unexpected parameters: {params!r}")
+        tokens = ApiToken.objects.using(alias).filter(
+            prefix=self.STAND_IN, revoked_at__isnull=True
+        ).order_by()
+        suite_fields = [f"suite__{field.attname}" for field in Suite._meta.concrete_fields]
+        self.check_sql = self._sql(
+            tokens.values_list("pk", *suite_fields)[:1].query, alias
+        )
+        compiler = tokens.select_related("suite")[:1].query.get_compiler(using=alias)
+        self.build_sql = self._sql(compiler.query, alias, compiler)
         columns = [column for column, _, _ in compiler.select]
         # The converters read only the database's settings (its time zone), which every
         # thread's connection to this alias shares.
@@ -95,6 +105,17 @@ class _TokenQuery:
         suite_info = compiler.klass_info["related_klass_infos"][0]
         self.token_fields = self._layout(columns, compiler.klass_info["select_fields"])
         self.suite_fields = self._layout(columns, suite_info["select_fields"])
+        self.known: dict[str, tuple[tuple, ApiToken]] = {}  # prefix -> (checked row, models)
+
+    @classmethod
+    def _sql(cls, query, alias: str, compiler=None) -> str:
+        """The query's SQL with its one parameter named: ``%(prefix)s``. (Django's SQLite
+        backend rewrites positional ``%s`` with a regular expression over the whole
+        statement on every call, which took a third of this lookup's time.)"""
+        sql, params = (compiler or query.get_compiler(using=alias)).as_sql()
+        if list(params) != [cls.STAND_IN] or sql.count("%s") != 1:
+            raise RuntimeError(f"the token query takes unexpected parameters: {params!r}")
+        return sql.replace("%s", "%(prefix)s")
 
     @staticmethod
     def _layout(columns, positions) -> tuple[slice, list[str]]:
@@ -104,11 +125,25 @@ class _TokenQuery:
     def fetch(self, alias: str, prefix: str) -> ApiToken | None:
         connection = connections[alias]
         with connection.cursor() as cursor:
-            cursor.execute(self.sql, [prefix])
+            cursor.execute(self.check_sql, {"prefix": prefix})
+            checked = cursor.fetchone()
+            known = self.known.get(prefix)
+            if checked is not None and known is not None and known[0] == checked:
+                return known[1]
+            self.known.pop(prefix, None)
+            if checked is None:
+                return None
+            cursor.execute(self.build_sql, {"prefix": prefix})
             row = cursor.fetchone()
-        if row is None:
+        if row is None:  # revoked between the two reads
             return None
-        row = list(row)
+        token = self._models(connection, alias, list(row))
+        if len(self.known) >= KNOWN_TOKENS:
+            self.known.pop(next(iter(self.known)))  # the longest known
+        self.known[prefix] = (checked, token)
+        return token
+
+    def _models(self, connection, alias: str, row: list) -> ApiToken:
         for position, (converters, column) in self.converters:
             for convert in converters:
                 row[position] = convert(row[position], column, connection)
@@ -132,8 +167,9 @@ def token_authenticate(raw: str) -> ApiToken | None:
     """The active token whose digest matches ``raw``, compared in constant time; else None.
 
     One indexed query (the token with its suite, so the caller has the suite's ledger
-    revision too), and a write of ``last_used_at`` at most once a LAST_USED_RESOLUTION.
-    Nothing is cached: a revoked token is refused on its next request, in every worker.
+    revision too; a token first seen by this process, or whose row changed, takes a second),
+    and a write of ``last_used_at`` at most once a LAST_USED_RESOLUTION. The query runs on
+    every call: a revoked token is refused on its next request, in every worker.
     """
     if not isinstance(raw, str) or not TOKEN_SHAPE.fullmatch(raw):
         return None
@@ -144,6 +180,11 @@ def token_authenticate(raw: str) -> ApiToken | None:
         return None
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
-        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        # Written only where no process has written it within the resolution, so that each
+        # process's own copy of the token (``_TokenQuery``) need not read it back.
+        ApiToken.objects.filter(
+            Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION),
+            pk=token.pk,
+        ).update(last_used_at=now)
         token.last_used_at = now
     return token

@@ -8,6 +8,8 @@ reads, so one token serves a whole CI job. No valid token is 401 (ninja asks
 
 from __future__ import annotations
 
+import copy
+
 from ninja.security import HttpBearer
 
 from ledger.models import ApiToken, Suite
@@ -21,6 +23,14 @@ GRANTS = {Scope.READ: {Scope.READ}, Scope.WRITE: {Scope.READ, Scope.WRITE}}
 
 class SuiteToken(HttpBearer):
     """Authorization: Bearer <token>, hashed at rest and compared in constant time."""
+
+    def __call__(self, request) -> ApiToken | None:
+        # As ninja's HttpBearer reads it, from the WSGI environ rather than request.headers
+        # (which copies every header, on the path of every ledger GET).
+        scheme, _, token = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+        if scheme.lower() != self.openapi_scheme or not token:
+            return None
+        return self.authenticate(request, token)
 
     def authenticate(self, request, token: str) -> ApiToken | None:
         return token_authenticate(token.strip())
@@ -44,8 +54,11 @@ def refusal(token: ApiToken, slug: str, scope: str) -> ApiError | None:
 
 
 def suite_for_token(request, slug: str, scope: str) -> Suite:
-    """The token's suite when it is ``slug`` and the token grants ``scope``; else 403."""
+    """The token's suite when it is ``slug`` and the token grants ``scope``; else 403.
+
+    A copy: the token's own models are shared between requests (``ledger.tokens``).
+    """
     token: ApiToken = request.auth
     if (error := refusal(token, slug, scope)) is not None:
         raise error
-    return token.suite
+    return copy.copy(token.suite)

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
 from functools import cache
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -26,7 +27,7 @@ from ledger.locks import lock_suite
 from ledger.models import Node, QuarantineEntry, Suite
 from ledger.selectors import open_entries_by_node, share_figures, tier_rule_specs
 
-from .bulk import insert_plain, update_pks
+from .bulk import cycle_collector_paused, insert_plain, plain_rows, update_pks
 from .models import Measurement, NodeVerdict, Report, VerdictBatch
 from .rollups import Source, rollup_add, upload_counts
 from .wire import parse_report, parse_signals
@@ -43,8 +44,7 @@ class IngestOutcome:
     dry_run: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class SeenNode:
+class SeenNode(NamedTuple):
     """A node as an upload needs it: read as plain values, not as a model instance."""
 
     pk: int
@@ -76,12 +76,12 @@ def _fetch_nodes(suite: Suite, nodeids: list[str], today: date) -> dict[str, See
         seen_today=ExpressionWrapper(Q(last_seen=today), output_field=BooleanField()),
     )
     if len(nodeids) <= CHUNK:
-        found = nodes.named(*nodeids).values_list(*NODE_VALUES)
+        found = plain_rows(nodes.named(*nodeids).values_list(*NODE_VALUES), CHUNK)
         return {nodeid: SeenNode(*values) for nodeid, *values in found}
     wanted = set(nodeids)
     return {
         nodeid: SeenNode(*values)
-        for nodeid, *values in nodes.values_list(*NODE_VALUES).iterator(chunk_size=CHUNK)
+        for nodeid, *values in plain_rows(nodes.values_list(*NODE_VALUES), CHUNK)
         if nodeid in wanted
     }
 
@@ -117,25 +117,18 @@ def _nodes_for_upload(suite: Suite, stated: dict[str, int | None], today) -> dic
     return existing
 
 
-class EntryAtUpload:
-    """Each node's open entry as the rows need it: its facts for the rules, its state and
-    its summary for the answer, computed once per entry."""
+NO_ENTRY = (None, None, "", None)
 
-    def __init__(self, entries: dict[int, QuarantineEntry], today: date):
-        self.entries = entries
-        self.today = today
-        self._seen: dict[int, tuple] = {}
 
-    def of(self, node_pk: int) -> tuple[int | None, rules.EntryFacts | None, str, dict | None]:
-        """(entry id, facts, state, answer summary); (None, None, "", None) without one."""
-        entry = self.entries.get(node_pk)
-        if entry is None:
-            return None, None, "", None
-        if entry.pk not in self._seen:
-            state = entry.state(self.today).value
-            self._seen[entry.pk] = (entry.pk, entry.facts, state,
-                                    _entry_answer(entry.pk, entry.owner, entry.expires, state))
-        return self._seen[entry.pk]
+def entries_at_upload(entries: dict[int, QuarantineEntry], today: date) -> dict[int, tuple]:
+    """Each node's open entry as the rows need it, by node: (entry id, facts for the rules,
+    state, answer summary). A node without one is not in it: ``NO_ENTRY``."""
+    at_upload = {}
+    for node_pk, entry in entries.items():
+        state = entry.state(today).value
+        at_upload[node_pk] = (entry.pk, entry.facts, state,
+                              _entry_answer(entry.pk, entry.owner, entry.expires, state))
+    return at_upload
 
 
 class JsonText:
@@ -224,6 +217,16 @@ def _ingest(model, suite, digest, dry_run, evaluate_and_store) -> IngestOutcome:
         raise
 
 
+class Decision(NamedTuple):
+    """The arbiter's outcome for one combination of signals and entry, the values a verdict
+    row stores for it (from the record's signals to its flags), and the record's answer
+    without its node and entry."""
+
+    outcome: rules.ArbiterOutcome
+    stored: tuple
+    answer: dict
+
+
 MEASUREMENT_COLUMNS = (
     "suite_id", "report_id", "node_id", "position", "created_at", "n", "fails", "upper95",
     "reported_upper95", "seed_base", "status", "reason", "flags", "entry_id", "entry_state",
@@ -249,10 +252,12 @@ def _judging(suite: Suite, stated: dict[str, int | None], today: date):
     have bumped the revision); and each node's open entry."""
     nodes = _nodes_for_upload(suite, stated, today)
     judged = Suite.objects.get(pk=suite.pk)
-    entries = EntryAtUpload(open_entries_by_node(suite, [n.pk for n in nodes.values()]), today)
+    entries = entries_at_upload(
+        open_entries_by_node(suite, [n.pk for n in nodes.values()]), today)
     return nodes, judged, entries
 
 
+@cycle_collector_paused()
 def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None = None,
                   dry_run: bool = False, now: datetime | None = None) -> IngestOutcome:
     """Ingest a flake-report.json (a bare list, or the envelope form)."""
@@ -276,7 +281,7 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
         rows, answers, outcomes = [], [], []
         for position, row in enumerate(parsed.measurements):
             node_pk = nodes[row.nodeid].pk
-            entry_id, facts, state, entry_answer = entries.of(node_pk)
+            entry_id, facts, state, entry_answer = entries.get(node_pk, NO_ENTRY)
             outcome = gate(row.n, row.fails, facts)
             outcomes.append(outcome)
             flags = [rules.Flag.UPPER95_MISMATCH.value] if mismatch(
@@ -318,6 +323,7 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
     return _ingest(Report, suite, digest, dry_run, evaluate_and_store)
 
 
+@cycle_collector_paused()
 def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None = None,
                    dry_run: bool = False, now: datetime | None = None) -> IngestOutcome:
     """Ingest signal records (a bare list, or the envelope form) and arbitrate each."""
@@ -331,50 +337,54 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
             suite, {record.node: record.tier for record in parsed.records}, today)
         pin = judged.fixture_pin
         # The arbiter's answer depends on the record's signals and the entry, never on the
-        # node's name: decided once per distinct combination.
-        @cache
-        def arbitrate(signals: tuple, facts: rules.EntryFacts | None) -> rules.ArbiterOutcome:
-            return rules.evaluate_record(rules.SignalRecord("", *signals), ledger_entry=facts,
-                                         pin=pin, today=today)
-
+        # node's name: decided once per distinct combination, with the values it stores and
+        # answers.
         flags_text = JsonText()
         day_text = cache(connection.ops.adapt_datefield_value)
-        stored_at = connection.ops.adapt_datetimefield_value(now)
-        rows, answers, outcomes = [], [], []
-        for position, record in enumerate(parsed.records):
+
+        @cache
+        def decide(signals: tuple, facts: rules.EntryFacts | None) -> Decision:
+            outcome = rules.evaluate_record(rules.SignalRecord("", *signals), ledger_entry=facts,
+                                            pin=pin, today=today)
+            check, lock, status, manifest, seed, freeze, tier = signals
+            flags = [f.value for f in outcome.flags]
+            answer = {"verdict": outcome.verdict.value, "reason": outcome.reason.value,
+                      "flags": flags, "fixture_lock": outcome.fixture_lock.value,
+                      "flake_status": outcome.flake_status.value}
+            stored = (check.value, lock.value, status.value, manifest, seed, day_text(freeze),
+                      tier, answer["fixture_lock"], answer["flake_status"], answer["verdict"],
+                      answer["reason"], flags_text(flags))
+            return Decision(outcome, stored, answer)
+
+        judged_rows, answers = [], []
+        for record in parsed.records:
             node_pk = nodes[record.node].pk
-            entry_id, facts, state, entry_answer = entries.of(node_pk)
-            outcome = arbitrate((
+            entry_id, facts, state, entry_answer = entries.get(node_pk, NO_ENTRY)
+            decision = decide((
                 record.property_check, record.fixture_lock, record.flake_status,
                 record.fixture_manifest, record.seed, record.freeze_expires, record.tier,
             ), facts)
-            outcomes.append(outcome)
-            flags = [f.value for f in outcome.flags]
-            lock, status = outcome.fixture_lock.value, outcome.flake_status.value
-            verdict, reason = outcome.verdict.value, outcome.reason.value
-            rows.append((
-                suite.pk, None, node_pk, position, stored_at, record.property_check.value,
-                record.fixture_lock.value, record.flake_status.value, record.fixture_manifest,
-                record.seed, day_text(record.freeze_expires), record.tier, lock, status,
-                verdict, reason, flags_text(flags), entry_id, state,
-            ))
-            answers.append({
-                "node": record.node, "verdict": verdict, "reason": reason, "flags": flags,
-                "fixture_lock": lock, "flake_status": status, "entry": entry_answer,
-            })
+            judged_rows.append((node_pk, decision, entry_id, state))
+            answers.append({"node": record.node, **decision.answer, "entry": entry_answer})
+        outcomes = [decision.outcome for _, decision, _, _ in judged_rows]
         verdict, reason = rules.aggregate_reason(outcomes)
         counts = upload_counts((o.reason for o in outcomes), reason)
         batch = VerdictBatch(
             suite=suite, created_at=now, day=today, patch=parsed.patch, commit=parsed.commit,
             evidence=parsed.evidence, uploaded_by=actor, digest=digest,
             verdict=verdict.value, reason=reason.value, exit_code=rules.EXIT_CODES[verdict],
-            record_count=len(rows), reason_counts=dict(sorted(counts.items())),
+            record_count=len(judged_rows), reason_counts=dict(sorted(counts.items())),
             pin_manifest=pin.manifest if pin else "", pin_seed=pin.seed if pin else None,
         )
         batch.judge(judged)
         if not dry_run:
             batch.save()
-            _insert(NodeVerdict, VERDICT_COLUMNS, [(r[0], batch.pk, *r[2:]) for r in rows])
+            stored_at = connection.ops.adapt_datetimefield_value(now)
+            _insert(NodeVerdict, VERDICT_COLUMNS, [
+                (suite.pk, batch.pk, node_pk, position, stored_at, *decision.stored,
+                 entry_id, state)
+                for position, (node_pk, decision, entry_id, state) in enumerate(judged_rows)
+            ])
             rollup_add(suite=suite, source=Source.VERDICTS, day=today, counts=counts)
         return IngestOutcome(batch, answers, dry_run=dry_run)
 

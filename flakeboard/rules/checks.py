@@ -46,6 +46,8 @@ def _text_problem(value: object, max_length: int, *, blank_ok: bool = False) -> 
         return Problem.REQUIRED
     if len(value) > max_length:
         return Problem.TOO_LONG
+    if value.isprintable():  # no control character and no surrogate: the usual case, fast
+        return None
     if has_control_chars(value):
         return Problem.CONTROL_CHARS
     if not is_unicode(value):

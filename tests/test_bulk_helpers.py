@@ -1,0 +1,81 @@
+"""The mechanics of large uploads (``runs.bulk``): the cycle collector paused for an ingest
+and restored as it was found, whatever the order in which overlapping ingests end; and rows
+read without the ORM's converters."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+
+from ledger.models import Node
+from runs.bulk import cycle_collector_paused, plain_rows
+from runs.ingest import signals_ingest
+from runs.wire import UploadInvalid
+from tests.helpers import body, record
+
+
+@pytest.fixture(autouse=True)
+def collector_on():
+    gc.enable()
+    yield
+    gc.enable()
+
+
+def test_paused_inside_and_restored_after_even_on_error():
+    with cycle_collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), cycle_collector_paused():
+        raise RuntimeError("the ingest failed")
+    assert gc.isenabled()
+
+
+def test_a_collector_that_was_off_stays_off():
+    gc.disable()
+    with cycle_collector_paused():
+        pass
+    assert not gc.isenabled()
+
+
+def test_overlapping_ingests_resume_it_when_the_last_ends():
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def first():
+        with cycle_collector_paused():
+            first_in.set()
+            second_in.wait(5)
+        seen["after_first"] = gc.isenabled()
+        first_out.set()
+
+    def second():
+        first_in.wait(5)
+        with cycle_collector_paused():
+            second_in.set()
+            first_out.wait(5)
+            seen["second_alone"] = gc.isenabled()
+        seen["after_second"] = gc.isenabled()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert seen == {"after_first": False, "second_alone": False, "after_second": True}
+
+
+def test_an_ingest_leaves_the_collector_as_it_found_it(suite):
+    signals_ingest(suite=suite, body=body([record("t.py::a")]), actor="ci")
+    assert gc.isenabled()
+    with pytest.raises(UploadInvalid):
+        signals_ingest(suite=suite, body=body([record("t.py::a\x00")]), actor="ci")
+    assert gc.isenabled()
+
+
+def test_plain_rows_are_the_drivers_values(suite):
+    signals_ingest(suite=suite, body=body([record("t.py::a"), record("t.py::b")]), actor="ci")
+    rows = list(plain_rows(Node.objects.order_by("nodeid").values_list("nodeid", "pk"), 1))
+    assert rows == list(Node.objects.order_by("nodeid").values_list("nodeid", "pk"))
+    assert list(plain_rows(Node.objects.filter(pk__in=[]).values_list("pk"), 10)) == []

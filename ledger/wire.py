@@ -28,6 +28,7 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     Field,
+    PlainSerializer,
     PlainValidator,
     Strict,
     ValidationError,
@@ -327,8 +328,12 @@ def _moment_date(value: object) -> date:
     raise refusal(Code.INVALID_DATE, f"must be an ISO date or datetime (got {shown(value)})")
 
 
+# Written back as the ISO text it was read from (pydantic's own date serializer, behind a
+# plain validator, warns that the value it is given is not a date).
+_ISO_TEXT = PlainSerializer(date.isoformat, return_type=str, when_used="json")
 IsoDate = Annotated[
-    date, PlainValidator(_iso_date), WithJsonSchema({"type": "string", "format": "date"})
+    date, PlainValidator(_iso_date), _ISO_TEXT,
+    WithJsonSchema({"type": "string", "format": "date"}),
 ]
 MomentDate = Annotated[
     date, PlainValidator(_moment_date),

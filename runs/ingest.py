@@ -24,7 +24,7 @@ from django.utils import timezone
 from flakeboard import rules
 from ledger.audit import bump_ledger_revision
 from ledger.locks import lock_suite
-from ledger.models import Node, QuarantineEntry, Suite
+from ledger.models import Node, QuarantineEntry, Suite, text_key
 from ledger.selectors import open_entries_by_node, share_figures, tier_rule_specs
 
 from .bulk import cycle_collector_paused, insert_plain, plain_rows, update_pks
@@ -54,6 +54,7 @@ class SeenNode(NamedTuple):
 
 
 NODE_VALUES = ("nodeid", "pk", "stated_tier", "never_seen", "seen_today")
+NODE_COLUMNS = ("suite_id", "nodeid", "key", "stated_tier", "tier", "first_seen", "last_seen")
 
 
 def upload_digest(kind: str, body: bytes, meta: dict) -> str:
@@ -92,21 +93,20 @@ def _nodes_for_upload(suite: Suite, stated: dict[str, int | None], today) -> dic
     nodeids = sorted(stated)
     existing = _fetch_nodes(suite, nodeids, today)
     specs = tier_rule_specs(suite)
+    day = connection.ops.adapt_datefield_value(today)
     new_nodes, retiered = [], defaultdict(list)
     for nodeid in nodeids:
         node = existing.get(nodeid)
         if node is None:
             sticky = rules.sticky_tier(None, stated[nodeid])
-            new_nodes.append(Node(
-                suite=suite, nodeid=nodeid, stated_tier=sticky,
-                tier=rules.resolve_tier(nodeid, specs, sticky).tier,
-                first_seen=today, last_seen=today,
-            ))
+            new_nodes.append((suite.pk, nodeid, text_key(nodeid), sticky,
+                              rules.resolve_tier(nodeid, specs, sticky).tier, day, day))
         elif (sticky := rules.sticky_tier(node.stated_tier, stated[nodeid])) != node.stated_tier:
             retiered[sticky, rules.resolve_tier(nodeid, specs, sticky).tier].append(node.pk)
 
-    Node.objects.bulk_create(new_nodes, batch_size=1000, ignore_conflicts=True)
-    existing.update(_fetch_nodes(suite, [node.nodeid for node in new_nodes], today))
+    # No conflict to ignore: every writer of the suite's nodes holds its lock (lock_suite).
+    _insert(Node, NODE_COLUMNS, new_nodes)
+    existing.update(_fetch_nodes(suite, [row[1] for row in new_nodes], today))
     update_pks(Node, sorted(n.pk for n in existing.values() if n.never_seen), first_seen=today)
     update_pks(Node, sorted(n.pk for n in existing.values() if not n.seen_today),
                last_seen=today)

@@ -24,6 +24,7 @@ from pathlib import Path
 from . import report
 from .measure import ERROR, MISSED, Row, load_average
 from .scratch import ROOT, PostgresScratch, SqliteScratch, is_postgres, redact
+from .server import WORKERS as SERVER_WORKERS
 from .worker import MODULES
 
 SECOND_DATABASE = {"B3"}  # benchmarks that compare two scratch databases
@@ -102,18 +103,36 @@ def run_worker(bench_id: str, scratch, scale: float, workdir: Path, env: dict) -
                 detail=last).as_dict()]
 
 
-def about() -> dict[str, str]:
-    texts = {}
+def module_facts() -> dict[str, dict]:
+    """What the report shows of each benchmark's module, read from its source (this process
+    imports no Django): its docstring (``about``), its ``GAP`` text, and the gunicorn
+    workers it serves with (``workers``: its own WORKERS, else the server's default when it
+    uses ``Gunicorn``; None when it serves nothing)."""
+    facts = {}
     for bench_id, module in MODULES.items():
-        source = (ROOT / (module.replace(".", "/") + ".py")).read_text()
-        texts[bench_id] = ast.get_docstring(ast.parse(source)) or ""
-    return texts
+        tree = ast.parse((ROOT / (module.replace(".", "/") + ".py")).read_text())
+        constants = {
+            target.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+            for target in node.targets if isinstance(target, ast.Name)
+        }
+        serves = any(isinstance(node, ast.ImportFrom) and node.module == "server"
+                     and any(alias.name == "Gunicorn" for alias in node.names)
+                     for node in tree.body)
+        workers = ast.literal_eval(constants["WORKERS"]) if "WORKERS" in constants else (
+            SERVER_WORKERS if serves else None)
+        facts[bench_id] = {
+            "about": ast.get_docstring(tree) or "",
+            "gap": ast.literal_eval(constants["GAP"]) if "GAP" in constants else "",
+            "workers": workers,
+        }
+    return facts
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     started = time.monotonic()
     load = {"start": load_average()}
+    git = report.git_state()  # the tree as it is measured, before the run writes anything
     rows: list[dict] = []
     versions: dict[str, str] = {}
     url = os.environ.get("DATABASE_URL")
@@ -136,23 +155,32 @@ def main(argv=None) -> int:
                 scratch.close()
     load["end"] = load_average()
     scale_arg = "" if args.scale == 1 else f" BENCH_SCALE={args.scale:g}"
+    facts = module_facts()
+    workers = {bench_id: facts[bench_id]["workers"] for bench_id in args.selected
+               if facts[bench_id]["workers"]}
     payload = {
         "generated": report.stamp(),
         "command": f"make bench{scale_arg}",
+        **git,
         "scale": args.scale,
         "duration_s": round(time.monotonic() - started, 1),
-        "machine": report.machine(versions, load),
+        "machine": report.machine(versions, load, workers),
+        "load_warning": report.load_check(load, rows),
         "rows": rows,
     }
     json_path = (args.out or ROOT / "bench") / "results.json"
     md_path = (args.out or ROOT / "docs") / "benchmarks.md"
     report.write_json(json_path, payload)
-    report.write_markdown(md_path, payload, about())
+    report.write_markdown(md_path, payload,
+                          {bench_id: f["about"] for bench_id, f in facts.items()},
+                          {bench_id: f["gap"] for bench_id, f in facts.items()})
     print()
     print(report.text_table(rows))
     missed = sum(row["status"] == MISSED for row in rows)
     print(f"\n{len(rows)} figures, {missed} goals missed; {payload['duration_s']:.0f} s. "
           f"Wrote {json_path} and {md_path}.")
+    if warning := report.load_warning(payload):
+        print(f"WARNING: {warning}", file=sys.stderr)
     return 1 if any(row["status"] == ERROR for row in rows) else 0
 
 

@@ -10,6 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = {"B1", "B2", "B3", "B4", "B5", "B8"}
+PROFILED = {"B1", "B2", "B5"}
 
 
 @pytest.mark.slow
@@ -30,13 +31,27 @@ def test_smoke_run_reports_a_row_for_every_benchmark(tmp_path):
     rows = results["rows"]
     assert {row["id"] for row in rows} == BENCHMARKS
     assert {row["backend"] for row in rows} == {"sqlite"}
+    assert "commit" in results and "dirty" in results
+    if results["commit"] is not None:
+        assert len(results["commit"]) == 40 and isinstance(results["dirty"], bool)
+    assert isinstance(results["load_warning"]["over"], bool)
     assert not [row for row in rows if row["status"] == "error"]
     for row in rows:
         assert row["status"] in {"met", "missed", "not available yet"}, row
         if row["status"] != "not available yet":
             assert row["ratio"] is not None and row["ratio"] > 0, row
+        profile = row["figures"].get("profile")
+        assert bool(profile) == (row["id"] in PROFILED), row["what"]
+        if profile:  # small: the top entries only
+            assert profile["total_s"] > 0 and profile["by_cumulative"], row["what"]
+            assert 0 < len(profile["by_own"]) <= 12, row["what"]
     markdown = (out / "benchmarks.md").read_text()
     assert all(f"| {bench_id} |" in markdown for bench_id in BENCHMARKS)
+    assert f"at commit `{(results['commit'] or '')[:12]}`" in markdown or not results["commit"]
+    assert "## Where the time goes" in markdown
+    profiles = markdown.split("## Where the time goes")[1].split("## Machine")[0]
+    assert all(f"### {bench_id}" in profiles for bench_id in PROFILED)
+    assert profiles.count("What separates it from its goal") == len(PROFILED)
     table = done.stdout
     assert "result" in table and all(bench_id in table for bench_id in BENCHMARKS)
     after = real_docs.stat().st_mtime_ns if real_docs.exists() else None

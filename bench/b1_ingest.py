@@ -58,15 +58,16 @@ BASELINE_COLUMNS = {"batch_id", "suite_id", "node", "position", "created_at"}
 # What still separates the figure from its goal, as the profile shows it (docs/benchmarks.md).
 GAP = """
 The subject does what the baseline does (json.loads of the body and one executemany of
-the rows) and, on top of it, validates every record, resolves every node id to its row,
-reads the nodes' open quarantine entries, arbitrates each record, marks the nodes seen
-today and adds to the rollups. In the profile, the verdict rows' executemany, the part the
-baseline pays too, is under a third of the time; parsing and validating the body (pydantic
-and the node-id and text checks) about a fifth; finding the upload's nodes, marking them
-seen and reading their entries (_judging) about a quarter; the loop in evaluate_and_store
+the rows, here into a table with more columns) and, on top of it, validates every record,
+finds every node id's row, reads the nodes' open quarantine entries, arbitrates each
+distinct combination of signals and entry once, marks the nodes seen today and adds to the
+rollups. In the profile the verdict rows' executemany, which the baseline pays too, is
+about a third of the time; parsing and validating the body (pydantic with the node-id and
+text checks) a sixth; finding the upload's nodes and marking them seen (one UPDATE of
+every node's last-seen date on its first upload of the day) about a quarter; the loop
 that builds each row and answer about a tenth; the commit and smaller steps the rest. No
 one step dominates: what is left above the baseline is the sum of these passes over the
-records in Python.
+records in Python, each already one pass with no per-row query.
 """
 
 

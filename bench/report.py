@@ -77,16 +77,20 @@ def machine(db_versions: dict[str, str], load: dict, workers: dict[str, int]) ->
     }
 
 
+# Pathspecs of what a run writes, left out of the dirty check.
+OUTPUTS = (":(exclude)bench/results.json", ":(exclude)docs/benchmarks.md")
+
+
 def git_state() -> dict:
     """The commit the tree is at, and whether it has uncommitted changes (None, None
-    without git)."""
+    without git). A previous run's own output (results.json, benchmarks.md) is not one."""
     def git(*args) -> str:
         return subprocess.run(["git", *args], cwd=Path(__file__).resolve().parent.parent,
                               capture_output=True, text=True, check=True, timeout=60).stdout
 
     try:
         return {"commit": git("rev-parse", "HEAD").strip(),
-                "dirty": bool(git("status", "--porcelain").strip())}
+                "dirty": bool(git("status", "--porcelain", "--", ".", *OUTPUTS).strip())}
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
 

@@ -1,6 +1,8 @@
 """What the tests share: people (a lead, an owner, a viewer, an outsider, staff) and suites;
 the furnished suite the access matrices ask about; the live board, as CI calls it."""
 
+import subprocess
+import sys
 from datetime import timedelta
 from types import SimpleNamespace
 
@@ -170,3 +172,31 @@ def client_for(client):
         return client
 
     return sign_in
+
+
+@pytest.fixture
+def client_script(board, tmp_path):
+    """The CI client as CI gets it: fetched from the board with nothing but HTTP."""
+    answer = board.get("/ci/flakeboard_ci.py")
+    assert answer.status == 200
+    assert "attachment" in answer.headers["Content-Disposition"]
+    path = tmp_path / "flakeboard_ci.py"
+    path.write_bytes(answer.raw)
+    return path
+
+
+@pytest.fixture
+def run(client_script, live_server, suite, tmp_path):
+    """run(*args, token=..., python=..., **env) runs the CI client in tmp_path, with no
+    site-packages and only the environment given."""
+    from tests.api_http import new_token
+
+    def run_client(*args, token=None, python=sys.executable, **env):
+        environment = {"PATH": "/usr/bin:/bin", "FLAKEBOARD_URL": live_server.url,
+                       "FLAKEBOARD_TOKEN": token or new_token(suite, "write"), **env}
+        return subprocess.run(
+            [python, "-I", "-S", str(client_script), *args],
+            cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=60,
+        )
+
+    return run_client

@@ -32,6 +32,12 @@ def body(data) -> bytes:
     return json.dumps(data).encode()
 
 
+def write_upload(folder, name, data) -> str:
+    """Write an upload body to folder/name; its name, as a CI command line gives it."""
+    (folder / name).write_bytes(body(data))
+    return name
+
+
 def measurement(nodeid, n=200, fails=0, **extra):
     return {"nodeid": nodeid, "n": n, "fails": fails, **extra}
 

@@ -7,12 +7,18 @@ One file, standard library only. Fetch it from the board itself:
     curl -fsSO "$FLAKEBOARD_URL/ci/flakeboard_ci.py"
 
     python3 flakeboard_ci.py ledger                  # writes flake_ledger.json
+    python3 flakeboard_ci.py ledger --cache .flakeboard-cache --offline-max-age 6h
     python3 flakeboard_ci.py report flake-report.json --commit "$SHA" --branch main
     python3 flakeboard_ci.py signals signals.json --patch "$PATCH_ID"
 
 `report` and `signals` print the failing nodes first. --format text|github|gitlab|markdown|json
 picks the output (github when $GITHUB_ACTIONS is true, gitlab when $GITLAB_CI is true);
 --codequality PATH also writes a GitLab Code Quality report.
+
+`ledger --cache DIR` keeps the last good ledger in DIR and revalidates it (If-None-Match).
+When the board cannot be reached, a cached ledger younger than --offline-max-age (default
+6h) is written instead, with a warning, and the command exits 0; an older cache fails
+closed (exit 3). A refusal is never covered by the cache (exit 4).
 
 Environment:
     FLAKEBOARD_URL     the board, e.g. https://flakeboard.example.com (required)
@@ -31,12 +37,16 @@ Exit codes:
 from __future__ import annotations
 
 import argparse
+import calendar
 import collections
 import contextlib
 import hashlib
+import http.client
 import json
 import os
+import re
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -84,6 +94,12 @@ class Board:
 
     def call(self, method, path, *, query=None, body=None):
         """The decoded JSON answer, its headers; Refused or Unreachable otherwise."""
+        _, raw, headers = self.fetch(method, path, query=query, body=body)
+        return decoded(raw), headers
+
+    def fetch(self, method, path, *, query=None, body=None, headers=None):
+        """The status (2xx or 304), raw body and headers of the answer; Refused or
+        Unreachable otherwise."""
         url = self.url + path
         if query:
             url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v})
@@ -91,6 +107,7 @@ class Board:
             "Authorization": f"Bearer {self.token}",
             "Accept": "application/json",
             "User-Agent": f"flakeboard-ci/{VERSION}",
+            **(headers or {}),
         }
         if body is not None:
             headers["Content-Type"] = "application/json"
@@ -111,15 +128,32 @@ class Board:
         )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
-                return _json(response.read()), dict(response.headers)
+                return response.status, response.read(), dict(response.headers)
         except urllib.error.HTTPError as exc:
-            payload = _json(exc.read())
+            if exc.code == 304:  # Not Modified: the If-None-Match copy is current
+                return exc.code, b"", dict(exc.headers)
             if exc.code in UNREACHABLE_STATUSES:
                 raise Unreachable(f"the board answered {exc.code} {exc.reason}") from None
-            raise Refused(exc.code, payload) from None
-        except OSError as exc:  # URLError, refused connections and timeouts alike
-            reason = getattr(exc, "reason", exc)
+            raise Refused(exc.code, _json(_read_error(exc))) from None
+        except (OSError, http.client.HTTPException) as exc:
+            # URLError, refused connections, timeouts, resets, an answer cut short alike.
+            reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
             raise Unreachable(str(reason)) from None
+
+
+def _read_error(exc):
+    try:
+        return exc.read()
+    except (OSError, http.client.HTTPException):
+        return b""
+
+
+def decoded(raw):
+    """A 2xx answer's JSON; Unreachable when it is not JSON (an answer cut short)."""
+    answer = _json(raw)
+    if not isinstance(answer, dict) or answer.get("error") == "not_json":
+        raise Unreachable("the board's answer was cut short or is not JSON")
+    return answer
 
 
 def _json(raw):
@@ -148,15 +182,31 @@ def read_upload(path):
 
 
 def cmd_ledger(board, args):
-    slug = suite_slug(board, args.suite)
-    query = {"view": "full"} if args.full else None
-    ledger, _ = board.call("GET", f"/api/v1/suites/{quote(slug)}/ledger", query=query)
+    cache = LedgerCache(args.cache, board.url, args.suite, args.full) if args.cache else None
+    cached = cache.load() if cache else None
+    try:
+        slug = suite_slug(board, args.suite)
+        query = {"view": "full"} if args.full else None
+        headers = {"If-None-Match": cached["etag"]} if cached and cached["etag"] else None
+        status, raw, answer_headers = board.fetch(
+            "GET", f"/api/v1/suites/{quote(slug)}/ledger", query=query, headers=headers)
+        if status == 304 and cached:
+            print("The cached ledger is current (304 Not Modified).")
+            raw = cached["body"].encode("utf-8")
+        ledger = decoded(raw)
+        try:
+            ledger_entries(ledger, args.full)
+        except ValueError:
+            raise Unreachable("the board's answer is not a ledger") from None
+        if cache:
+            cache.save(raw, answer_headers.get("ETag") or "", slug)
+    except Unreachable as exc:
+        if cache is None:
+            raise
+        ledger, slug = cache.offline(cached, exc, args.offline_max_age)
     output = args.output or ("flake_ledger_full.json" if args.full else "flake_ledger.json")
-    partial = output + ".partial"
-    with open(partial, "w", encoding="utf-8") as handle:
-        handle.write(json.dumps(ledger, indent=2, ensure_ascii=False) + "\n")
-    os.replace(partial, output)
-    entries = {e["node"]: e for e in ledger["entries"]} if args.full else ledger
+    write_atomically(output, json.dumps(ledger, indent=2, ensure_ascii=False) + "\n")
+    entries = ledger_entries(ledger, args.full)
     today = time.strftime("%Y-%m-%d", time.gmtime())
     expired = sorted(node for node, e in entries.items() if e["expires"] < today)
     for node in expired:
@@ -166,6 +216,114 @@ def cmd_ledger(board, args):
     print(f"Wrote {output}: {len(entries)} quarantine entr"
           f"{'y' if len(entries) == 1 else 'ies'} of suite {slug}, {len(expired)} expired.")
     return 0
+
+
+def ledger_entries(ledger, full):
+    """The ledger's entries by node; ValueError when it is not a ledger."""
+    try:
+        entries = {e["node"]: e for e in ledger["entries"]} if full else ledger
+        if all(isinstance(e["expires"], str) and "owner" in e for e in entries.values()):
+            return entries
+    except (KeyError, TypeError, AttributeError):
+        pass
+    raise ValueError("not a ledger")
+
+
+def write_atomically(path, text):
+    """Write ``text`` to ``path`` through a temporary file: a reader sees the old file or
+    the new one, never half of one."""
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, partial = tempfile.mkstemp(dir=folder, prefix=".flakeboard-", suffix=".partial")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(partial)
+        raise
+
+
+# --- the ledger's cache, for when the board cannot be reached ------------------------
+
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def duration(text):
+    """Seconds of a duration such as 6h, 90m, 2d or 3600s."""
+    match = re.fullmatch(r"(\d+)([smhd])", text.strip())
+    if not match:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 6h, 90m, 2d")
+    return int(match.group(1)) * DURATION_UNITS[match.group(2)]
+
+
+def spoken(seconds):
+    """A duration in words: 2h05m, 3m20s, 4d03h."""
+    seconds = int(seconds)
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours:02d}h"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+class LedgerCache:
+    """The last good ledger of a suite (one file in the cache folder, by suite and view):
+    the body as served, its ETag, the board and when it was fetched (UTC)."""
+
+    def __init__(self, folder, url, suite, full):
+        name = f"ledger-{quote(suite) or '_token'}{'-full' if full else ''}.json"
+        self.path = os.path.join(folder, name)
+        self.url, self.full = url, full
+
+    def load(self):
+        """The cached ledger as a dict (body, etag, slug, fetched_at), or None when there is
+        none; a corrupt one is ignored with a warning."""
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                cached = json.load(handle)
+            fetched = time.strptime(cached["fetched_at"], TIME_FORMAT)
+            cached["age"] = max(0, time.time() - calendar.timegm(fetched))
+            ledger_entries(json.loads(cached["body"]), self.full)
+            if not all(isinstance(cached[key], str) for key in ("etag", "slug", "url")):
+                raise ValueError("etag, slug or url is not a string")
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"flakeboard: warning: ignoring the corrupt ledger cache {self.path} "
+                  f"({type(exc).__name__}: {exc})", file=sys.stderr)
+            return None
+        return cached
+
+    def save(self, raw, etag, slug):
+        record = {"url": self.url, "slug": slug, "etag": etag, "body": raw.decode("utf-8"),
+                  "fetched_at": time.strftime(TIME_FORMAT, time.gmtime())}
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            write_atomically(self.path, json.dumps(record, ensure_ascii=False) + "\n")
+        except OSError as exc:
+            print(f"flakeboard: warning: cannot write the ledger cache {self.path}: "
+                  f"{exc.strerror}", file=sys.stderr)
+
+    def offline(self, cached, exc, max_age):
+        """The cached ledger and its suite, with a loud warning, when the board cannot be
+        reached (``exc``) and the cache is younger than ``max_age`` seconds; Unreachable
+        saying why not otherwise."""
+        if cached is None:
+            raise Unreachable(f"{exc}; no cached ledger to fall back on ({self.path})")
+        age, limit = spoken(cached["age"]), spoken(max_age)
+        if cached["age"] >= max_age:
+            raise Unreachable(f"{exc}; the cached ledger is {age} old, over the offline limit "
+                              f"of {limit} (--offline-max-age): failing closed")
+        print(f"flakeboard: WARNING: cannot reach the board at {self.url}: {exc}\n"
+              f"flakeboard: WARNING: using the CACHED ledger fetched from {cached['url']} "
+              f"at {cached['fetched_at']} ({age} old, limit {limit}), from {self.path}",
+              file=sys.stderr)
+        return json.loads(cached["body"]), cached["slug"]
 
 
 def cmd_report(board, args):
@@ -468,6 +626,11 @@ def parse_args(argv):
                         help="default flake_ledger.json (with --full: flake_ledger_full.json)")
     ledger.add_argument("--full", action="store_true",
                         help="the full view (states, ages, violations), not the script's file")
+    ledger.add_argument("--cache", metavar="DIR",
+                        help="keep the last good ledger in DIR, for when the board is down")
+    ledger.add_argument("--offline-max-age", type=duration, metavar="AGE",
+                        help="serve the cache when the board cannot be reached if it is "
+                             "younger than AGE (6h, 90m, 2d; default 6h with --cache)")
 
     report = commands.add_parser("report", help="upload flake-report.json and gate it")
     report.add_argument("file", nargs="?", default="flake-report.json")
@@ -491,7 +654,13 @@ def parse_args(argv):
                                  "gitlab when $GITLAB_CI is true")
         upload.add_argument("--codequality", metavar="PATH",
                             help="also write a GitLab Code Quality report to PATH")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.command == "ledger":
+        if args.offline_max_age is not None and not args.cache:
+            parser.error("--offline-max-age needs --cache DIR")
+        if args.offline_max_age is None:
+            args.offline_max_age = DURATION_UNITS["h"] * 6
+    return args
 
 
 def main(argv=None):

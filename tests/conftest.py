@@ -186,6 +186,17 @@ def client_script(board, tmp_path):
 
 
 @pytest.fixture
+def dead_url():
+    """The address of a board that is not there: a closed port on 127.0.0.1."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture
 def run(client_script, live_server, suite, tmp_path):
     """run(*args, token=..., python=..., **env) runs the CI client in tmp_path, with no
     site-packages and only the environment given."""

@@ -366,7 +366,7 @@ def quote(slug):
 
 # --- presenting the board's answer ---------------------------------------------------
 
-Row = collections.namedtuple("Row", "node status reason flags line")
+Row = collections.namedtuple("Row", "node status reason flags line url")
 # Worst first: rows that fail the job (FAIL, REJECT, then HOLD), warnings, passing rows.
 RANK = {"FAIL": 0, "REJECT": 0, "HOLD": 1, "WARN": 2, "OK": 3, "ACCEPT": 3}
 FAILING, WARNING, PASSING = ("FAIL", "REJECT", "HOLD"), ("WARN",), ("OK", "ACCEPT")
@@ -376,8 +376,8 @@ def view(answer, kind):
     """The answer's rows worst first, its summary parts (head, reason, details), and the
     word for a passing row."""
     if kind == "report":
-        rows = [Row(m["nodeid"], m["status"], m["reason"], m["flags"], _measurement_line(m))
-                for m in answer["measurements"]]
+        rows = [Row(m["nodeid"], m["status"], m["reason"], m["flags"], _measurement_line(m),
+                    m.get("url")) for m in answer["measurements"]]
         counts, share = answer["counts"], answer["share"]
         details = (f"{counts['measurements']} measurements, {counts['fail']} FAIL, "
                    f"{counts['warn']} WARN, {counts['ok']} OK; quarantined share "
@@ -388,7 +388,8 @@ def view(answer, kind):
         for r in answer["records"]:
             verdict = r["verdict"].upper()
             rows.append(Row(r["node"], verdict, r["reason"], r["flags"],
-                            f"{verdict:<6} {r['node']}: {r['reason']}{_flags(r['flags'])}"))
+                            f"{verdict:<6} {r['node']}: {r['reason']}{_flags(r['flags'])}",
+                            r.get("url")))
         reasons = sorted(answer["reason_counts"].items())
         details = (f"{len(rows)} records; "
                    f"{', '.join(f'{reason} {n}' for reason, n in reasons) or 'no records'}")
@@ -551,8 +552,9 @@ def markdown_summary(answer, rows, summary, only_failures=False, limit=SUMMARY_L
         parts.append("| node | status | reason | flags | board |\n|---|---|---|---|---|\n")
     size = sum(len(part.encode()) for part in parts) + 1  # + the last line end
     for index, row in enumerate(listed):
+        page = f"[node]({_markdown_url(row.url)})" if row.url else link
         line = (f"| {markdown_text(row.node)} | {row.status} | {markdown_text(row.reason)} | "
-                f"{markdown_text(', '.join(row.flags))} | {link} |\n")
+                f"{markdown_text(', '.join(row.flags))} | {page} |\n")
         cut = (f"| \u2026 {len(listed) - index} more rows left out: see the board "
                f"| | | | {link} |\n")
         reserve = 0 if index == len(listed) - 1 else len(cut.encode())

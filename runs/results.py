@@ -4,8 +4,30 @@ from __future__ import annotations
 
 from django.urls import reverse
 
+from flakeboard import rules
+from ledger.models import KEY_LENGTH, text_key
+
 from .ingest import IngestOutcome
 from .models import Report
+
+# The rows that pass: a report's OK measurements, a batch's ACCEPT records. Every other row
+# fails the gate or warns, and links its node's page.
+PASSING = {"measurements": ("status", rules.GateStatus.OK.value),
+           "records": ("verdict", rules.Verdict.ACCEPT.value)}
+NODE_FIELD = {"measurements": "nodeid", "records": "node"}
+
+
+def link_nodes(rows: list[dict], rows_key: str, slug: str) -> list[dict]:
+    """Set each row's ``url``: its node's page for a row that fails or warns, else None.
+    The address is made once and each row's key put in it (one reverse per row cost more
+    than the rest of a large answer)."""
+    stand_in = "0" * KEY_LENGTH
+    before, after = reverse("node", args=[slug, stand_in]).split(stand_in)
+    field, passing = PASSING[rows_key]
+    node = NODE_FIELD[rows_key]
+    for row in rows:
+        row["url"] = None if row[field] == passing else before + text_key(row[node]) + after
+    return rows
 
 
 def _judged_against(upload) -> dict:
@@ -49,7 +71,7 @@ def report_answer(outcome: IngestOutcome) -> dict:
             "warn": report.warn_count,
             "ok": report.measurement_count - report.fail_count - report.warn_count,
         },
-        "measurements": outcome.rows,
+        "measurements": link_nodes(outcome.rows, "measurements", report.suite.slug),
     }
 
 
@@ -63,7 +85,7 @@ def batch_answer(outcome: IngestOutcome) -> dict:
             if batch.pin_manifest else None
         ),
         "reason_counts": batch.reason_counts,
-        "records": outcome.rows,
+        "records": link_nodes(outcome.rows, "records", batch.suite.slug),
     }
 
 

@@ -15,7 +15,7 @@ import pytest
 from ledger.quarantine import quarantine_create
 from runs.models import Report
 from tests.ci_client_view import first_paragraph, markdown_tables, workflow_commands
-from tests.helpers import measurement, record, write_upload
+from tests.helpers import measurement, node_page, record, write_upload
 from tests.test_nodeid_corpus import ALL_IDS
 
 PY38 = Path.home() / ".pyenv" / "versions" / "3.8.18" / "bin" / "python3"
@@ -164,7 +164,8 @@ def test_markdown_puts_the_verdict_first_and_failing_rows_in_a_table(run, tmp_pa
     assert counts == [["REJECT", "1"], ["HOLD", "1"], ["ACCEPT", "1"]]
     assert [row[:3] for row in rows] == [[HOSTILE[9], "REJECT", "property_fail"],
                                          [HOSTILE[5], "HOLD", "fixture_drifted"]]
-    assert re.search(r"\[upload\]\(http://[^)]+/verdicts/\d+/\)", done.stdout)
+    links = re.findall(r"\[node\]\(http://[^/)]+([^)]+)\)", done.stdout)  # each its node's page
+    assert links == [node_page("acme", HOSTILE[9]), node_page("acme", HOSTILE[5])]
     assert not [line for line in done.stdout.split("\n")  # no text-format lines
                 if line == "exit code 1" or line.startswith(("http", "REJECT "))]
 

@@ -38,7 +38,7 @@ def test_markdown_text_is_inert_in_a_paragraph_and_in_a_table_cell(text):
 
 def rows(n, width=1000):
     return [client.Row(f"tests/t.py::test_long[{i}-{'|' * width}]", "FAIL", "over_budget", [],
-                       "") for i in range(n)]
+                       "", None) for i in range(n)]
 
 
 def summary(rows, **kwargs):

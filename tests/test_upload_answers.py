@@ -13,7 +13,7 @@ from django.test import Client
 
 from ledger.quarantine import quarantine_create
 from runs.api.schemas import BatchAnswer, ReportAnswer
-from tests.helpers import body, measurement, record
+from tests.helpers import body, measurement, node_page, record
 
 QUARANTINED = "tests/test_pay.py::test_refund[ü-ß]"
 
@@ -79,3 +79,9 @@ def test_every_answer_is_what_its_schema_makes_of_it(send, entry, today, kind, s
     assert [row["entry"]["id"] for row in with_entry] == [entry.pk]
     assert any(row["flags"] for row in first[rows_key])
     assert stored["Flakeboard-Exit-Code"] == str(first["exit_code"])
+    node_field, passing = ("nodeid", "OK") if kind == "reports" else ("node", "accept")
+    for row in first[rows_key]:
+        passed = row["status" if kind == "reports" else "verdict"] == passing
+        expected = None if passed else "http://testserver" + node_page("acme", row[node_field])
+        assert row["url"] == expected
+    assert {row["url"] is None for row in first[rows_key]} == {True, False}

@@ -66,6 +66,10 @@ class MeasurementOut(Answer):
     reported_upper95: Upper95 | None
     flags: list[rules.Flag]
     entry: EntryRef | None = Field(description="The ledger entry the gate used, if any.")
+    url: str | None = Field(
+        description="The node's page on the board, for a row that fails or warns; null for "
+                    "a passing one."
+    )
 
 
 class ReportAnswer(Answer):
@@ -90,6 +94,10 @@ class RecordOut(Answer):
     fixture_lock: rules.FixtureLock = Field(description="The effective fixture lock.")
     flake_status: rules.FlakeStatus = Field(description="The effective flake status.")
     entry: EntryRef | None = Field(description="The node's open ledger entry at upload.")
+    url: str | None = Field(
+        description="The node's page on the board, for a row that fails or warns; null for "
+                    "a passing one."
+    )
 
 
 class BatchAnswer(Answer):

@@ -111,6 +111,10 @@ def upload(
     answer = answer_of(outcome)
     if answer["url"]:
         answer["url"] = request.build_absolute_uri(answer["url"])
+    board = request.build_absolute_uri("/").removesuffix("/")
+    for row in answer[ROWS_KEY[schema]]:
+        if row["url"]:
+            row["url"] = board + row["url"]
     stored = not (outcome.duplicate or outcome.dry_run)
     sent = answered(201 if stored else 200, answer, schema)
     sent[EXIT_CODE_HEADER] = str(answer["exit_code"])

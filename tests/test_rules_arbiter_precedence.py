@@ -23,16 +23,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 # The vocabulary from the module that owns it: this file checks it against the spec.
-from flakeboard.rules import arbiter
+from flakeboard.rules import arbiter, vocab
 from flakeboard.rules.arbiter import SignalRecord
 from flakeboard.rules.vocab import (
     ARBITER_REASONS,
     BUDGET_REASONS,
-    EntryState,
     FixtureLock,
-    Flag,
     FlakeStatus,
-    GateStatus,
     PropertyCheck,
     Reason,
     Verdict,
@@ -184,12 +181,12 @@ def test_every_arbiter_reason_is_reachable() -> None:
         pytest.param(PropertyCheck, {"pass", "fail", "not_run"}, id="PropertyCheck"),
         pytest.param(FixtureLock, {"match", "drifted", "missing"}, id="FixtureLock"),
         pytest.param(FlakeStatus, {"stable", "frozen"}, id="FlakeStatus"),
-        pytest.param(GateStatus, {"OK", "WARN", "FAIL"}, id="GateStatus"),
+        pytest.param(vocab.GateStatus, {"OK", "WARN", "FAIL"}, id="GateStatus"),
         pytest.param(
-            Flag, {"upper95_mismatch", "freeze_without_expiry", "ledger_disagrees"}, id="Flag"
+            vocab.Flag, {"upper95_mismatch", "freeze_without_expiry", "ledger_disagrees"}, id="Flag"
         ),
         pytest.param(
-            EntryState,
+            vocab.EntryState,
             {"active", "expiring", "expired", "cleared", "tier_violation"},
             id="EntryState",
         ),

@@ -388,7 +388,8 @@ def view(answer, kind):
         for r in answer["records"]:
             verdict = r["verdict"].upper()
             rows.append(Row(r["node"], verdict, r["reason"], r["flags"],
-                            f"{verdict:<6} {r['node']}: {r['reason']}{_flags(r['flags'])}",
+                            f"{verdict:<6} {r['node']}: {r['reason']}"
+                            f"{_entry_note(r.get('entry'))}{_flags(r['flags'])}",
                             r.get("url")))
         reasons = sorted(answer["reason_counts"].items())
         details = (f"{len(rows)} records; "
@@ -401,9 +402,26 @@ def view(answer, kind):
 def _measurement_line(m):
     line = (f"{m['status']:<4} {m['nodeid']}: {m['reason']} "
             f"(upper95={m['upper95']:.4f}, {m['fails']}/{m['n']} failed)")
-    if m.get("entry"):
-        line += f"; quarantined until {m['entry']['expires']} by {m['entry']['owner']}"
-    return line + _flags(m["flags"])
+    return line + _entry_note(m.get("entry")) + _flags(m["flags"])
+
+
+def _entry_note(entry):
+    """What the node's ledger entry did for the row: "quarantined until ... by ...", or,
+    for a tier violation, why the entry is void and what rule made it so."""
+    if not entry:
+        return ""
+    if entry.get("state") != "tier_violation":
+        return f"; quarantined until {entry['expires']} by {entry['owner']}"
+    tier, rule = entry.get("tier"), entry.get("tier_rule")
+    if tier is None:
+        why = "the node is tier 0 or 1 now"
+    elif rule is None:
+        why = f"an upload stated tier {tier} for the node"
+    else:
+        why = f"the tier rule \u201c{rule}\u201d now makes the node tier {tier}"
+    return (f"; its entry (until {entry['expires']}, by {entry['owner']}) is void: {why}, "
+            f"and a tier {'0 or 1' if tier is None else tier} node may not be quarantined, "
+            f"so it counts as unquarantined")
 
 
 def group(rows, statuses):

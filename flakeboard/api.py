@@ -1,6 +1,7 @@
 """The JSON API CI calls, under /api/v1/ (SPEC 5); its OpenAPI document and docs beside it."""
 
 from ledger.api.ledger import router as ledger_router
+from ledger.api.status import router as status_router
 from runs.api.trends import router as trends_router
 from runs.api.uploads import router as uploads_router
 from web.api.auth import SuiteToken
@@ -21,5 +22,6 @@ api = DocumentedAPI(
 )
 install_error_handlers(api)
 api.add_router("", ledger_router)
+api.add_router("", status_router)
 api.add_router("", uploads_router)
 api.add_router("", trends_router)

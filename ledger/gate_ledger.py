@@ -16,7 +16,7 @@ from functools import lru_cache
 from flakeboard import rules
 
 from .models import QuarantineEntry, Suite
-from .selectors import tier_rule_specs
+from .selectors import tier_rule_specs, violation_facts
 
 
 def _sha256(value) -> str:
@@ -100,9 +100,8 @@ def ledger_full(suite: Suite, *, today: date, now: datetime) -> dict:
     for entry in entries:
         facts = _entry_facts(entry, today)
         if entry.tier_violation:
-            resolution = rules.resolve_tier(entry.node.nodeid, specs, entry.node.stated_tier)
-            facts["tier"] = entry.node.tier
-            facts["tier_rule"] = resolution.rule.glob if resolution.rule else None
+            facts.update(violation_facts(entry.node.nodeid, entry.node.tier,
+                                         entry.node.stated_tier, specs))
             violations.append(facts)
         else:
             served.append(facts)

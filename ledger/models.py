@@ -94,6 +94,11 @@ class Suite(models.Model):
         max_length=200, blank=True, help_text="The pinned fixture manifest digest (empty: no pin)."
     )
     fixture_seed = models.BigIntegerField(null=True, blank=True)
+    public_badge = models.BooleanField(
+        default=False,
+        help_text="Anyone with its address may see the status badge (for a README); "
+                  "otherwise only the suite's members.",
+    )
     # Bumped by every change to what the served ledger holds: the gate endpoint's ETag.
     ledger_revision = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)

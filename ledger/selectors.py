@@ -24,6 +24,34 @@ def tier_resolution(suite: Suite, nodeid: str, node: Node | None = None) -> rule
     return rules.resolve_tier(nodeid, tier_rule_specs(suite), stated)
 
 
+def violation_facts(nodeid: str, tier: int, stated_tier: int | None,
+                    specs: list[rules.TierRuleSpec]) -> dict:
+    """Why an entry is a tier violation: the node's tier now and the glob of the rule that
+    made it so (None when an upload stated the tier). Both None when the node is
+    quarantinable again (a rule removed since the answer was first made)."""
+    if rules.quarantinable(tier):
+        return {"tier": None, "tier_rule": None}
+    resolution = rules.resolve_tier(nodeid, specs, stated_tier)
+    return {"tier": tier, "tier_rule": resolution.rule.glob if resolution.rule else None}
+
+
+def explain_violations(suite: Suite, entries: list[dict]) -> None:
+    """Fill in ``tier`` and ``tier_rule`` (violation_facts) of the upload answers' entries
+    that are tier violations, in one read for the lot."""
+    violating = {entry["id"]: entry for entry in entries
+                 if entry["state"] == rules.EntryState.TIER_VIOLATION}
+    if not violating:
+        return
+    specs = tier_rule_specs(suite)
+    ids = sorted(violating)
+    for start in range(0, len(ids), ID_CHUNK):
+        nodes = QuarantineEntry.objects.filter(pk__in=ids[start : start + ID_CHUNK]).values_list(
+            "pk", "node__nodeid", "node__tier", "node__stated_tier"
+        )
+        for pk, nodeid, tier, stated in nodes:
+            violating[pk].update(violation_facts(nodeid, tier, stated, specs))
+
+
 def known_nodes(suite: Suite, today: date):
     """The suite's test set: nodes seen in an upload within the window, or holding an open
     entry (rules.node_is_known)."""
@@ -96,3 +124,14 @@ def entry_counts(suite: Suite, today: date) -> dict[str, int]:
         state.value: Count("pk", filter=predicates.entry_state_q(state, today))
         for state in OPEN_STATES
     })
+
+
+def gate_status_now(suite: Suite, today: date, counts: dict[str, int] | None = None):
+    """Whether the suite's gate passes today (rules.GateStatusNow), from the open entries'
+    counts per state (``entry_counts``, read here unless given) and the share."""
+    counts = entry_counts(suite, today) if counts is None else counts
+    return rules.GateStatusNow(
+        expired=counts[rules.EntryState.EXPIRED],
+        tier_violations=counts[rules.EntryState.TIER_VIOLATION],
+        share=share_figures(suite, today),
+    )

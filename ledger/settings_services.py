@@ -118,6 +118,13 @@ def fixture_pin_set(*, suite: Suite, actor: str, manifest: str, seed: int | None
     return _update(suite=suite, values=values, actor=actor, note=note, bump=False)
 
 
+def badge_visibility_set(*, suite: Suite, actor: str, public: bool) -> Suite:
+    """Let anyone with its address see the suite's status badge, or only its members."""
+    note = "status badge made public" if public else "status badge made private"
+    return _update(suite=suite, values={"public_badge": bool(public)}, actor=actor, note=note,
+                   bump=False)
+
+
 def _other_leads(suite: Suite, membership: Membership) -> bool:
     leads = Membership.objects.filter(suite=suite, role=Role.LEAD).exclude(pk=membership.pk)
     return leads.exists()

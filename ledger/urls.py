@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .views import entries, ledger, settings
+from .views import badge, entries, ledger, settings
 
 urlpatterns = [
     path("ledger/", ledger.ledger, name="ledger"),
@@ -10,8 +10,10 @@ urlpatterns = [
     path("ledger/<int:pk>/", entries.entry_page, name="entry"),
     path("ledger/<int:pk>/renew/", entries.entry_renew, name="entry_renew"),
     path("ledger/<int:pk>/clear/", entries.entry_clear, name="entry_clear"),
+    path("badge.svg", badge.badge, name="badge"),
     path("settings/", settings.settings_page, name="settings"),
     path("settings/policy/", settings.policy, name="settings_policy"),
+    path("settings/badge/", settings.badge, name="settings_badge"),
     path("settings/runs-needed/", settings.runs_needed, name="settings_runs_needed"),
     path("settings/fixture-pin/", settings.fixture_pin, name="settings_fixture_pin"),
     path("settings/tier-rules/", settings.tier_rule_add, name="settings_tier_rule_add"),

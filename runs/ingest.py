@@ -147,8 +147,9 @@ class JsonText:
 def _entry_answer(entry_id, owner, expires, state) -> dict | None:
     if entry_id is None:
         return None
+    # tier and tier_rule are set for a tier violation by results.explain_violations.
     return {"id": entry_id, "owner": owner, "expires": expires.isoformat(),
-            "state": state or None}
+            "state": state or None, "tier": None, "tier_rule": None}
 
 
 ENTRY_VALUES = ("entry_id", "entry__owner", "entry__expires", "entry_state")

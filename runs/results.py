@@ -6,6 +6,7 @@ from django.urls import reverse
 
 from flakeboard import rules
 from ledger.models import KEY_LENGTH, text_key
+from ledger.selectors import explain_violations
 
 from .ingest import IngestOutcome
 from .models import Report
@@ -27,6 +28,12 @@ def link_nodes(rows: list[dict], rows_key: str, slug: str) -> list[dict]:
     node = NODE_FIELD[rows_key]
     for row in rows:
         row["url"] = None if row[field] == passing else before + text_key(row[node]) + after
+    return rows
+
+
+def _explained(rows: list[dict], suite) -> list[dict]:
+    """The rows, their tier violations explained (the rule that voids each entry)."""
+    explain_violations(suite, [row["entry"] for row in rows if row["entry"]])
     return rows
 
 
@@ -71,7 +78,8 @@ def report_answer(outcome: IngestOutcome) -> dict:
             "warn": report.warn_count,
             "ok": report.measurement_count - report.fail_count - report.warn_count,
         },
-        "measurements": link_nodes(outcome.rows, "measurements", report.suite.slug),
+        "measurements": link_nodes(_explained(outcome.rows, report.suite), "measurements",
+                                   report.suite.slug),
     }
 
 
@@ -85,7 +93,7 @@ def batch_answer(outcome: IngestOutcome) -> dict:
             if batch.pin_manifest else None
         ),
         "reason_counts": batch.reason_counts,
-        "records": link_nodes(outcome.rows, "records", batch.suite.slug),
+        "records": link_nodes(_explained(outcome.rows, batch.suite), "records", batch.suite.slug),
     }
 
 

@@ -30,6 +30,7 @@ GET  api:token                     401 401 401 401 401 401 200 200 200 401
 POST api:reports                   401 401 401 401 401 401 403 201 403 401
 POST api:verdicts                  401 401 401 401 401 401 403 201 403 401
 GET  api:trends                    401 401 401 401 401 401 200 200 403 401
+GET  api:status                    401 401 401 401 401 401 200 200 403 401
 GET  api:openapi                   200 200 200 200 200 200 200 200 200 200
 """)
 # Why each caller is refused, where the table refuses it.
@@ -52,6 +53,7 @@ def api_request(method: str, action: str, w) -> Request:
         "api:verdicts": Request(f"{suite}/verdicts",
                                 json=body([record("tests/test_0.py::test_ok")])),
         "api:trends": Request(f"{suite}/trends"),
+        "api:status": Request(f"{suite}/status"),
         "api:openapi": Request(f"{API}/openapi.json"),
     }[action]
 

@@ -42,10 +42,12 @@ GET  node                          302 404 200 200 200 200 302 302 302 302
 GET  node_by_id                    302 404 301 301 301 301 302 302 302 302
 GET  trends                        302 404 200 200 200 200 302 302 302 302
 GET  trends_csv                    302 404 200 200 200 200 302 302 302 302
+GET  badge                         404 404 200 200 200 200 404 404 404 404
 GET  settings                      302 404 403 403 200 200 302 302 302 302
 GET  settings_runs_needed          302 404 403 403 200 200 302 302 302 302
 POST settings_policy               302 404 403 403 302 302 302 302 302 302
 POST settings_fixture_pin          302 404 403 403 302 302 302 302 302 302
+POST settings_badge                302 404 403 403 302 302 302 302 302 302
 POST settings_tier_rule_add        302 404 403 403 302 302 302 302 302 302
 GET  settings_tier_rule_preview    302 404 403 403 200 200 302 302 302 302
 POST settings_tier_rule_remove     302 404 403 403 302 302 302 302 302 302
@@ -75,6 +77,7 @@ def page_request(method: str, action: str, w) -> Request:
         "trends": reverse("trends", args=[s]),
         "trends_csv": reverse("trends_csv", args=[s, "verdicts"]),
         "settings": reverse("settings", args=[s]),
+        "badge": reverse("badge", args=[s]),
         "settings_runs_needed": reverse("settings_runs_needed", args=[s])
         + "?max_upper_rate=0.01&min_runs=300",
         "settings_tier_rule_preview": reverse("settings_tier_rule_preview", args=[s])
@@ -98,6 +101,7 @@ def page_request(method: str, action: str, w) -> Request:
             "max_quarantine_days": "20", "note": "tuned"}),
         "settings_fixture_pin": Request(reverse("settings_fixture_pin", args=[s]), {
             "fixture_manifest": "sha256:0f1e", "fixture_seed": "7"}),
+        "settings_badge": Request(reverse("settings_badge", args=[s]), {"public_badge": "on"}),
         "settings_tier_rule_add": Request(reverse("settings_tier_rule_add", args=[s]), {
             "glob": "tests/test_golden.py::*", "tier": "1"}),
         "settings_tier_rule_remove": Request(

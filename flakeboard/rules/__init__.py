@@ -11,6 +11,7 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``tiers``: tier resolution and what may be quarantined (2.5);
 - ``budget``: the budget gate for a measurement and a report (2.2);
 - ``arbiter``: effective signals, the precedence table and the batch aggregate (2.3);
+- ``status``: whether the suite's gate passes now, and why not;
 - ``checks``: node id, label, owner and evidence checks.
 
 Nothing here reads the clock: callers pass ``today`` (a UTC date).
@@ -77,6 +78,7 @@ from .share import (
     share_over_cap,
 )
 from .stats import UPPER95_TOLERANCE, Z95, runs_needed, upper95, upper95_mismatch
+from .status import GateStatusNow, StatusCause, cause_text, status_summary
 from .tiers import (
     MIN_QUARANTINABLE_TIER,
     TierResolution,

@@ -75,6 +75,16 @@ class ShareFigures:
             extra += 1
         return extra
 
+    @property
+    def excess(self) -> int:
+        """How many entries must go for the share to be within the cap (0 when it is)."""
+        kept = min(self.quarantined, max(0, math.floor(self.cap * self.size)))
+        while kept > 0 and share_over_cap(kept, self.size, self.cap):
+            kept -= 1
+        while kept < self.quarantined and not share_over_cap(kept + 1, self.size, self.cap):
+            kept += 1
+        return self.quarantined - kept
+
     def with_one_more(self) -> ShareFigures:
         """The figures once one more entry is counted."""
         return ShareFigures(self.quarantined + 1, self.size, self.cap, self.source)

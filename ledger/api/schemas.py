@@ -94,3 +94,34 @@ class TokenOut(Schema):
     prefix: str
     created_at: datetime
     last_used_at: datetime | None
+
+
+class StatusCauseOut(Schema):
+    cause: rules.StatusCause
+    count: int = Field(
+        ge=0, description="Expired entries, tier violations, or entries over the share cap "
+        "(how many must go for the share to be within it). The gate fails on any above 0."
+    )
+    text: str = Field(description="The count in words: “1 expired entry”.")
+    url: str = Field(description="The ledger's rows behind the cause.")
+
+
+class ShareNowOut(Schema):
+    quarantined: int = Field(description="Open, unexpired, non-violating entries.")
+    test_set_size: int = Field(description="The nodes the suite knows (SPEC 2.2).")
+    share: float
+    cap: float
+    over_cap: bool
+    headroom: int = Field(description="How many more entries fit under the cap.")
+
+
+class StatusOut(Schema):
+    suite: str
+    today: date
+    passing: bool
+    summary: str = Field(description="One line: passing, or failing and its causes.")
+    causes: list[StatusCauseOut]
+    entries: EntryStateCounts = Field(description="Open entries per state.")
+    share: ShareNowOut
+    ledger_revision: int
+    url: str = Field(description="The suite's overview on the board.")

@@ -72,6 +72,16 @@ class FixturePinForm(forms.Form):
                             "fixture_seed": suite.fixture_seed})
 
 
+class BadgeForm(forms.Form):
+    public_badge = forms.BooleanField(
+        label="Public: anyone with the address may see the badge", required=False
+    )
+
+    @classmethod
+    def for_suite(cls, suite: Suite) -> BadgeForm:
+        return cls(initial={"public_badge": suite.public_badge})
+
+
 class TierRuleForm(forms.Form):
     glob = forms.CharField(
         max_length=rules.NODEID_MAX_LENGTH,

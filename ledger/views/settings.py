@@ -20,9 +20,22 @@ from flakeboard import rules
 from web.access import actor_label, suite_for
 from web.pages import wants_partial
 
-from ..forms.settings import FixturePinForm, MemberForm, PolicyForm, TierRuleForm, TokenForm
+from ..forms.settings import (
+    BadgeForm,
+    FixturePinForm,
+    MemberForm,
+    PolicyForm,
+    TierRuleForm,
+    TokenForm,
+)
 from ..models import ApiToken, AuditEvent, Membership, Node, Role, TierRule
-from ..settings_services import fixture_pin_set, member_change, member_drop, policy_update
+from ..settings_services import (
+    badge_visibility_set,
+    fixture_pin_set,
+    member_change,
+    member_drop,
+    policy_update,
+)
 from ..tiers import tier_rule_add as add_rule
 from ..tiers import tier_rule_preview as preview_rule
 from ..tiers import tier_rule_remove as remove_rule
@@ -87,6 +100,9 @@ def _page(request, suite, **overrides):
         "policy_form": PolicyForm.for_suite(suite),
         "helper": _runs_needed(suite),
         "pin_form": FixturePinForm.for_suite(suite),
+        "badge_form": BadgeForm.for_suite(suite),
+        "badge_url": request.build_absolute_uri(reverse("badge", args=[suite.slug])),
+        "overview_url": request.build_absolute_uri(reverse("overview", args=[suite.slug])),
         "rule_form": TierRuleForm(),
         "tier_rules": list(TierRule.objects.filter(suite=suite)),
         "tier_counts": [(tier, tiers.get(tier, 0)) for tier in rules.Tier.ALL],
@@ -151,6 +167,17 @@ def fixture_pin(request, suite):
 
     form = FixturePinForm(request.POST)
     return _saved(request, suite, form, save, section="fixture-pin", form_name="pin_form")
+
+
+@_for_leads("POST")
+def badge(request, suite):
+    def save(data):
+        badge_visibility_set(suite=suite, actor=actor_label(request.user),
+                             public=data["public_badge"])
+        return "The badge is public." if data["public_badge"] else "The badge is private."
+
+    form = BadgeForm(request.POST)
+    return _saved(request, suite, form, save, section="badge", form_name="badge_form")
 
 
 def _preview(suite, glob: str, tier: int):

@@ -54,6 +54,14 @@ class EntryRef(Answer):
     owner: str
     expires: IsoDate
     state: rules.EntryState | None = Field(description="The entry's state at upload.")
+    tier: int | None = Field(
+        description="For a tier violation: the node's tier now (0 or 1), which voids the "
+                    "entry; null otherwise."
+    )
+    tier_rule: str | None = Field(
+        description="For a tier violation: the glob of the tier rule that makes the node "
+                    "tier 0 or 1; null when an upload stated the tier, and otherwise."
+    )
 
 
 class MeasurementOut(Answer):

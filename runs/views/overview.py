@@ -8,6 +8,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from ledger import selectors as ledger_selectors
+from ledger.status import status_causes
 from web.access import suite_for
 from web.pages import share_context
 
@@ -20,7 +21,9 @@ from ..trends import OVERVIEW_DAYS, overview_chart
 def overview(request, suite):
     suite = suite_for(request, suite)
     today = timezone.now().date()
-    share = ledger_selectors.share_figures(suite, today)
+    counts = ledger_selectors.entry_counts(suite, today)
+    now = ledger_selectors.gate_status_now(suite, today, counts)
+    share = now.share
     return render(
         request,
         "runs/overview.html",
@@ -28,7 +31,9 @@ def overview(request, suite):
             "suite": suite,
             "nav": "overview",
             "today": today,
-            "counts": ledger_selectors.entry_counts(suite, today),
+            "counts": counts,
+            "status": now,
+            "status_causes": status_causes(suite, now),
             "share": share,
             **share_context(share.share, share.cap),
             "reason_chart": overview_chart(suite, today),

@@ -41,8 +41,8 @@ ID = "B4"
 MS_LIMIT, QUERY_LIMIT = 150, 12
 ROWS_PER_UPLOAD = 1_000
 MEASUREMENT_COLUMNS = ("report_id", "suite_id", "node_id", "position", "created_at", "n",
-                       "fails", "upper95", "reported_upper95", "seed_base", "status", "reason",
-                       "flags", "entry_id", "entry_state")
+                       "fails", "upper95", "reported_upper95", "seed_base", "classification",
+                       "status", "reason", "flags", "entry_id", "entry_state")
 VERDICT_COLUMNS = ("batch_id", "suite_id", "node_id", "position", "created_at",
                    "property_check", "fixture_lock", "flake_status", "fixture_manifest", "seed",
                    "freeze_expires", "stated_tier", "effective_lock", "effective_status",
@@ -79,7 +79,7 @@ def _uploads(suite, node_pks, today, *, reports: int, batches: int) -> tuple[int
             for pos in range(ROWS_PER_UPLOAD):
                 fails, status, reason = OUTCOMES[(pos * 7 + i) % len(OUTCOMES)]
                 yield (report.pk, suite.pk, node_pks[offset + pos], pos, created, 200, fails,
-                       uppers[fails], None, data.SEED, status, reason, "[]", None, "")
+                       uppers[fails], None, data.SEED, "", status, reason, "[]", None, "")
 
     batch_objs = VerdictBatch.objects.bulk_create([
         VerdictBatch(suite=suite, created_at=data.moment(today - timedelta(hours=4 * i), 11),

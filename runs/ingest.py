@@ -159,12 +159,12 @@ def _stored_rows(model, upload) -> list[dict]:
     """The stored rows' answers, read as plain values."""
     if model is Report:
         names = ("node__nodeid", "status", "reason", "n", "fails", "upper95",
-                 "reported_upper95", "flags", *ENTRY_VALUES)
+                 "reported_upper95", "flags", "classification", *ENTRY_VALUES)
         return [
             {"nodeid": nodeid, "status": status, "reason": reason, "n": n, "fails": fails,
              "upper95": round(upper95, 4), "reported_upper95": reported, "flags": flags,
-             "entry": _entry_answer(*entry)}
-            for nodeid, status, reason, n, fails, upper95, reported, flags, *entry
+             "classification": kind or None, "entry": _entry_answer(*entry)}
+            for nodeid, status, reason, n, fails, upper95, reported, flags, kind, *entry
             in upload.measurements.order_by("position").values_list(*names)
         ]
     names = ("node__nodeid", "verdict", "reason", "flags", "effective_lock",
@@ -230,7 +230,8 @@ class Decision(NamedTuple):
 
 MEASUREMENT_COLUMNS = (
     "suite_id", "report_id", "node_id", "position", "created_at", "n", "fails", "upper95",
-    "reported_upper95", "seed_base", "status", "reason", "flags", "entry_id", "entry_state",
+    "reported_upper95", "seed_base", "classification", "status", "reason", "flags", "entry_id",
+    "entry_state",
 )
 VERDICT_COLUMNS = (
     "suite_id", "batch_id", "node_id", "position", "created_at", "property_check",
@@ -289,14 +290,17 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
                 row.upper95, row.fails, row.n) else []
             upper95 = bound(row.fails, row.n)
             status, reason = outcome.status.value, outcome.reason.value
+            kind = None if row.classification is None else row.classification.value
             rows.append((
                 suite.pk, None, node_pk, position, stored_at, row.n, row.fails, upper95,
-                row.upper95, row.seed_base, status, reason, flags_text(flags), entry_id, state,
+                row.upper95, row.seed_base, kind or "", status, reason, flags_text(flags),
+                entry_id, state,
             ))
             answers.append({
                 "nodeid": row.nodeid, "status": status, "reason": reason, "n": row.n,
                 "fails": row.fails, "upper95": round(upper95, 4),
-                "reported_upper95": row.upper95, "flags": flags, "entry": entry_answer,
+                "reported_upper95": row.upper95, "flags": flags, "classification": kind,
+                "entry": entry_answer,
             })
         result = rules.gate_report(outcomes, share=share)
         report = Report(

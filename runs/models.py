@@ -12,6 +12,22 @@ STATUS_CHOICES = [(s.value, s.value) for s in rules.GateStatus]
 VERDICT_CHOICES = [(v.value, v.value) for v in rules.Verdict]
 REASON_CHOICES = [(r.value, r.value) for r in rules.Reason]
 ENTRY_STATE_CHOICES = [(s.value, s.value) for s in rules.EntryState]
+# Each classification as the pages name it, and what it means (their tooltip).
+CLASSIFICATION_TEXT = {
+    rules.Classification.STABLE: ("Stable", "Never failed in any run."),
+    rules.Classification.FLAKY: ("Flaky", "Mixed outcomes: passed in some runs, failed in "
+                                          "others."),
+    rules.Classification.BROKEN: ("Broken", "Failed every run, and also alone in a fresh "
+                                            "process and after the tests before it in its "
+                                            "module."),
+    rules.Classification.ORDER_DEPENDENT: (
+        "Order-dependent", "Its outcome depends on the tests run before it: it needs state a "
+                           "predecessor sets, or a predecessor pollutes it."),
+    rules.Classification.REPEAT_UNSAFE: (
+        "Repeat-unsafe", "Repeating it in one process changes its outcome, so it was "
+                         "measured with a fresh process per run."),
+}
+CLASSIFICATION_CHOICES = [(c.value, label) for c, (label, _) in CLASSIFICATION_TEXT.items()]
 
 
 class JudgedAgainst(models.Model):
@@ -132,6 +148,10 @@ class Measurement(UploadRow):
     upper95 = models.FloatField(help_text="The server's Wilson bound.")
     reported_upper95 = models.FloatField(null=True, blank=True)
     seed_base = models.BigIntegerField(null=True, blank=True)
+    classification = models.CharField(
+        max_length=20, blank=True, choices=CLASSIFICATION_CHOICES,
+        help_text="What the client's measure command found the test to be (empty: not said).",
+    )
     status = models.CharField(max_length=4, choices=STATUS_CHOICES)
 
     class Meta(UploadRow.Meta):
@@ -139,6 +159,13 @@ class Measurement(UploadRow):
 
     def __str__(self):
         return f"{self.node_id}: {self.fails}/{self.n} {self.status}"
+
+    @property
+    def classification_help(self) -> str:
+        """What the classification means, in a sentence ("" without one)."""
+        if not self.classification:
+            return ""
+        return CLASSIFICATION_TEXT[rules.Classification(self.classification)][1]
 
 
 class VerdictBatch(Upload):

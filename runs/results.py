@@ -106,8 +106,9 @@ def summary_lines(outcome: IngestOutcome) -> list[str]:
     lines = []
     if isinstance(outcome.upload, Report):
         for m in outcome.rows:
+            said = f"; classified {m['classification']}" if m["classification"] else ""
             lines.append(f"{m['status']:<4} {m['nodeid']}: {m['reason']} "
-                         f"(upper95={m['upper95']:.4f} over {m['n']} runs)")
+                         f"(upper95={m['upper95']:.4f} over {m['n']} runs{said})")
         u = outcome.upload
         lines.append(f"report {u.status} {u.reason}: exit {u.exit_code}; quarantined share "
                      f"{u.share:.1%} of {u.test_set_size} (cap {u.max_share:.1%})")

@@ -70,7 +70,8 @@ def load_json(body: bytes | str) -> object:
 
 @dataclass(frozen=True)
 class MeasurementIn:
-    """One row of flake-report.json, as the budget script writes it."""
+    """One row of flake-report.json, as the budget script writes it (the client's measure
+    command may add a classification)."""
 
     nodeid: NodeId
     n: RunCount
@@ -80,6 +81,9 @@ class MeasurementIn:
     )
     seed_base: Seed | None = None
     tier: StatedTier | None = None
+    classification: rules.Classification | None = Field(
+        None, description="Optional: what the client's measure command found the test to be."
+    )
 
 
 @dataclass(frozen=True)

@@ -189,6 +189,7 @@ INVALID = [
     ([measurement("a" * 1001)], 0, "nodeid", "invalid_nodeid"),
     ([{"n": 200, "fails": 0}], 0, "nodeid", "missing_field"),
     ([measurement("a::x", tier=5)], 0, "tier", "invalid_value"),
+    ([measurement("a::x", classification="flakey")], 0, "classification", "invalid_value"),
     ({"measurements": "nope"}, None, "measurements", "invalid_shape"),
     ({"measurements": [], "selected_total": 0}, None, "selected_total", "out_of_range"),
     ("a string", None, None, "invalid_shape"),

@@ -7,6 +7,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from ledger.models import QuarantineEntry, Suite
+from runs.models import Measurement
 
 
 def test_healthz_answers_when_the_database_does(client, db):
@@ -33,6 +34,9 @@ def test_demo_is_idempotent_and_has_every_state(client):
     states = {entry.state(today) for entry in QuarantineEntry.objects.select_related("node")}
     assert states >= {"active", "expiring", "expired", "cleared", "tier_violation"}
     assert suite.reports.count() == 90 and suite.batches.count() == 180
+    classified = Measurement.objects.filter(suite=suite).values_list("classification", flat=True)
+    assert set(classified.distinct()) == {"", "stable", "flaky", "order_dependent",
+                                          "repeat_unsafe"}
     signed_in = client.post(reverse("login"), {"username": "lead", "password": "flakeboard-demo"})
     assert signed_in.status_code == 302
     response = client.get(reverse("overview", args=["demo"]))

@@ -181,6 +181,11 @@ def test_every_arbiter_reason_is_reachable() -> None:
         pytest.param(PropertyCheck, {"pass", "fail", "not_run"}, id="PropertyCheck"),
         pytest.param(FixtureLock, {"match", "drifted", "missing"}, id="FixtureLock"),
         pytest.param(FlakeStatus, {"stable", "frozen"}, id="FlakeStatus"),
+        pytest.param(
+            vocab.Classification,
+            {"stable", "flaky", "broken", "order_dependent", "repeat_unsafe"},
+            id="Classification",
+        ),
         pytest.param(vocab.GateStatus, {"OK", "WARN", "FAIL"}, id="GateStatus"),
         pytest.param(
             vocab.Flag, {"upper95_mismatch", "freeze_without_expiry", "ledger_disagrees"}, id="Flag"

@@ -3,7 +3,9 @@
 Gate order, first match wins:
   1. a ledger entry whose expiry is before today          -> FAIL quarantine_expired
   2. upper95 <= max_upper_rate and n >= min_runs           -> OK   within_budget
-  3. no ledger entry                                       -> FAIL over_budget / too_few_runs
+  3. no ledger entry                                       -> FAIL over_budget, when
+     upper95(fails, max(n, min_runs)) > max_upper_rate (not even a full-size measurement
+     with these failures could pass); else too_few_runs (n < min_runs is the only reason)
   4. otherwise                                             -> WARN quarantined
 A tier-violating entry counts as no entry; failing step 3 then gives tier_violation.
 
@@ -69,7 +71,8 @@ def test_defaults_are_the_spec_policy() -> None:
 # --- 2.2 one measurement against the ledger ----------------------------------------------
 
 # Reference bounds (SPEC 2.1): 0/200 -> 0.0188 (within 2%), 1/200 -> 0.0278, 5/200 -> 0.0572,
-# 0/189 -> 0.0199 (within 2%, but fewer than 200 runs), 0/60 -> 0.0602.
+# 0/189 -> 0.0199 (within 2%, but fewer than 200 runs), 0/60 -> 0.0602. A short measurement
+# is judged at full size for step 3: 3/20 is over budget as 3/200 (0.0432) would be.
 GATE_TABLE = [
     # entry, n, fails, status, reason
     # step 2 / 3 without an entry
@@ -82,9 +85,15 @@ GATE_TABLE = [
     pytest.param(NO_ENTRY, 199, 0, FAIL, "too_few_runs", id="no-entry-one-run-short"),
     pytest.param(NO_ENTRY, 60, 0, FAIL, "too_few_runs", id="no-entry-clean-60"),
     pytest.param(NO_ENTRY, 1, 0, FAIL, "too_few_runs", id="no-entry-single-run"),
+    pytest.param(NO_ENTRY, 20, 0, FAIL, "too_few_runs", id="no-entry-clean-20"),
+    pytest.param(NO_ENTRY, 20, 3, FAIL, "over_budget", id="no-entry-3-of-20-decided"),
+    pytest.param(NO_ENTRY, 20, 20, FAIL, "over_budget", id="no-entry-20-of-20"),
+    pytest.param(NO_ENTRY, 1, 1, FAIL, "over_budget", id="no-entry-single-failing-run"),
+    pytest.param(NO_ENTRY, 199, 1, FAIL, "over_budget", id="no-entry-1-of-199"),
     # step 4: quarantined
     pytest.param(ACTIVE, 200, 5, WARN, "quarantined", id="active-over-budget"),
     pytest.param(ACTIVE, 60, 0, WARN, "quarantined", id="active-too-few-runs"),
+    pytest.param(ACTIVE, 20, 3, WARN, "quarantined", id="active-short-and-decided"),
     pytest.param(ACTIVE, 200, 200, WARN, "quarantined", id="active-always-fails"),
     pytest.param(LAST_DAY, 200, 5, WARN, "quarantined", id="expires-today-still-quarantined"),
     # step 2 beats the entry: a quarantined node that recovered is simply within budget
@@ -93,10 +102,12 @@ GATE_TABLE = [
     pytest.param(EXPIRED, 200, 5, FAIL, "quarantine_expired", id="expired-over-budget"),
     pytest.param(EXPIRED, 200, 0, FAIL, "quarantine_expired", id="expired-beats-within-budget"),
     pytest.param(EXPIRED, 60, 0, FAIL, "quarantine_expired", id="expired-beats-too-few-runs"),
+    pytest.param(EXPIRED, 20, 3, FAIL, "quarantine_expired", id="expired-short-and-decided"),
     pytest.param(EXPIRED_LONG_AGO, 5000, 0, FAIL, "quarantine_expired", id="expired-long-ago"),
     # tier violations count as no entry
     pytest.param(VIOLATING, 200, 5, FAIL, "tier_violation", id="violation-over-budget"),
     pytest.param(VIOLATING, 60, 0, FAIL, "tier_violation", id="violation-too-few-runs"),
+    pytest.param(VIOLATING, 20, 3, FAIL, "tier_violation", id="violation-short-and-decided"),
     pytest.param(VIOLATING, 200, 0, OK, "within_budget", id="violation-within-budget"),
     pytest.param(VIOLATING_EXPIRED, 200, 5, FAIL, "tier_violation", id="violation-expired"),
     pytest.param(
@@ -118,6 +129,10 @@ def test_gate_measurement(
     [
         # A stricter min_runs: 0/250 is within 2% (0.0151) but still too few runs.
         pytest.param(Policy(min_runs=300), 250, 0, FAIL, "too_few_runs", id="min-runs-300"),
+        # 1/250 (0.0223) is over 2%, yet 1/300 (0.0186) would pass: more runs may save it.
+        pytest.param(Policy(min_runs=300), 250, 1, FAIL, "too_few_runs", id="min-runs-300-1"),
+        # 2/300 (0.0240) would not.
+        pytest.param(Policy(min_runs=300), 250, 2, FAIL, "over_budget", id="min-runs-300-2"),
         pytest.param(Policy(min_runs=300), 300, 0, OK, "within_budget", id="min-runs-300-met"),
         # A looser rate: 5/200 (0.0572) is within 6%.
         pytest.param(Policy(max_upper_rate=0.06), 200, 5, OK, "within_budget", id="rate-6%"),
@@ -140,6 +155,50 @@ def test_a_bound_exactly_at_the_rate_is_within_budget() -> None:
     policy = Policy(max_upper_rate=upper95(0, 200))
     outcome = gate_measurement(n=200, fails=0, entry=None, policy=policy, today=TODAY)
     assert outcome == BudgetOutcome(OK, Reason.WITHIN_BUDGET)
+
+
+@pytest.mark.parametrize(("fails", "nudge", "reason"), [
+    pytest.param(0, 0.0, "too_few_runs", id="0-fails-at-the-rate"),
+    pytest.param(1, 0.0, "too_few_runs", id="1-fail-at-the-rate"),
+    pytest.param(1, -1e-12, "over_budget", id="1-fail-just-over-the-rate"),
+    pytest.param(3, 0.0, "too_few_runs", id="3-fails-at-the-rate"),
+    pytest.param(3, -1e-12, "over_budget", id="3-fails-just-over-the-rate"),
+])
+def test_a_short_measurement_whose_full_size_bound_is_the_rate_is_too_short(
+    fails: int, nudge: float, reason: str
+) -> None:
+    """At the edge: upper95(fails, min_runs) equal to the rate could still pass at full
+    size (step 2 takes <=), so 20 runs are too few; a hair under the bound, it cannot."""
+    policy = Policy(max_upper_rate=upper95(fails, POLICY.min_runs) + nudge)
+    outcome = gate_measurement(n=20, fails=fails, entry=None, policy=policy, today=TODAY)
+    assert outcome == BudgetOutcome(FAIL, Reason(reason))
+
+
+@PROPERTY
+@given(
+    policy=st.builds(
+        Policy,
+        max_upper_rate=st.floats(min_value=0.001, max_value=1.0),
+        min_runs=st.integers(min_value=2, max_value=2000),
+    ),
+    data=st.data(),
+)
+def test_a_short_measurement_is_over_budget_exactly_when_full_size_could_not_pass(
+    policy: Policy, data: st.DataObject
+) -> None:
+    """n < min_runs, no entry: over_budget iff upper95(fails, max(n, min_runs)) is over the
+    rate, that is iff the same failures in a measurement of full size would fail too;
+    else too_few_runs, and a full-size measurement with these failures is within budget."""
+    n = data.draw(st.integers(min_value=1, max_value=policy.min_runs - 1), label="n")
+    fails = data.draw(st.integers(min_value=0, max_value=n), label="fails")
+    outcome = gate_measurement(n=n, fails=fails, entry=None, policy=policy, today=TODAY)
+    full = gate_measurement(n=policy.min_runs, fails=fails, entry=None, policy=policy,
+                            today=TODAY)
+    decided = upper95(fails, max(n, policy.min_runs)) > policy.max_upper_rate
+    assert outcome.status is FAIL
+    assert (outcome.reason is Reason.OVER_BUDGET) is decided
+    assert (outcome.reason is Reason.TOO_FEW_RUNS) is (not decided)
+    assert (full.reason is Reason.WITHIN_BUDGET) is (not decided)
 
 
 @PROPERTY
@@ -167,9 +226,8 @@ def test_gate_measurement_agrees_with_the_four_steps(
         if entry is not None:
             assert outcome.reason is Reason.TIER_VIOLATION
         else:
-            assert outcome.reason in (Reason.OVER_BUDGET, Reason.TOO_FEW_RUNS)
-            if n >= POLICY.min_runs:
-                assert outcome.reason is Reason.OVER_BUDGET
+            decided = upper95(fails, max(n, POLICY.min_runs)) > POLICY.max_upper_rate
+            assert outcome.reason is (Reason.OVER_BUDGET if decided else Reason.TOO_FEW_RUNS)
     else:
         assert outcome == BudgetOutcome(WARN, Reason.QUARANTINED)
 

@@ -2,7 +2,8 @@
 
 Every decision the board makes is taken in this package, one concept a module:
 
-- ``vocab``: verdicts, statuses, reason codes, signal values, entry states, tiers;
+- ``vocab``: verdicts, statuses, reason codes, signal values, classifications, entry
+  states, tiers;
 - ``limits``: the bounds every input path shares;
 - ``stats``: the Wilson bound (2.1);
 - ``windows``: a window of days relative to today, the shape of every date predicate;
@@ -91,6 +92,7 @@ from .vocab import (
     ARBITER_REASONS,
     BUDGET_REASONS,
     EXIT_CODES,
+    Classification,
     EntryState,
     FixtureLock,
     Flag,

@@ -62,9 +62,12 @@ def gate_measurement(
     if entry is None:
         if violating:
             return BudgetOutcome(GateStatus.FAIL, Reason.TIER_VIOLATION)
-        if not enough_runs:
-            return BudgetOutcome(GateStatus.FAIL, Reason.TOO_FEW_RUNS)
-        return BudgetOutcome(GateStatus.FAIL, Reason.OVER_BUDGET)
+        # At full size this is step 2's bound. A short measurement whose failures would
+        # fail even a full-size one is over budget: more runs are not what it lacks (a
+        # measurement stopped early once its outcome was decided, say).
+        if upper95(fails, max(n, policy.min_runs)) > policy.max_upper_rate:
+            return BudgetOutcome(GateStatus.FAIL, Reason.OVER_BUDGET)
+        return BudgetOutcome(GateStatus.FAIL, Reason.TOO_FEW_RUNS)
     return BudgetOutcome(GateStatus.WARN, Reason.QUARANTINED)
 
 

@@ -1,5 +1,6 @@
 """The closed vocabularies of the gate: verdicts, statuses, reason codes, signal values,
-entry states and tiers. Tests iterate over them, so a new member cannot slip past a table."""
+measurement classifications, entry states and tiers. Tests iterate over them, so a new
+member cannot slip past a table."""
 
 from __future__ import annotations
 
@@ -80,6 +81,19 @@ class FixtureLock(StrEnum):
 class FlakeStatus(StrEnum):
     STABLE = "stable"
     FROZEN = "frozen"
+
+
+class Classification(StrEnum):
+    """What the client's measure command found a test to be: stable (never failed), flaky
+    (mixed outcomes), broken (fails alone and after its module), order_dependent (depends on
+    the tests before it) or repeat_unsafe (repeating it in one process changes it; measured
+    with a fresh process per run). Stored and shown, never used for a decision."""
+
+    STABLE = "stable"
+    FLAKY = "flaky"
+    BROKEN = "broken"
+    ORDER_DEPENDENT = "order_dependent"
+    REPEAT_UNSAFE = "repeat_unsafe"
 
 
 class EntryState(StrEnum):

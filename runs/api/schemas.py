@@ -73,6 +73,10 @@ class MeasurementOut(Answer):
     upper95: Upper95 = Field(description="The server's Wilson upper bound.")
     reported_upper95: Upper95 | None
     flags: list[rules.Flag]
+    classification: rules.Classification | None = Field(
+        description="What the client's measure command found the test to be, as uploaded; "
+                    "null when the report did not say."
+    )
     entry: EntryRef | None = Field(description="The ledger entry the gate used, if any.")
     url: str | None = Field(
         description="The node's page on the board, for a row that fails or warns; null for "

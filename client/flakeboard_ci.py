@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Flakeboard's CI client: fetch the quarantine ledger, upload a flake report or signal
-records, print what the board decided for each node, and exit with the gate's code.
+"""Flakeboard's CI client: measure the flake targets, fetch the quarantine ledger, upload a
+flake report or signal records, print what the board decided for each node, and exit with
+the gate's code.
 
 One file, standard library only. Fetch it from the board itself:
 
@@ -8,8 +9,24 @@ One file, standard library only. Fetch it from the board itself:
 
     python3 flakeboard_ci.py ledger                  # writes flake_ledger.json
     python3 flakeboard_ci.py ledger --cache .flakeboard-cache --offline-max-age 6h
+    FLAKE_RUNS=200 TODAY=2026-10-15 python3 flakeboard_ci.py measure   # flake_targets.txt
+    python3 flakeboard_ci.py measure targets.txt --runs 200 --workers 4 --upload --commit "$SHA"
     python3 flakeboard_ci.py report flake-report.json --commit "$SHA" --branch main
     python3 flakeboard_ci.py signals signals.json --patch "$PATCH_ID"
+
+`measure` is the background article's budget script, made fast: the same
+flake_targets.txt, FLAKE_RUNS (default 200) and TODAY (default today, UTC), run i with
+PATCH_SEED=seed_base+i (9137) and PYTHONHASHSEED=0, the same flake-report.json and the same
+OK/WARN/FAIL lines against flake_ledger.json (exit 1 on any FAIL). It needs no board and no
+token unless --upload. Run it with the project's own Python (3.8+, with its pytest): each of
+--workers pytest processes loads this file as a plugin (-p flakeboard_ci), collects once
+and repeats the tests in process, each repeat with fresh function-scoped fixtures. A target
+stops early once it is over budget with 95% confidence (--exact: never). One whose repeats
+all fail is run alone and after its module in fresh processes, and classified stable,
+flaky, broken, order_dependent or repeat_unsafe (measured again with a process per run).
+--fresh runs a process per run throughout, in parallel: needed by tests that read
+PATCH_SEED at import time, which in process see the first seed only. --timeout stops a
+hung run and counts it as a failure.
 
 `report` and `signals` print the failing nodes first. --format text|github|gitlab|markdown|json
 picks the output (github when $GITHUB_ACTIONS is true, gitlab when $GITLAB_CI is true);
@@ -21,9 +38,11 @@ When the board cannot be reached, a cached ledger younger than --offline-max-age
 closed (exit 3). A refusal is never covered by the cache (exit 4).
 
 Environment:
-    FLAKEBOARD_URL     the board, e.g. https://flakeboard.example.com (required)
+    FLAKEBOARD_URL     the board, e.g. https://flakeboard.example.com (required but for
+                       measure without --upload)
     FLAKEBOARD_TOKEN   an API token of the suite: read for `ledger`, write for uploads
     FLAKEBOARD_SUITE   the suite's slug (optional: by default, the token's own suite)
+    FLAKE_RUNS, TODAY  measure's runs per target and gate date, as the budget script reads them
 
 Exit codes:
     0  report passes (OK or WARN) / batch accepted / ledger fetched
@@ -31,7 +50,8 @@ Exit codes:
     2  batch on hold
     3  the board could not be reached (network, DNS, timeout, 502-504)
     4  the board refused the request (token, suite, invalid upload, ...): see the message
-    64 wrong usage or unreadable input file
+    64 wrong usage or unreadable input file; for measure also a target that collects
+       nothing or more than one test, no runs, no pytest in the interpreter
 """
 
 from __future__ import annotations
@@ -40,13 +60,22 @@ import argparse
 import calendar
 import collections
 import contextlib
+import copy
 import hashlib
+import heapq
 import http.client
+import itertools
 import json
+import math
+import multiprocessing.connection
 import os
+import queue
 import re
+import shutil
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -336,12 +365,13 @@ def cmd_signals(board, args):
     return present(answer, "signals", args)
 
 
-def _upload(board, args, endpoint, **meta):
-    """POST the upload file to the suite's ``endpoint``: the board's decoded answer."""
+def _upload(board, args, endpoint, body=None, **meta):
+    """POST ``body`` (by default the upload file) to the suite's ``endpoint``: the board's
+    decoded answer."""
     slug = suite_slug(board, args.suite)
     query = dict(meta, evidence=args.evidence, dry_run="1" if args.dry_run else "")
     answer, _ = board.call("POST", f"/api/v1/suites/{quote(slug)}/{endpoint}", query=query,
-                           body=read_upload(args.file))
+                           body=read_upload(args.file) if body is None else body)
     return answer
 
 
@@ -623,7 +653,1010 @@ def write_codequality(path, rows, only_failures=False):
         raise UsageError(f"cannot write {path}: {exc.strerror}") from None
 
 
+# --- measure: the flake budget's evidence, produced fast -----------------------------
+#
+# A drop-in for the background article's budget script (flake_targets.txt in,
+# flake-report.json out, the same seeds and the same OK/WARN/FAIL lines), but each worker
+# is one pytest process that collects the targets once and repeats them in process.
+
+SCRIPT_SEED_BASE = 9137
+SCRIPT_RUNS = 200  # FLAKE_RUNS' default and the script's min_runs
+SCRIPT_MAX_UPPER_RATE = 0.02
+Z95 = 1.96
+EARLY_STOP_MIN_FAILS = 3
+CHUNK = 16  # runs sent to a worker at a time: small enough to stop early, big enough to stream
+CLASSIFICATIONS = ("stable", "flaky", "broken", "order_dependent", "repeat_unsafe")
+WORKER_KEY_ENV = "FLAKEBOARD_WORKER_KEY"
+NO_PYTEST = re.compile(r"No module named '?pytest'?$", re.M)
+
+
+class MeasureError(UsageError):
+    """Measuring cannot go on: the workers cannot start (exit 64)."""
+
+
+def _wilson(fails, n, z, side):
+    p = fails / n
+    z2 = z * z
+    centre = p + z2 / (2 * n)
+    margin = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return min(1.0, max(0.0, (centre + side * margin) / (1 + z2 / n)))
+
+
+def upper95(fails, n, z=Z95):
+    """The Wilson score interval's upper limit, as the board computes it (SPEC 2.1)."""
+    return 1.0 if n <= 0 or fails >= n else _wilson(fails, n, z, +1)
+
+
+def lower95(fails, n, z=Z95):
+    """The Wilson score interval's lower limit: the rate the runs show with 95% confidence."""
+    return 0.0 if n <= 0 or fails <= 0 else _wilson(fails, n, z, -1)
+
+
+def stops_early(fails, done, runs, max_upper_rate):
+    """Whether a target may stop after ``done`` of its ``runs`` runs with ``fails`` failures:
+    no outcome of the rest could bring it within budget, and the runs done are evidence of a
+    rate over budget (95% confidence), not one unlucky run."""
+    return (fails >= EARLY_STOP_MIN_FAILS
+            and upper95(fails, runs) > max_upper_rate
+            and lower95(fails, done) > max_upper_rate)
+
+
+def read_targets(path):
+    """The node ids of the targets file, one a line, blank lines left out; UsageError when
+    it is missing, empty or names a test twice."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the targets file {path}: "
+                         f"{getattr(exc, 'strerror', None) or exc}") from None
+    names = [line.strip() for line in lines if line.strip()]
+    if not names:
+        raise UsageError(f"the targets file {path} names no tests: write one node id a line")
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise UsageError(f"the targets file {path} names {', '.join(twice)} more than once")
+    return names
+
+
+def measure_settings(args, environ):
+    """runs and today from the command line, else FLAKE_RUNS and TODAY, as the script
+    reads them; UsageError when one is not usable."""
+    runs = args.runs
+    if runs is None:
+        text = environ.get("FLAKE_RUNS", str(SCRIPT_RUNS))
+        try:
+            runs = int(text)
+        except ValueError:
+            raise UsageError(f"FLAKE_RUNS must be a whole number (got {text!r})") from None
+    if runs < 1:
+        raise UsageError(f"the number of runs must be at least 1 (got {runs})")
+    today = environ.get("TODAY") or time.strftime("%Y-%m-%d", time.gmtime())
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", today):
+        raise UsageError(f"TODAY must be a date such as 2026-10-15 (got {today!r})")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    if args.run_timeout is not None and args.run_timeout <= 0:
+        raise UsageError("--timeout must be above 0 seconds")
+    return runs, today
+
+
+def load_gate_ledger(path):
+    """The ledger's entries by node and its policy (a full view has one, else None);
+    no entries when the file is absent, UsageError when it is not a ledger."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            ledger = json.load(handle)
+    except FileNotFoundError:
+        return {}, None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read the ledger {path}: {exc}") from None
+    full = isinstance(ledger, dict) and isinstance(ledger.get("entries"), list)
+    try:
+        entries = ledger_entries(ledger, full)
+    except ValueError:
+        raise UsageError(f"{path} is not a ledger (flakeboard_ci.py ledger writes one)") from None
+    policy = ledger.get("policy") if full else None
+    return entries, policy if isinstance(policy, dict) else None
+
+
+def gate_lines(rows, entries, today, max_upper_rate, min_runs):
+    """The script's gate of the report against the ledger: its OK/WARN/FAIL lines and its
+    exit code (1 on any FAIL)."""
+    lines, code = [], 0
+    for row in rows:
+        node, entry = row["nodeid"], entries.get(row["nodeid"])
+        if entry is not None and entry["expires"] < today:
+            lines.append(f"FAIL {node}: quarantine expired on {entry['expires']}")
+            code = 1
+        elif row["upper95"] <= max_upper_rate and row["n"] >= min_runs:
+            lines.append(f"OK   {node}: upper95={row['upper95']} over {row['n']} runs")
+        elif entry is None:
+            lines.append(f"FAIL {node}: upper95={row['upper95']} > {max_upper_rate}, "
+                         f"no quarantine entry")
+            code = 1
+        else:
+            lines.append(f"WARN {node}: quarantined until {entry['expires']} "
+                         f"(owner {entry['owner']})")
+    return lines, code
+
+
+def _rootdir_id(name, rootdir, cwd):
+    """A node id given from ``cwd`` as pytest names it from its rootdir."""
+    path, sep, rest = name.partition("::")
+    relative = os.path.relpath(os.path.join(cwd, path), rootdir).replace(os.sep, "/")
+    return relative + sep + rest
+
+
+def resolve_targets(names, hello, cwd):
+    """Each target's collected node id, from a worker's hello (its items and collection
+    errors); UsageError naming every target that collects nothing or more than one test."""
+    items, problems, resolved = hello["items"], [], {}
+    errors = dict(hello["errors"])
+    for name in names:
+        wanted = _rootdir_id(name, hello["rootdir"], cwd)
+        if wanted in items:
+            resolved[name] = wanted
+            continue
+        found = [item for item in items if item.startswith((wanted + "::", wanted + "["))]
+        if len(found) == 1:
+            resolved[name] = found[0]
+        elif found:
+            shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+            problems.append(f"{name} is ambiguous: it collects {len(found)} tests ({shown}); "
+                            f"name one of them")
+        else:
+            error = errors.get(node_file(wanted))
+            problems.append(f"{name} collects nothing"
+                            + (f" (collecting {node_file(name)} failed: {error})" if error else ""))
+    if problems:
+        raise UsageError("\n".join(problems))
+    return resolved
+
+
+def predecessors(node, items):
+    """The items that come before ``node`` in its module, in the order pytest runs them."""
+    before = items[:items.index(node)]
+    return [item for item in before if node_file(item) == node_file(node)]
+
+
+Task = collections.namedtuple("Task", "tag node seed target index")
+Outcome = collections.namedtuple("Outcome", "failed seconds detail first")
+
+
+class Target:
+    """A node id of the targets file and what its runs found. Run i sees PATCH_SEED =
+    seed_base + i; the report counts the runs 0..n-1 that completed in a row, so the counts
+    do not depend on which worker finished first."""
+
+    def __init__(self, name, runs, seed_base):
+        self.name, self.runs, self.seed_base = name, runs, seed_base
+        self.node, self.predecessors = None, []
+        self.classification, self.why, self.reported = None, "", False
+        self.isolation = {}  # "alone", "after": the Outcome of each isolation check
+        self.reset()
+
+    def reset(self):
+        self.outcomes = {}  # run index -> Outcome
+        self.returned = []  # indices handed back by a worker that was stopped (a heap)
+        self.next_index = self.done = self.fails = 0
+        self.stopped = False
+        self.started = None
+
+    @property
+    def finished(self):
+        return self.stopped or self.done == self.runs
+
+    def waiting(self):
+        return 0 if self.finished else self.runs - self.next_index + len(self.returned)
+
+    def take(self, count):
+        indices = []
+        while len(indices) < count and self.waiting():
+            if self.returned:
+                indices.append(heapq.heappop(self.returned))
+            else:
+                indices.append(self.next_index)
+                self.next_index += 1
+        if indices and self.started is None:
+            self.started = time.monotonic()
+        return indices
+
+    def give_back(self, index):
+        if not self.finished and index not in self.outcomes:
+            heapq.heappush(self.returned, index)
+
+    def record(self, index, outcome, early, max_upper_rate):
+        """Count one run; True when it finished the target."""
+        if self.finished or index in self.outcomes:
+            return False
+        self.outcomes[index] = outcome
+        while self.done in self.outcomes and not self.stopped:
+            self.fails += self.outcomes[self.done].failed
+            self.done += 1
+            self.stopped = early and self.done < self.runs and stops_early(
+                self.fails, self.done, self.runs, max_upper_rate)
+        return self.finished
+
+    def counted(self):
+        return [self.outcomes[i] for i in range(self.done)]
+
+    def suspect(self):
+        """Whether repeating it in process may be what fails it: every run failed, or each
+        worker's first run of it passed and every later one failed."""
+        runs = self.counted()
+        if not runs or not any(run.failed for run in runs):
+            return False
+        later = [run for run in runs if not run.first]
+        return all(run.failed for run in runs) or (
+            bool(later) and all(run.failed for run in later)
+            and not any(run.failed for run in runs if run.first))
+
+    def row(self):
+        """The report's row, in the script's shape and key order."""
+        return {"nodeid": self.name, "n": self.done, "fails": self.fails,
+                "upper95": round(upper95(self.fails, self.done), 4),
+                "seed_base": self.seed_base}
+
+    def seconds(self):
+        return sum(outcome.seconds for outcome in self.outcomes.values())
+
+
+class Schedule:
+    """Hands out the targets' runs in index order and counts their outcomes."""
+
+    def __init__(self, targets, *, early, max_upper_rate, slots, progress):
+        self.targets, self.early, self.max_upper_rate = targets, early, max_upper_rate
+        self.slots, self.progress = slots, progress
+        self.tags = itertools.count()
+
+    def waiting(self):
+        return sum(target.waiting() for target in self.targets)
+
+    def take(self, count, prefer=None):
+        """Up to ``count`` runs of one target: ``prefer`` (the worker's last, whose module
+        it has set up) while it has runs waiting, else the one with the most waiting."""
+        if prefer is None or not prefer.waiting():
+            prefer = max(self.targets, key=Target.waiting)
+        share = max(1, prefer.waiting() // self.slots)
+        return [Task(next(self.tags), prefer.node, prefer.seed_base + index, prefer, index)
+                for index in prefer.take(min(count, share))]
+
+    def record(self, task, outcome):
+        """Count a run; True when it finished its target."""
+        target = task.target
+        finished = target.record(task.index, outcome, self.early, self.max_upper_rate)
+        self.progress.update(target)
+        if finished and target.classification is None:
+            classify_by_outcomes(target)
+        if finished and target.classification and not target.reported:
+            self.progress.finished(target)
+        return finished
+
+
+def classify_by_outcomes(target):
+    """stable or flaky; a suspect target waits for its isolation check."""
+    if not target.suspect():
+        target.classification = "flaky" if target.fails else "stable"
+
+
+class Worker:
+    """One pytest process of the pool, as the parent sees it."""
+
+    def __init__(self, ident, proc, log, fixed):
+        self.ident, self.proc, self.log = ident, proc, log
+        self.fixed = fixed  # its whole list of tasks, or None: fed as it goes
+        self.conn = self.hello = None
+        self.outstanding = collections.OrderedDict()  # tag -> Task, in the order it runs them
+        self.since = time.monotonic()  # when its first outstanding task started, about
+        self.ended = False
+        self.last = None  # the target it ran last
+        self.ran = set()  # the nodes it has run: a node's first run in a process is marked
+
+    def send(self, message):
+        self.conn.send_bytes(json.dumps(message).encode("utf-8"))
+
+    def log_tail(self, lines=15):
+        try:
+            with open(self.log, encoding="utf-8", errors="replace") as handle:
+                return "".join(handle.readlines()[-lines:]).rstrip()
+        except OSError:
+            return ""
+
+
+class Pool:
+    """Worker processes, each a pytest that loads this file as a plugin, collects its files
+    once and runs what it is sent; a process is stopped when a run outlasts the timeout."""
+
+    def __init__(self, *, python, folder, slots, timeout, progress):
+        self.python, self.folder, self.slots = python, folder, slots
+        self.timeout, self.progress = timeout, progress
+        self.key = os.urandom(16)
+        # A Unix socket (a named pipe on Windows): a TCP one would hold small answers back.
+        self.listener = multiprocessing.connection.Listener(authkey=self.key)
+        self.accepted = queue.Queue()
+        threading.Thread(target=self._accept, daemon=True).start()
+        self.workers, self.spawned = {}, itertools.count()
+
+    def _accept(self):
+        while True:
+            try:
+                conn = self.listener.accept()
+            except (OSError, EOFError, multiprocessing.AuthenticationError):
+                if self.listener is None:
+                    return
+                continue
+            self.accepted.put(conn)
+
+    def close(self):
+        for worker in list(self.workers.values()):
+            self._stop(worker)
+        listener, self.listener = self.listener, None
+        listener.close()
+
+    def spawn(self, files, fixed=None, seed=SCRIPT_SEED_BASE):
+        ident = next(self.spawned)
+        plugin_dir, plugin_file = os.path.split(os.path.abspath(__file__))
+        pythonpath = [p for p in (os.environ.get("PYTHONPATH"), plugin_dir) if p]
+        env = dict(os.environ, PYTHONHASHSEED="0", PATCH_SEED=str(seed),
+                   PYTHONPATH=os.pathsep.join(pythonpath))
+        env[WORKER_KEY_ENV] = self.key.hex()
+        command = [self.python, "-m", "pytest", "-p", os.path.splitext(plugin_file)[0],
+                   f"--flakeboard-worker={ident}:{self.listener.address}",
+                   f"--basetemp={os.path.join(self.folder, f'tmp{ident}')}",
+                   "-q", "--tb=no", "-p", "no:cacheprovider", *files]
+        log = os.path.join(self.folder, f"worker{ident}.log")
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, env=env)
+        self.workers[ident] = Worker(ident, proc, log, fixed)
+
+    def run(self, source):
+        """Run what ``source`` starts and feeds until no process is left."""
+        while True:
+            while source.spawn(self, len(self.workers)):
+                pass
+            if not self.workers:
+                return
+            self._receive(source)
+            for worker in list(self.workers.values()):
+                self._check(worker, source)
+            for worker in list(self.workers.values()):
+                if worker.hello and not worker.ended:
+                    self._feed(worker, source)
+            self.progress.tick()
+
+    def _receive(self, source):
+        while not self.accepted.empty():
+            conn = self.accepted.get()
+            # The hello comes first; a worker is known by the ident it was started with.
+            hello = json.loads(conn.recv_bytes())
+            worker = self.workers.get(hello["hello"])
+            if worker is None:
+                conn.close()
+                continue
+            worker.conn, worker.hello, worker.since = conn, hello, time.monotonic()
+            source.hello(worker, hello)
+        conns = {w.conn: w for w in self.workers.values() if w.conn is not None}
+        for conn in multiprocessing.connection.wait(list(conns), timeout=0.05):
+            self._read(conns[conn], source)
+
+    def _read(self, worker, source):
+        try:
+            while worker.conn.poll():
+                self._message(worker, json.loads(worker.conn.recv_bytes()), source)
+        except (EOFError, OSError):
+            worker.conn.close()
+            worker.conn = None
+
+    def _message(self, worker, message, source):
+        if "dropped" in message:
+            for tag in message["dropped"]:
+                worker.outstanding.pop(tag, None)
+            return
+        task = worker.outstanding.pop(message["tag"])
+        worker.since = time.monotonic()
+        first = task.node not in worker.ran
+        worker.ran.add(task.node)
+        worker.last = task.target
+        outcome = Outcome(message["failed"], message["seconds"], message["detail"], first)
+        if source.result(task, outcome):
+            self._drop(task.node)
+
+    def _drop(self, node):
+        """Tell the fed workers to skip their queued runs of a finished node."""
+        for worker in self.workers.values():
+            queued = any(task.node == node for task in worker.outstanding.values())
+            if queued and worker.fixed is None and worker.conn is not None:
+                worker.send({"drop": node})
+
+    def _check(self, worker, source):
+        """Handle a worker that exited or outlasted the timeout."""
+        code = worker.proc.poll()
+        # The clock runs from the hello: collecting is not part of a run.
+        late = (bool(worker.outstanding) and self.timeout is not None
+                and time.monotonic() - worker.since > self.timeout)
+        if code is None and not late:
+            return
+        if code is None:
+            self._stop(worker)
+        elif worker.conn is not None:
+            self._read(worker, source)  # what it said before it exited
+        if worker.hello is None and not worker.fixed:
+            # Nothing of its own to fail: pytest itself could not start here.
+            raise MeasureError(self._startup_failure(worker, code))
+        if worker.hello is None:
+            worker.outstanding.update((task.tag, task) for task in worker.fixed)
+        self._lose(worker, source, code, late)
+        self.workers.pop(worker.ident, None)
+        if worker.conn is not None:
+            worker.conn.close()
+
+    def _lose(self, worker, source, code, late):
+        """The worker is gone: its running task failed (timed out, or crashed the process);
+        the rest are handed back, or failed when the process was their only one."""
+        tasks = list(worker.outstanding.values())
+        worker.outstanding.clear()
+        for position, task in enumerate(tasks):
+            if position == 0 or worker.fixed is not None:
+                if late and position == 0:
+                    detail = f"timed out after {self.timeout:g}s and was stopped"
+                    self.progress.timed_out(task, self.timeout)
+                else:
+                    detail = f"its pytest process ended (exit code {code}) before it finished"
+                first = task.node not in worker.ran
+                worker.ran.add(task.node)
+                if source.result(task, Outcome(True, 0.0, detail, first)):
+                    self._drop(task.node)
+            else:
+                source.lost(task)
+
+    def _startup_failure(self, worker, code):
+        tail = worker.log_tail()
+        if NO_PYTEST.search(tail):
+            return (f"there is no pytest in {self.python}: measure runs the tests with the "
+                    f"interpreter that runs it; install pytest there, or run flakeboard_ci.py "
+                    f"with the project's own Python")
+        return f"the pytest worker could not start (exit code {code}):\n{tail}"
+
+    def _stop(self, worker):
+        if worker.proc.poll() is None:
+            worker.proc.kill()
+        worker.proc.wait()
+
+    def _feed(self, worker, source):
+        if worker.fixed is not None:
+            self._send(worker, worker.fixed)
+            worker.send({"end": True})
+            worker.ended = True
+            return
+        if len(worker.outstanding) < CHUNK:
+            tasks = source.feed(worker, CHUNK)
+            if tasks:
+                self._send(worker, tasks)
+            elif len(worker.outstanding) <= 1 and not source.waiting():
+                worker.send({"end": True})
+                worker.ended = True
+
+    def _send(self, worker, tasks):
+        if not worker.outstanding:
+            worker.since = time.monotonic()
+        for task in tasks:
+            worker.outstanding[task.tag] = task
+        worker.send({"tasks": [[task.tag, task.node, task.seed] for task in tasks]})
+
+
+# The isolation check of a target whose in-process runs all failed: (fails alone, fails
+# after the tests before it in its module) -> its classification, and why.
+ISOLATION = {
+    (True, True): ("broken", "fails alone and after the tests before it in its module"),
+    (True, False): ("order_dependent", "fails alone but passes after the tests before it in "
+                                       "its module: it needs state one of them sets"),
+    (False, True): ("order_dependent", "passes alone but fails after the tests before it in "
+                                       "its module: one of them leaves state that breaks it"),
+    (False, False): ("repeat_unsafe", "passes alone and after its module, fails when "
+                                      "repeated in one process: measured again with a fresh "
+                                      "process per run"),
+}
+
+
+def adopt_collection(targets, hello, cwd):
+    """Give each target its collected node and the nodes before it in its module."""
+    nodes = resolve_targets([target.name for target in targets], hello, cwd)
+    for target in targets:
+        target.node = nodes[target.name]
+        target.predecessors = predecessors(target.node, hello["items"])
+
+
+class Source:
+    """What a pool runs: which processes to start, what to send them, where results go."""
+
+    def spawn(self, pool, live):
+        """Start a process with ``pool.spawn`` if one is due (``live`` are running): True
+        when it did."""
+        return False
+
+    def hello(self, worker, hello):
+        pass
+
+    def feed(self, worker, count):
+        return []
+
+    def waiting(self):
+        return 0
+
+    def result(self, task, outcome):
+        return False
+
+    def lost(self, task):
+        pass
+
+
+class Collection(Source):
+    """One process that collects the targets' files and runs nothing: the check that every
+    target names one test, before a process per run is started."""
+
+    def __init__(self, targets, files):
+        self.targets, self.files, self.started = targets, files, False
+
+    def spawn(self, pool, live):
+        if self.started:
+            return False
+        self.started = True
+        pool.spawn(self.files, fixed=[])
+        return True
+
+    def hello(self, worker, hello):
+        adopt_collection(self.targets, hello, os.getcwd())
+
+
+class SharedRuns(Source):
+    """The runs, fed to long-lived workers that each collected every target's file once."""
+
+    def __init__(self, schedule, files):
+        self.schedule, self.files, self.collected = schedule, files, False
+
+    def spawn(self, pool, live):
+        if live >= min(pool.slots, self.schedule.waiting()):
+            return False
+        pool.spawn(self.files)
+        return True
+
+    def hello(self, worker, hello):
+        if not self.collected:
+            adopt_collection(self.schedule.targets, hello, os.getcwd())
+            self.collected = True
+
+    def feed(self, worker, count):
+        return self.schedule.take(count, prefer=worker.last) if self.collected else []
+
+    def waiting(self):
+        return self.schedule.waiting()
+
+    def result(self, task, outcome):
+        return self.schedule.record(task, outcome)
+
+    def lost(self, task):
+        task.target.give_back(task.index)
+
+
+class FreshRuns(SharedRuns):
+    """A new process per run, started with its seed as the script starts it."""
+
+    def __init__(self, schedule):
+        super().__init__(schedule, [])
+        self.collected = True
+
+    def spawn(self, pool, live):
+        if live >= pool.slots or not self.schedule.waiting():
+            return False
+        task = self.schedule.take(1)[0]
+        pool.spawn([node_file(task.target.name)], fixed=[task], seed=task.seed)
+        return True
+
+
+class IsolationChecks(Source):
+    """For each target: a fresh process that runs it alone (unless its runs already were
+    alone), and one that runs the tests before it in its module first."""
+
+    def __init__(self, targets, alone, tags):
+        self.pending = []
+        for target in targets:
+            target.isolation = {}
+            seed = target.seed_base
+            if alone:
+                self.pending.append((target, [Task(next(tags), target.node, seed, target,
+                                                   "alone")]))
+            if target.predecessors:
+                before = [Task(next(tags), node, seed, None, None)
+                          for node in target.predecessors]
+                self.pending.append((target, [*before, Task(next(tags), target.node, seed,
+                                                            target, "after")]))
+
+    def spawn(self, pool, live):
+        if live >= pool.slots or not self.pending:
+            return False
+        target, tasks = self.pending.pop(0)
+        pool.spawn([node_file(target.name)], fixed=tasks, seed=target.seed_base)
+        return True
+
+    def result(self, task, outcome):
+        if task.target is not None:
+            task.target.isolation[task.index] = outcome
+        return False
+
+
+def classify_isolated(target):
+    """The isolation table's classification of a suspect target, from its checks."""
+    runs = target.counted()
+    # Without an "alone" check, its runs were each alone already (--fresh): all failed.
+    alone = target.isolation.get("alone") or next(run for run in runs if run.failed)
+    after = target.isolation.get("after", alone)
+    classification, why = ISOLATION[alone.failed, after.failed]
+    if not all(run.failed for run in runs) and classification != "repeat_unsafe":
+        # Only its first run in each process passed, and isolation does not explain that.
+        classification, why = "flaky", ""
+    failure = next((o.detail for o in (alone, after, *runs) if o.failed and o.detail), "")
+    if classification in ("broken", "order_dependent") and failure:
+        why += f" ({failure})"
+    target.classification, target.why = classification, why
+    return classification
+
+
+class Progress:
+    """Where the runs are, on stderr: on a terminal a live line per target in flight (runs
+    done of n, failures, rate, ETA); otherwise a line per finished target. Then a summary
+    that names the slowest targets."""
+
+    LIVE_LINES = 20
+
+    def __init__(self, stream):
+        self.stream, self.live = stream, stream.isatty()
+        self.active = collections.OrderedDict()
+        self.drawn, self.drawn_at, self.runs = 0, 0.0, 0
+        self.began = time.monotonic()
+
+    def update(self, target):
+        self.runs += 1
+        if not target.reported:
+            self.active[target.name] = target
+
+    def finished(self, target):
+        target.reported = True
+        self.active.pop(target.name, None)
+        self.note(result_line(target))
+
+    def timed_out(self, task, timeout):
+        name = task.target.name if task.target is not None else task.node
+        self.note(f"TIMEOUT {name}: its run with PATCH_SEED={task.seed} was stopped after "
+                  f"{timeout:g}s and counts as a failure")
+
+    def note(self, line):
+        self._erase()
+        print(line, file=self.stream, flush=True)
+        self._draw()
+
+    def tick(self):
+        if self.live and time.monotonic() - self.drawn_at > 0.2:
+            self._erase()
+            self._draw()
+
+    def close(self):
+        self._erase()
+
+    def _erase(self):
+        if self.drawn:
+            self.stream.write(f"\x1b[{self.drawn}F\x1b[J")
+            self.drawn = 0
+
+    def _draw(self):
+        if not self.live:
+            return
+        width = shutil.get_terminal_size().columns - 1
+        now = time.monotonic()
+        lines = [live_line(target, now)[:width] for target in self.active.values()]
+        lines = lines[:self.LIVE_LINES]
+        for line in lines:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+        self.drawn, self.drawn_at = len(lines), now
+
+    def summary(self, targets, slots):
+        wall = time.monotonic() - self.began
+        slowest = sorted((t for t in targets if t.outcomes),
+                         key=lambda t: t.seconds() / len(t.outcomes), reverse=True)[:3]
+        named = ", ".join(f"{t.name} ({1000 * t.seconds() / len(t.outcomes):.0f} ms a run)"
+                          for t in slowest)
+        counts = collections.Counter(t.classification for t in targets)
+        kinds = ", ".join(f"{counts[kind]} {kind}" for kind in CLASSIFICATIONS if counts[kind])
+        self.note(f"Measured {len(targets)} target{'s' * (len(targets) != 1)} ({kinds}): "
+                  f"{self.runs} runs in {wall:.1f}s ({self.runs / max(wall, 1e-9):.0f} runs/s, "
+                  f"{slots} worker{'s' * (slots != 1)}). Slowest: {named or 'none'}.")
+
+
+def live_line(target, now):
+    done = len(target.outcomes)
+    fails = sum(outcome.failed for outcome in target.outcomes.values())
+    line = (f"  {target.name}: {done}/{target.runs} runs, {fails} failed "
+            f"({fails / max(done, 1):.1%})")
+    if target.finished:
+        return line + ", now checking it alone and after its module"
+    eta = "?"
+    if done and target.started is not None:
+        eta = spoken((now - target.started) / done * (target.runs - done))
+    return f"{line}, ETA {eta}"
+
+
+def result_line(target):
+    line = (f"{target.classification:<15} {target.name}: {target.fails}/{target.done} failed,"
+            f" upper95={upper95(target.fails, target.done):.4f}")
+    if target.stopped:
+        line += (f", stopped early after {target.done} of {target.runs} runs "
+                 f"(over budget with 95% confidence)")
+    return line + (f"; {target.why}" if target.why else "")
+
+
+def measure_policy(args, board, ledger_policy):
+    """max_upper_rate and min_runs: --max-upper-rate, else the board's policy (with
+    --upload), else a full ledger's, else the script's 0.02 and 200."""
+    policy = {"max_upper_rate": SCRIPT_MAX_UPPER_RATE, "min_runs": SCRIPT_RUNS}
+    for found in (ledger_policy, board_policy(board, args) if board else None):
+        for key in policy:
+            if isinstance((found or {}).get(key), (int, float)):
+                policy[key] = found[key]
+    if args.max_upper_rate is not None:
+        if not 0 < args.max_upper_rate <= 1:
+            raise UsageError(f"--max-upper-rate must be within (0, 1] "
+                             f"(got {args.max_upper_rate})")
+        policy["max_upper_rate"] = args.max_upper_rate
+    return policy["max_upper_rate"], policy["min_runs"]
+
+
+def board_policy(board, args):
+    args.suite = suite_slug(board, args.suite)
+    answer, _ = board.call("GET", f"/api/v1/suites/{quote(args.suite)}/ledger",
+                           query={"view": "full"})
+    return answer.get("policy")
+
+
+def run_measurement(targets, args, max_upper_rate, progress):
+    """Measure the targets (in process, or a process per run with --fresh), check the
+    isolation of those whose repeats all failed, and measure the repeat-unsafe ones again
+    with a process per run."""
+    slots = args.workers or os.cpu_count() or 1
+    folder = tempfile.mkdtemp(prefix="flakeboard-measure-")
+    pool = Pool(python=sys.executable, folder=folder, slots=slots,
+                timeout=args.run_timeout, progress=progress)
+
+    def schedule(chosen):
+        return Schedule(chosen, early=not args.exact, max_upper_rate=max_upper_rate,
+                        slots=slots, progress=progress)
+
+    try:
+        files = list(collections.OrderedDict.fromkeys(node_file(t.name) for t in targets))
+        measured = schedule(targets)
+        if args.fresh:
+            pool.run(Collection(targets, files))
+            pool.run(FreshRuns(measured))
+        else:
+            pool.run(SharedRuns(measured, files))
+        suspects = [target for target in targets if target.classification is None]
+        pool.run(IsolationChecks(suspects, alone=not args.fresh, tags=measured.tags))
+        unsafe = [t for t in suspects if classify_isolated(t) == "repeat_unsafe"]
+        for target in unsafe:
+            target.reset()
+        pool.run(FreshRuns(schedule(unsafe)))
+        for target in suspects:
+            if not target.reported:
+                progress.finished(target)
+    finally:
+        pool.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    return slots
+
+
+def cmd_measure(board, args):
+    runs, today = measure_settings(args, os.environ)
+    names = read_targets(args.targets)
+    absent = [name for name in names if not os.path.exists(node_file(name))]
+    if absent:
+        raise UsageError("\n".join(f"{name} collects nothing: there is no "
+                                   f"{node_file(name)}" for name in absent))
+    entries, ledger_policy = load_gate_ledger(args.ledger)
+    folder = os.path.dirname(os.path.abspath(args.output))
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"cannot write {args.output}: its folder is missing or read-only")
+    max_upper_rate, min_runs = measure_policy(args, board, ledger_policy)
+    targets = [Target(name, runs, args.seed_base) for name in names]
+    progress = Progress(sys.stderr)
+    try:
+        slots = run_measurement(targets, args, max_upper_rate, progress)
+    except KeyboardInterrupt:
+        progress.close()
+        print("flakeboard: measure was interrupted; nothing was written.", file=sys.stderr)
+        return 130
+    progress.summary(targets, slots)
+    rows = [target.row() for target in targets]
+    try:
+        # Byte for byte what the script's json.dump(..., indent=2) writes.
+        write_atomically(args.output, json.dumps(rows, indent=2))
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.output}: {exc.strerror}") from None
+    lines, code = gate_lines(rows, entries, today, max_upper_rate, min_runs)
+    if not (args.upload and output_format(args, os.environ) == "json"):
+        _print_lines(lines)
+    if not args.upload:
+        return code
+    body = [dict(t.row(), classification=t.classification) for t in targets]
+    answer = _upload(board, args, "reports", body=json.dumps(body).encode("utf-8"),
+                     commit=args.commit, branch=args.branch)
+    return present(answer, "report", args)
+
+
+# --- measure's workers: this file is also the pytest plugin they load -----------------
+
+
+def pytest_addoption(parser):
+    parser.addoption("--flakeboard-worker", metavar="ID:ADDRESS",
+                     help="(flakeboard_ci.py measure's own) run the tests it sends")
+
+
+def pytest_configure(config):
+    address = config.getoption("flakeboard_worker", None)
+    if address:
+        config.pluginmanager.register(MeasureWorker(address), "flakeboard-measure-worker")
+
+
+def fresh_item(template):
+    """A copy of a collected item, to run once more as pytest runs a new item: its own
+    request, so function-scoped fixtures are made anew (a new tmp_path each time), its own
+    report sections, and for a method a new instance of its class. Its parents are shared,
+    and with them the fixtures of wider scope."""
+    item = copy.copy(template)
+    item._report_sections = []
+    item.user_properties = []
+    if getattr(template, "instance", None) is not None:
+        for cached in ("_obj", "_instance"):
+            item.__dict__.pop(cached, None)
+    if hasattr(item, "_initrequest"):
+        item._initrequest()
+    return item
+
+
+def failure_line(report):
+    """The line of a failed report that says what went wrong."""
+    text = getattr(report, "longreprtext", "") or str(report.longrepr or "")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [line[1:].strip() for line in lines if line.startswith("E ")]
+    return (errors[0] if errors else lines[-1] if lines else "failed")[:300]
+
+
+class MeasureWorker:
+    """The pytest side of a worker: says hello with what it collected, then runs each task
+    it is sent (a node and its PATCH_SEED) on a fresh copy of the item, and answers."""
+
+    def __init__(self, address):
+        ident, self.address = address.split(":", 1)
+        self.ident = int(ident)
+        self.key = bytes.fromhex(os.environ.pop(WORKER_KEY_ENV, ""))
+        self.errors, self.reports = [], []
+        self.queue, self.ended, self.promised = collections.deque(), False, None
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.errors.append([report.nodeid, failure_line(report)])
+
+    def pytest_runtest_logreport(self, report):
+        self.reports.append(report)
+
+    def pytest_runtestloop(self, session):
+        config = session.config
+        templates = collections.OrderedDict()
+        for item in session.items:
+            templates.setdefault(item.nodeid, item)
+        conn = multiprocessing.connection.Client(self.address, authkey=self.key)
+        try:
+            self._send(conn, {"hello": self.ident, "items": list(templates),
+                              "rootdir": str(getattr(config, "rootpath", None) or config.rootdir),
+                              "errors": self.errors})
+            while True:
+                self._receive(conn, block=not self.queue and not self.ended)
+                if not self.queue:
+                    if self.ended:
+                        break
+                    continue
+                tag, node, seed = self.queue.popleft()
+                # The next item decides what the teardown keeps: wait until it is known.
+                while not self.queue and not self.ended:
+                    self._receive(conn, block=True)
+                self.promised = self.queue[0][0] if self.queue else None
+                nextitem = templates.get(self.queue[0][1]) if self.queue else None
+                answer = self._run(templates.get(node), seed, nextitem)
+                self._send(conn, dict(answer, tag=tag))
+        except EOFError:
+            pass  # measure has gone: pytest's session end tears down what is set up
+        finally:
+            conn.close()
+        return True
+
+    def _run(self, template, seed, nextitem):
+        if template is None:
+            return {"failed": True, "seconds": 0.0, "detail": "not collected in this process"}
+        item = fresh_item(template)
+        os.environ["PATCH_SEED"] = str(seed)
+        self.reports = []
+        item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        failed = [report for report in self.reports if report.failed]
+        return {"failed": bool(failed), "seconds": sum(r.duration for r in self.reports),
+                "detail": failure_line(failed[0]) if failed else ""}
+
+    def _receive(self, conn, block):
+        while block or conn.poll():
+            block = False
+            message = json.loads(conn.recv_bytes())
+            if "tasks" in message:
+                self.queue.extend(tuple(task) for task in message["tasks"])
+            elif "drop" in message:
+                # The promised next item stays: the last teardown was made for it.
+                dropped = [task[0] for task in self.queue
+                           if task[1] == message["drop"] and task[0] != self.promised]
+                self.queue = collections.deque(t for t in self.queue if t[0] not in dropped)
+                self._send(conn, {"dropped": dropped})
+            elif "end" in message:
+                self.ended = True
+
+    @staticmethod
+    def _send(conn, message):
+        conn.send_bytes(json.dumps(message).encode("utf-8"))
+
+
 # --- entry point ---------------------------------------------------------------------
+
+
+def measure_parser(commands):
+    measure = commands.add_parser(
+        "measure", help="run the targets' repeats, write flake-report.json and gate it",
+        description="The budget script's drop-in: reads the targets file, runs each target n "
+                    "times (run i with PATCH_SEED=seed_base+i, PYTHONHASHSEED=0), writes "
+                    "flake-report.json in the script's shape and gates it against "
+                    "flake_ledger.json. Each worker is one pytest process that collects once "
+                    "and repeats the tests in process; a target stops early once it is over "
+                    "budget with 95% confidence (--exact runs all n). Tests that read "
+                    "PATCH_SEED at import time need --fresh: in process, they would see the "
+                    "first seed only.")
+    measure.add_argument("targets", nargs="?", default="flake_targets.txt",
+                         help="node ids, one a line (default flake_targets.txt)")
+    measure.add_argument("--runs", type=int,
+                         help=f"runs per target (default $FLAKE_RUNS, else {SCRIPT_RUNS})")
+    measure.add_argument("--workers", type=int, help="pytest processes (default: one per CPU)")
+    measure.add_argument("--seed-base", type=int, default=SCRIPT_SEED_BASE,
+                         help=f"run i sees PATCH_SEED=seed_base+i (default {SCRIPT_SEED_BASE})")
+    measure.add_argument("--exact", action="store_true",
+                         help="run every target n times: no early stop")
+    measure.add_argument("--fresh", action="store_true",
+                         help="a fresh pytest process per run, as the script starts one, in "
+                              "parallel: for tests that read PATCH_SEED at import time or "
+                              "that repeating in one process changes (repeat_unsafe ones "
+                              "are measured so anyway)")
+    measure.add_argument("--timeout", dest="run_timeout", type=float, metavar="SECONDS",
+                         help="stop a run (its collection aside) after SECONDS and count it "
+                              "as a failure")
+    measure.add_argument("--max-upper-rate", type=float, metavar="RATE",
+                         help="the budget the early stop and the gate use (default: the "
+                              "board's policy with --upload, else a full ledger's, else "
+                              f"{SCRIPT_MAX_UPPER_RATE})")
+    measure.add_argument("-o", "--output", default="flake-report.json",
+                         help="the report (default flake-report.json)")
+    measure.add_argument("--ledger", default="flake_ledger.json",
+                         help="gate against this ledger when it exists (default "
+                              "flake_ledger.json; ledger --full's file also gives the policy)")
+    measure.add_argument("--upload", action="store_true",
+                         help="upload the report (with each target's classification) and "
+                              "exit with the board's code")
+    measure.add_argument("--commit", default="")
+    measure.add_argument("--branch", default="")
+    measure.add_argument("--evidence", default="", help="a CI run reference or URL")
+    return measure
 
 
 def parse_args(argv):
@@ -664,7 +1697,8 @@ def parse_args(argv):
     signals.add_argument("--commit", default="")
     signals.add_argument("--evidence", default="", help="a CI run reference or URL")
 
-    for upload in (report, signals):
+    measure = measure_parser(commands)
+    for upload in (report, signals, measure):
         upload.add_argument("--dry-run", action="store_true", help="evaluate, store nothing")
         upload.add_argument("--all", action="store_true", help="list every passing node")
         upload.add_argument("--only-failures", action="store_true",
@@ -683,23 +1717,27 @@ def parse_args(argv):
     return args
 
 
-def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+def board_from(args):
+    """The board of FLAKEBOARD_URL (or --url) and FLAKEBOARD_TOKEN; UsageError without them."""
     token = os.environ.get("FLAKEBOARD_TOKEN", "").strip()
     if not args.url:
-        print("flakeboard: set FLAKEBOARD_URL (or --url) to the board's address.",
-              file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError("set FLAKEBOARD_URL (or --url) to the board's address.")
     if not token:
-        print("flakeboard: set FLAKEBOARD_TOKEN to an API token of the suite.", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError("set FLAKEBOARD_TOKEN to an API token of the suite.")
     if urllib.parse.urlsplit(args.url).scheme not in ("http", "https"):
-        print(f"flakeboard: the board's address must start with https:// (got {args.url}).",
-              file=sys.stderr)
-        return EXIT_USAGE
-    board = Board(args.url, token, timeout=args.timeout, retries=max(0, args.retries))
-    command = {"ledger": cmd_ledger, "report": cmd_report, "signals": cmd_signals}
+        raise UsageError(f"the board's address must start with https:// (got {args.url}).")
+    return Board(args.url, token, timeout=args.timeout, retries=max(0, args.retries))
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    command = {"ledger": cmd_ledger, "report": cmd_report, "signals": cmd_signals,
+               "measure": cmd_measure}
+    board = None
     try:
+        # measure needs the board only to upload what it measured.
+        if args.command != "measure" or args.upload:
+            board = board_from(args)
         return command[args.command](board, args)
     except UsageError as exc:
         print(f"flakeboard: {exc}", file=sys.stderr)

@@ -1,0 +1,126 @@
+"""Bad input to `measure` gets a clear message and exit 64, and nothing is written: an id
+that collects nothing or more than one test (which, said), a missing or empty targets file,
+no runs, an unusable FLAKE_RUNS, TODAY or budget, and an interpreter without pytest."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.measure_projects import make_project, measure, seed_test, written
+
+EXIT_USAGE = 64
+MODULES = {
+    "test_p.py": seed_test("test_ok") + """
+import pytest
+
+
+@pytest.mark.parametrize("x", [1, 2, 3])
+def test_param(x):
+    pass
+""",
+    "test_import_error.py": "import module_that_is_not_there\n",
+}
+
+# name: the targets file's lines (None: no file), options, environment, what stderr says.
+BAD_INPUT = {
+    "an id that collects nothing": (
+        ["test_p.py::test_ok", "test_p.py::test_nope"], [], {},
+        "test_p.py::test_nope collects nothing"),
+    "an id in no file": (
+        ["tests/nowhere.py::test_x"], [], {},
+        "tests/nowhere.py::test_x collects nothing: there is no tests/nowhere.py"),
+    "an id in a module that does not import": (
+        ["test_import_error.py::test_x"], [], {},
+        "test_import_error.py::test_x collects nothing (collecting test_import_error.py "
+        "failed: ModuleNotFoundError: No module named 'module_that_is_not_there')"),
+    "a parametrized test without its parameters": (
+        ["test_p.py::test_param"], [], {},
+        "test_p.py::test_param is ambiguous: it collects 3 tests (test_p.py::test_param[1], "
+        "test_p.py::test_param[2], test_p.py::test_param[3]); name one of them"),
+    "a whole module": (
+        ["test_p.py"], [], {}, "test_p.py is ambiguous: it collects 4 tests"),
+    "a missing targets file": (
+        None, [], {}, "cannot read the targets file flake_targets.txt: No such file"),
+    "an empty targets file": (
+        ["", "  "], [], {},
+        "the targets file flake_targets.txt names no tests: write one node id a line"),
+    "a test named twice": (
+        ["test_p.py::test_ok", "test_p.py::test_ok"], [], {},
+        "names test_p.py::test_ok more than once"),
+    "--runs 0": (
+        ["test_p.py::test_ok"], ["--runs", "0"], {},
+        "the number of runs must be at least 1 (got 0)"),
+    "FLAKE_RUNS=0": (
+        ["test_p.py::test_ok"], [], {"FLAKE_RUNS": "0"},
+        "the number of runs must be at least 1 (got 0)"),
+    "FLAKE_RUNS that is not a number": (
+        ["test_p.py::test_ok"], [], {"FLAKE_RUNS": "many"},
+        "FLAKE_RUNS must be a whole number (got 'many')"),
+    "a TODAY that is not a date": (
+        ["test_p.py::test_ok"], [], {"TODAY": "15.10.2026"},
+        "TODAY must be a date such as 2026-10-15"),
+    "a budget of 0": (
+        ["test_p.py::test_ok"], ["--max-upper-rate", "0"], {},
+        "--max-upper-rate must be within (0, 1]"),
+    "a ledger that is not one": (
+        ["test_p.py::test_ok"], ["--ledger", "test_p.py"], {}, "cannot read the ledger"),
+}
+
+
+@pytest.fixture
+def project(tmp_path):
+    project = make_project(tmp_path, MODULES)
+    (project / "flake-report.json").write_text("the last report\n")
+    return project
+
+
+@pytest.mark.parametrize(("targets", "options", "env", "says"), BAD_INPUT.values(),
+                         ids=BAD_INPUT.keys())
+def test_bad_input_exits_64_saying_why_and_writes_nothing(project, targets, options, env,
+                                                           says):
+    if targets is not None:
+        (project / "flake_targets.txt").write_text("\n".join(targets) + "\n")
+    done = measure(project, *options, **env)
+    assert done.returncode == EXIT_USAGE, done.stderr
+    assert says in done.stderr
+    assert done.stderr.startswith("flakeboard: ")
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+    assert written(project) == ["flake-report.json"]
+    assert (project / "flake-report.json").read_text() == "the last report\n"
+
+
+def test_every_bad_id_is_named_at_once(project):
+    (project / "flake_targets.txt").write_text("test_p.py::test_a\ntest_p.py::test_b\n")
+    done = measure(project)
+    assert done.returncode == EXIT_USAGE
+    assert "test_p.py::test_a collects nothing" in done.stderr
+    assert "test_p.py::test_b collects nothing" in done.stderr
+
+
+def test_ids_are_read_from_where_measure_runs(project):
+    # A node id relative to a folder below pytest's rootdir names the same test.
+    (project / "sub").mkdir()
+    (project / "sub" / "test_s.py").write_text(seed_test("test_here").replace(
+        "def ", "import os\n\n\ndef ", 1))
+    (project / "sub" / "flake_targets.txt").write_text("test_s.py::test_here\n")
+    done = measure(project / "sub", "--runs", "5")
+    assert done.returncode == 1, done.stderr  # 5 runs: under min_runs
+    assert '"nodeid": "test_s.py::test_here"' in (project / "sub" / "flake-report.json"
+                                                  ).read_text()
+
+
+def test_an_interpreter_without_pytest_is_named(project, tmp_path):
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    python = bare / "bin" / "python"
+    if subprocess.run([str(python), "-c", "import pytest"], capture_output=True).returncode == 0:
+        pytest.skip("the base interpreter has pytest")
+    (project / "flake_targets.txt").write_text("test_p.py::test_ok\n")
+    done = measure(project, python=str(python))
+    assert done.returncode == EXIT_USAGE, done.stderr
+    assert f"there is no pytest in {python}" in done.stderr
+    assert written(project) == ["flake-report.json"]

@@ -28,6 +28,7 @@ from .server import WORKERS as SERVER_WORKERS
 from .worker import MODULES
 
 SECOND_DATABASE = {"B3"}  # benchmarks that compare two scratch databases
+NO_DATABASE = {"B6"}  # benchmarks that use none: run once, in the SQLite pass
 WORKER_TIMEOUT_S = 900
 
 
@@ -147,6 +148,8 @@ def main(argv=None) -> int:
             try:
                 versions[scratch.name] = scratch.version()
                 for bench_id in args.selected:
+                    if bench_id in NO_DATABASE and kind is not SqliteScratch:
+                        continue
                     began = time.monotonic()
                     print(f"-- {bench_id} on {scratch.name}", file=sys.stderr, flush=True)
                     rows += run_worker(bench_id, scratch, args.scale, workdir, env)

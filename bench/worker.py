@@ -22,6 +22,7 @@ MODULES = {
     "B3": "bench.b3_trends",
     "B4": "bench.b4_pages",
     "B5": "bench.b5_upload",
+    "B6": "bench.b6_measure",
     "B8": "bench.b8_largest",
 }
 

@@ -1,0 +1,265 @@
+"""B6: measuring flakiness, 6 targets by 200 runs on a generated project of small tests with
+known, seed-driven failure rates (two of them about 50 ms slow, one behind an expensive
+module import), all with the same n and the same workers:
+
+- ``flakeboard_ci.py measure --exact``;
+- the article's budget script, a fresh ``python -m pytest NODEID`` per run, timed at 20
+  runs a target and scaled to 200;
+- pytest-flakefinder with pytest-xdist, and pytest-repeat with pytest-xdist;
+- the physical limit: the sum of the test bodies' call phases ÷ the workers.
+
+Every tool runs in one fresh virtual environment holding pytest and the three plugins at
+pinned versions, as a project under test would. Peak RSS is the largest single process's.
+The fails counts of ``measure`` and of the script are compared at the script's n.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from .measure import TIMES, Row, fmt_bytes, fmt_seconds, progress, unavailable
+from .scratch import ROOT
+
+ID = "B6"
+CLIENT = ROOT / "client" / "flakeboard_ci.py"
+RUNS = 200
+SCRIPT_RUNS = 20
+SEED_BASE = 9137
+TOOLS = ["pytest==9.2.0", "pytest-xdist==3.8.0", "execnet==2.1.2",
+         "pytest-flakefinder==1.1.0", "pytest-repeat==0.9.4"]
+SCRIPT_GOAL, SCRIPT_MUST = 100, 30  # measure at least this many times faster
+PLUGIN_MUST = 1.3  # measure's time against the faster plugin's, at most
+LIMIT_GOAL = 3  # measure's time against the physical limit, at most
+GAP = ("The script pays an interpreter start and a collection per run; the plugins and "
+       "measure collect once per worker. What separates measure from the limit is the "
+       "workers' start-up and collection, and the last target's tail on one worker.")
+
+SEEDED = '''
+    import os
+
+
+    def seed():
+        return int(os.environ.get("PATCH_SEED", "0"))
+
+
+    def test_two_percent():
+        assert seed() % 50 != 7
+
+
+    def test_ten_percent():
+        assert seed() % 10 != 3
+
+
+    def test_steady(tmp_path):
+        (tmp_path / "x").write_text("x")
+        assert sum(range(1000)) == 499500
+'''
+SLOW = '''
+    import os
+    import time
+
+
+    def test_slow_five_percent():
+        time.sleep(0.05)
+        assert int(os.environ.get("PATCH_SEED", "0")) % 20 != 11
+
+
+    def test_slow_steady():
+        time.sleep(0.05)
+'''
+HEAVY = '''
+    import hashlib
+    import os
+
+    # An expensive import: a table built when the module is first imported.
+    TABLE = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(150_000)]
+
+
+    def test_heavy_one_percent():
+        assert TABLE[int(os.environ.get("PATCH_SEED", "0")) % len(TABLE)][:2] != "00"
+'''
+# The phases the limit counts: each call of a test body, timed where it runs.
+CONFTEST = '''
+    import os
+    import time
+
+    import pytest
+
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(item):
+        log = os.environ.get("B6_CALL_LOG")
+        start = time.perf_counter()
+        yield
+        if log:
+            with open(log, "a") as out:
+                out.write(f"{time.perf_counter() - start}\\n")
+'''
+FILLER = "\n".join(f"def test_filler_{i}():\n    assert {i} + 1 == {i + 1}\n" for i in range(30))
+TARGETS = [  # every one's outcome depends only on PATCH_SEED
+    "tests/test_seeded.py::test_two_percent",
+    "tests/test_seeded.py::test_ten_percent",
+    "tests/test_seeded.py::test_steady",
+    "tests/test_slow.py::test_slow_five_percent",
+    "tests/test_slow.py::test_slow_steady",
+    "tests/test_heavy.py::test_heavy_one_percent",
+]
+
+
+def runs_text(runs: int) -> str:
+    return f"{runs} run{'' if runs == 1 else 's'}"
+
+
+def make_project(root: Path, targets: list[str]) -> Path:
+    tests = root / "tests"
+    tests.mkdir(parents=True)
+    (root / "conftest.py").write_text(textwrap.dedent(CONFTEST))
+    for name, source in (("seeded", SEEDED), ("slow", SLOW), ("heavy", HEAVY)):
+        (tests / f"test_{name}.py").write_text(textwrap.dedent(source) + "\n\n" + FILLER)
+    (root / "flake_targets.txt").write_text("\n".join(targets) + "\n")
+    return root
+
+
+def make_tools(venv: Path) -> Path:
+    """A fresh virtual environment with pytest and the plugins; its python."""
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet",
+                    "--disable-pip-version-check", *TOOLS], check=True)
+    return python
+
+
+# Runs the command given and prints the largest RSS (KiB) of any process under it.
+RSS_WRAPPER = ("import resource, subprocess, sys; code = subprocess.call(sys.argv[1:]); "
+               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+               "sys.exit(code)")
+
+
+def timed(command: list[str], cwd: Path, **env) -> tuple[float, int, str]:
+    """Wall seconds, the largest process's peak RSS in bytes, and stdout."""
+    environment = {**os.environ, "PYTHONHASHSEED": "0", **env}
+    environment.pop("DJANGO_SETTINGS_MODULE", None)
+    environment.pop("PYTHONPATH", None)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", RSS_WRAPPER, *command], cwd=cwd,
+                          env=environment, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    rss = int(done.stderr.strip().splitlines()[-1]) * 1024
+    return seconds, rss, done.stdout
+
+
+def script_fails(python: Path, project: Path, targets: list[str],
+                 runs: int) -> tuple[float, int, dict[str, int]]:
+    """The article's way: a fresh interpreter per run, PATCH_SEED = seed base + run."""
+    fails, rss, start = {}, 0, time.perf_counter()
+    for nodeid in targets:
+        fails[nodeid] = 0
+        for i in range(runs):
+            _, peak, out = timed([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                  nodeid], project, PATCH_SEED=str(SEED_BASE + i))
+            rss = max(rss, peak)
+            fails[nodeid] += " passed" not in out or " failed" in out
+    return time.perf_counter() - start, rss, fails
+
+
+def measure_fails(python: Path, project: Path, runs: int, workers: int, out: Path):
+    seconds, rss, _ = timed([str(python), str(CLIENT), "measure", "flake_targets.txt",
+                             "--runs", str(runs), "--workers", str(workers), "--exact",
+                             "--output", str(out)], project, TERM="dumb")
+    report = json.loads(out.read_text())
+    return seconds, rss, {row["nodeid"]: row["fails"] for row in report}
+
+
+def run(scale: float, backend: str, workdir) -> list[Row]:
+    workdir = Path(workdir) / "b6"
+    workers = os.cpu_count() or 1
+    full = scale >= 1
+    # A smoke run installs nothing (it may have no network): the board's own interpreter,
+    # which has pytest (its other plugins not loaded), two targets and no plugin baselines.
+    script_runs = SCRIPT_RUNS if full else 1
+    runs = RUNS if full else 3
+    targets = TARGETS if full else TARGETS[:2]
+    if full:
+        progress(f"{ID}: a fresh environment with {', '.join(TOOLS)}")
+        python = make_tools(workdir / "venv")
+    else:
+        python = Path(sys.executable)
+        os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    project = make_project(workdir / "project", targets)
+    figures, times, peaks = {"runs": runs, "workers": workers, "targets": len(targets)}, {}, {}
+
+    progress(f"{ID}: the article's script, {script_runs} runs a target")
+    script_s, peaks["script"], script_counts = script_fails(python, project, targets,
+                                                             script_runs)
+    times["script"] = script_s * runs / script_runs
+    _, _, measured_counts = measure_fails(python, project, script_runs, workers,
+                                          workdir / "same-n.json")
+    mismatched = [n for n in targets if script_counts[n] != measured_counts.get(n)]
+
+    limit_s = None
+    if full:
+        selection = [*targets, "-n", str(workers), "-q", "-p", "no:cacheprovider"]
+        progress(f"{ID}: pytest-flakefinder + xdist, {runs} runs")
+        times["flakefinder"], peaks["flakefinder"], _ = timed(
+            [str(python), "-m", "pytest", "--flake-finder", f"--flake-runs={runs}",
+             *selection], project)
+        progress(f"{ID}: pytest-repeat + xdist, {runs} runs (and the call phases)")
+        calls = workdir / "calls.log"
+        times["repeat"], peaks["repeat"], _ = timed(
+            [str(python), "-m", "pytest", f"--count={runs}", *selection], project,
+            B6_CALL_LOG=str(calls))
+        limit_s = sum(float(line) for line in calls.read_text().split()) / workers
+    progress(f"{ID}: measure --exact, {runs} runs")
+    times["measure"], peaks["measure"], _ = measure_fails(python, project, runs, workers,
+                                                          workdir / "report.json")
+
+    total = len(targets) * runs
+    figures.update({
+        "script_runs": script_runs,
+        "seconds": {k: round(v, 3) for k, v in times.items()},
+        "runs_per_second": {k: round(total / v, 1) for k, v in times.items()},
+        "peak_rss_bytes": peaks,
+        "limit_s": limit_s and round(limit_s, 3),
+        "script_measured_s": round(script_s, 2),
+        "fails": {"script": script_counts, "measure": measured_counts},
+    })
+    rates = ", ".join(f"{k} {total / v:,.0f} runs/s, {fmt_bytes(peaks[k])}"
+                      for k, v in times.items())
+    what = f"{len(targets)} targets {TIMES} {runs} runs, {workers} workers"
+    rows = [
+        Row(ID, backend, f"measure against the article's script, {what}",
+            subject=fmt_seconds(times["measure"]),
+            baseline=f"{fmt_seconds(times['script'])} (scaled from {runs_text(script_runs)})",
+            goal=f"≥ {SCRIPT_MUST}{TIMES} faster (goal {SCRIPT_GOAL}{TIMES})",
+            ratio=times["script"] / times["measure"], limit=SCRIPT_MUST, at_most=False,
+            detail=rates, figures=figures).judge(),
+        Row(ID, backend, f"fails counts against the script at {runs_text(script_runs)}, "
+            "seed-driven targets",
+            subject=f"{len(targets) - len(mismatched)} of {len(targets)} identical",
+            goal="all identical", ratio=len(mismatched), limit=0,
+            detail=", ".join(mismatched) or "every count equal").judge(),
+    ]
+    against_plugins = "measure against the faster of flakefinder and repeat, with xdist"
+    against_limit = "measure against the physical limit (call phases ÷ workers)"
+    if not full:
+        return [*rows, *(unavailable(ID, backend, what, "a smoke run's plugin environment")
+                         for what in (against_plugins, against_limit))]
+    plugin = min(("flakefinder", "repeat"), key=times.get)
+    return [
+        *rows,
+        Row(ID, backend, against_plugins, subject=fmt_seconds(times["measure"]),
+            baseline=f"{fmt_seconds(times[plugin])} ({plugin})",
+            goal=f"≤ {PLUGIN_MUST:g}{TIMES} (goal: faster than both)",
+            ratio=times["measure"] / times[plugin], limit=PLUGIN_MUST,
+            detail=(f"flakefinder {fmt_seconds(times['flakefinder'])}, repeat "
+                    f"{fmt_seconds(times['repeat'])}")).judge(),
+        Row(ID, backend, against_limit, subject=fmt_seconds(times["measure"]),
+            baseline=fmt_seconds(limit_s), goal=f"≤ {LIMIT_GOAL}{TIMES} (goal only)",
+            ratio=times["measure"] / limit_s, limit=LIMIT_GOAL).judge(),
+    ]

@@ -89,8 +89,15 @@ TABLE = {
 }
 
 
-@pytest.mark.parametrize(("modules", "targets", "options", "expected"), TABLE.values(),
-                         ids=TABLE.keys())
+# The rows that start a process per run are the fast lane's slowest: the full run has them.
+FRESH_PROCESSES = ("repeat_unsafe", "--fresh")
+
+
+@pytest.mark.parametrize(("modules", "targets", "options", "expected"), [
+    pytest.param(*row, id=name,
+                 marks=[pytest.mark.slow] if any(w in name for w in FRESH_PROCESSES) else [])
+    for name, row in TABLE.items()
+])
 def test_isolation_table(tmp_path, modules, targets, options, expected):
     project = make_project(tmp_path, modules, targets)
     done = measure(project, "--runs", "8", *options)

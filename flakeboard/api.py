@@ -1,5 +1,6 @@
 """The JSON API CI calls, under /api/v1/ (SPEC 5); its OpenAPI document and docs beside it."""
 
+from junit.api.uploads import router as junit_router
 from ledger.api.ledger import router as ledger_router
 from ledger.api.status import router as status_router
 from runs.api.trends import router as trends_router
@@ -25,3 +26,4 @@ api.add_router("", ledger_router)
 api.add_router("", status_router)
 api.add_router("", uploads_router)
 api.add_router("", trends_router)
+api.add_router("", junit_router)

@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "ninja",  # the API docs' own static files: no CDN, no inline script
     "ledger",
     "runs",
+    "junit",  # passive evidence: JUnit XML from every CI job
 ]
 
 # The ledger fast path (ledger/api/fastpath.py) answers CI's ledger GET before sessions,
@@ -216,6 +217,12 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES
 UPLOAD_MAX_RECORDS = envint("UPLOAD_MAX_RECORDS", 100_000)
 if UPLOAD_MAX_RECORDS < 1:
     raise ImproperlyConfigured("UPLOAD_MAX_RECORDS is a count of rows: 1 or more.")
+
+# JUnit files' raw testcase rows (and the per-commit counts detection reads) are kept this
+# many days; `manage.py prune_junit` deletes older ones. The per-day rollups are kept.
+JUNIT_RETENTION_DAYS = envint("JUNIT_RETENTION_DAYS", 30)
+if JUNIT_RETENTION_DAYS < 1:
+    raise ImproperlyConfigured("JUNIT_RETENTION_DAYS is a count of days: 1 or more.")
 
 # Default policy numbers for new suites (each suite's lead can change its own).
 FLAKEBOARD_DEFAULT_POLICY = {

@@ -94,7 +94,9 @@ class SuiteAdmin(admin.ModelAdmin):
     ]
 
     def get_readonly_fields(self, request, obj=None):
-        fixed = ["ledger_revision", "created_at"]
+        # The JUnit infrastructure share (80% unless changed) is a suite setting too: like
+        # the policy, it is not changed here, unaudited.
+        fixed = ["ledger_revision", "created_at", "junit_infrastructure_share"]
         return fixed if obj is None else [*fixed, "settings_page", *self.audited_fields]
 
     @admin.display(description="Settings page")

@@ -16,6 +16,9 @@ from flakeboard import rules
 from . import predicates
 
 KEY_LENGTH = 32
+# A JUnit file with more than this share of its tests failing is an infrastructure failure,
+# unless the suite says otherwise (Suite.junit_infrastructure_share).
+JUNIT_INFRASTRUCTURE_SHARE = 0.8
 
 
 def text_key(text: str) -> str:
@@ -94,6 +97,13 @@ class Suite(models.Model):
         max_length=200, blank=True, help_text="The pinned fixture manifest digest (empty: no pin)."
     )
     fixture_seed = models.BigIntegerField(null=True, blank=True)
+    # Passive evidence (the junit app): never part of the gate.
+    junit_infrastructure_share = models.FloatField(
+        default=JUNIT_INFRASTRUCTURE_SHARE,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="A JUnit file in which more than this share of the tests fail is taken for "
+                  "a broken runner (infrastructure), and left out of flaky-test detection.",
+    )
     public_badge = models.BooleanField(
         default=False,
         help_text="Anyone with its address may see the status badge (for a README); "

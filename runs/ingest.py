@@ -26,8 +26,8 @@ from ledger.audit import bump_ledger_revision
 from ledger.locks import lock_suite
 from ledger.models import Node, QuarantineEntry, Suite, text_key
 from ledger.selectors import open_entries_by_node, share_figures, tier_rule_specs
+from web.bulk import cycle_collector_paused, insert_plain, plain_rows, update_pks
 
-from .bulk import cycle_collector_paused, insert_plain, plain_rows, update_pks
 from .models import Measurement, NodeVerdict, Report, VerdictBatch
 from .rollups import Source, rollup_add, upload_counts
 from .wire import parse_report, parse_signals

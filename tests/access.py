@@ -37,6 +37,7 @@ class Request:
     path: str
     data: dict | None = None  # a form post
     json: bytes | None = None  # an upload
+    content_type: str = "application/json"  # the upload's
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ def send(client: Client, method: str, request: Request, *, csrf: bool = True):
     if method == "GET":
         return client.get(request.path)
     if request.json is not None:
-        return client.post(request.path, request.json, content_type="application/json")
+        return client.post(request.path, request.json, content_type=request.content_type)
     data = dict(request.data)
     if csrf:
         secret = get_random_string(32)
@@ -75,7 +76,8 @@ def send(client: Client, method: str, request: Request, *, csrf: bool = True):
 
 def _table_sizes() -> tuple[int, ...]:
     """How many rows each table of the board holds, in one query."""
-    tables = [connection.ops.quote_name(model._meta.db_table) for name in ("ledger", "runs")
+    tables = [connection.ops.quote_name(model._meta.db_table)
+              for name in ("ledger", "runs", "junit")
               for model in apps.get_app_config(name).get_models()]
     counts = [f"(SELECT COUNT(*) FROM {table})" for table in tables]  # noqa: S608
     with connection.cursor() as cursor:

@@ -1,6 +1,7 @@
 """The layout shows the architecture, and the imports keep it.
 
-Dependencies point one way: ``runs`` → ``ledger`` → ``flakeboard.rules``. ``web`` is the
+Dependencies point one way: ``runs`` → ``ledger`` → ``flakeboard.rules``, and ``junit``
+(passive evidence) → ``ledger``, beside ``runs`` and never importing it. ``web`` is the
 plumbing both apps' pages, API and commands share (access checks, page rendering and
 lists, token auth, the API error shape, the commands' suite lookup); it stands on
 ``ledger``'s models and never reaches up into ``runs`` or into an app's views, API or
@@ -20,12 +21,16 @@ MAX_CONFIG_LINES = 300
 
 # (package, modules it must not import, why)
 FORBIDDEN = [
-    ("ledger", ["runs"], "runs builds on the ledger, never the other way"),
-    ("runs", ["ledger.views", "ledger.api", "ledger.management"],
-     "shared web plumbing lives in web, not inside the ledger app"),
-    ("web", ["runs", "ledger.views", "ledger.api", "ledger.management"],
-     "web sits below both apps' views, API and commands"),
+    ("ledger", ["runs", "junit"], "runs and junit build on the ledger, never the other way"),
+    ("runs", ["ledger.views", "ledger.api", "ledger.management", "junit"],
+     "shared web plumbing lives in web, not inside the ledger app; junit is a sibling"),
+    ("junit", ["runs", "ledger.views", "ledger.api", "ledger.management"],
+     "junit builds on the ledger and web; runs is a sibling"),
+    ("web", ["runs", "junit", "ledger.views", "ledger.api", "ledger.management"],
+     "web sits below the apps' views, API and commands"),
 ]
+# The junit app's rules, signatures and node-id mapping: pure Python, like the gate's rules.
+JUNIT_PURE = ["junit/rules.py", "junit/signatures.py", "junit/nodeids.py"]
 # Where the shared plumbing used to live inside the ledger app; it is in web now.
 FORMER_PLUMBING = [
     "ledger/access.py",
@@ -86,6 +91,17 @@ def test_the_rules_import_only_the_standard_library():
         for module in imported(path)
         if module.split(".")[0] not in sys.stdlib_module_names
         and not is_within(module, "flakeboard.rules")
+    )
+    assert outside == []
+
+
+def test_the_junit_rules_import_only_the_standard_library():
+    outside = sorted(
+        f"{name} imports {module}"
+        for name in JUNIT_PURE
+        for module in imported(ROOT / name)
+        if module.split(".")[0] not in sys.stdlib_module_names
+        and module not in {"junit", *(n.removesuffix(".py").replace("/", ".") for n in JUNIT_PURE)}
     )
     assert outside == []
 

@@ -39,9 +39,10 @@ CASES = MANIFEST["cases"]
 API_CASES = [case for case in CASES if case["endpoint"] != "import_ledger"]
 IMPORT_CASES = [case for case in CASES if case["endpoint"] == "import_ledger"]
 ONE_OVER_CASES = [case for case in CASES if "one_over" in case]
-# The real node ids under nodeids/ are no bad input: tests/test_nodeid_corpus.py reads them.
+# The real node ids under nodeids/ and the real JUnit files under junit/ are no bad input:
+# tests/test_nodeid_corpus.py and the tests/test_junit_*.py modules read them.
 NOT_CASES = {"manifest.json"}
-NOT_CASE_DIRS = {"nodeids"}
+NOT_CASE_DIRS = {"nodeids", "junit"}
 
 
 def case_id(case: dict) -> str:

@@ -1,4 +1,4 @@
-"""The mechanics of large uploads (``runs.bulk``): the cycle collector paused for an ingest
+"""The mechanics of large uploads (``web.bulk``): the cycle collector paused for an ingest
 and restored as it was found, whatever the order in which overlapping ingests end; and rows
 read without the ORM's converters."""
 
@@ -10,10 +10,10 @@ import threading
 import pytest
 
 from ledger.models import Node
-from runs.bulk import cycle_collector_paused, plain_rows
 from runs.ingest import signals_ingest
 from runs.wire import UploadInvalid
 from tests.helpers import body, record
+from web.bulk import cycle_collector_paused, plain_rows
 
 
 @pytest.fixture(autouse=True)

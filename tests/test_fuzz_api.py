@@ -154,6 +154,9 @@ ANSWERS = {
     "POST /api/v1/suites/{suite}/verdicts": {"200", "201", "400", "401", "403", "413", "415",
                                              "422"},
     "GET /api/v1/suites/{suite}/trends": {"200", "401", "403", "422"},
+    "GET /api/v1/suites/{suite}/status": {"200", "401", "403"},
+    "POST /api/v1/suites/{suite}/junit": {"200", "201", "400", "401", "403", "413", "415",
+                                          "422"},
 }
 
 

@@ -9,11 +9,11 @@ from django.test import override_settings
 
 from ledger.models import Node, QuarantineEntry
 from ledger.quarantine import quarantine_create
-from runs.bulk import columns_of
 from runs.ingest import MEASUREMENT_COLUMNS, VERDICT_COLUMNS, report_ingest, signals_ingest
 from runs.models import Measurement, NodeVerdict, Report, VerdictBatch
 from runs.results import answer
 from tests.helpers import body, measurement, record
+from web.bulk import columns_of
 
 SQLITE_VARIABLE_LIMIT = 32_766
 

@@ -12,13 +12,12 @@ from collections.abc import Callable
 from typing import Annotated
 
 import orjson
-from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse
 from django.utils import timezone
 from ninja import Query, Router
 
 from web.api.auth import Scope, suite_for_token
+from web.api.bodies import raw_body
 from web.api.errors import ApiError, ErrorOut
 from web.api.openapi import json_body
 
@@ -50,32 +49,13 @@ DRY_RUN = "Evaluate and answer, store nothing."
 EVIDENCE = "For a bare list: a CI run reference or an http(s) URL."
 
 
+def _is_json(content_type: str) -> bool:
+    return content_type == "application/json" or content_type.endswith("+json")
+
+
 def upload_body(request) -> bytes:
     """The raw JSON body, refused when too large (413) or not declared JSON (415)."""
-    limit = settings.UPLOAD_MAX_BYTES
-    too_large = ApiError(
-        413, "too_large", f"The body is over the upload limit of {limit} bytes."
-    )
-    try:
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        declared = 0
-    if declared > limit:
-        raise too_large
-    content_type = request.content_type or ""
-    if content_type != "application/json" and not content_type.endswith("+json"):
-        raise ApiError(
-            415, "unsupported_media_type",
-            f"The body must be sent as Content-Type: application/json "
-            f"(got {content_type or 'none'}).",
-        )
-    try:
-        body = request.body
-    except RequestDataTooBig:
-        raise too_large from None
-    if len(body) > limit:
-        raise too_large
-    return body
+    return raw_body(request, accepts=_is_json, expected="application/json")
 
 
 def refused(exc: UploadInvalid) -> ApiError:

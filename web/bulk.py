@@ -1,4 +1,4 @@
-"""Plain-tuple inserts for an upload's rows: ``COPY`` on PostgreSQL, one prepared
+"""Plain-tuple inserts and updates for an upload's rows: ``COPY`` on PostgreSQL, one prepared
 statement run for every row (``executemany``) on SQLite. No model instance per row, no
 per-value field preparation: the caller gives values the database takes as they are.
 """
@@ -79,6 +79,21 @@ def update_pks(model, pks: Sequence[int], **values) -> None:
             chunk = list(pks[start : start + SQLITE_IDS])
             marks = ", ".join(["%s"] * len(chunk))
             cursor.execute(f"{update} IN ({marks})", [*prepared, *chunk])
+
+
+def update_rows(model, attnames: Sequence[str], rows: list[tuple]) -> None:
+    """Set ``attnames`` on many rows, each its own values: ``rows`` are tuples of the
+    values in the order of ``attnames``, then the row's primary key. One prepared
+    statement, run for every row (``executemany``)."""
+    if not rows:
+        return
+    quote = connection.ops.quote_name
+    meta = model._meta
+    assignments = ", ".join(f"{quote(meta.get_field(name).column)} = %s" for name in attnames)
+    table, pk = quote(meta.db_table), quote(meta.pk.column)
+    with connection.cursor() as cursor:
+        cursor.executemany(f"UPDATE {table} SET {assignments} WHERE {pk} = %s",  # noqa: S608
+                           rows)
 
 
 class _CyclePause:

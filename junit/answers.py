@@ -1,0 +1,64 @@
+"""The answer to a JUnit upload, made of what was stored: a new upload and its duplicate
+answer alike (the API and, later, the client's summary read it)."""
+
+from __future__ import annotations
+
+from .ingest import JUnitOutcome
+from .models import JUnitFile
+from .rules import InfrastructureReason
+
+LEFT_OUT = "its tests are stored, and left out of flaky-test detection"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def infrastructure_sentence(file: JUnitFile) -> str:
+    """Why a file is an infrastructure failure, as the answer and the pages say it."""
+    if file.infrastructure_reason == InfrastructureReason.ERROR_OUTSIDE_TESTS:
+        why = "it holds an error outside any test (the runner or the build failed)"
+    else:
+        why = (f"{file.failing_share:.0%} of the tests that ran never passed, over the "
+               f"suite's {file.infrastructure_share:.0%}")
+    return f"An infrastructure failure: {why}; {LEFT_OUT}."
+
+
+def summary(file: JUnitFile) -> str:
+    counts = (f"{_plural(file.testcases, 'test')}: {file.passed} passed, {file.failed} failed, "
+              f"{file.error} error, {file.skipped} skipped; {_plural(file.reruns, 'rerun')}.")
+    if file.infrastructure:
+        return f"{counts} {infrastructure_sentence(file)}"
+    found = (f"{_plural(len(file.newly_flaky), 'test')} newly flaky on commit "
+             f"{file.commit}" + (f" (job {file.job})" if file.job else "") + ".")
+    if file.differs_by_job:
+        found += (f" {_plural(len(file.differs_by_job), 'test')} passed in one job of the "
+                  f"commit and failed in another: differs by job, not flaky.")
+    return f"{counts} {found}"
+
+
+def junit_answer(outcome: JUnitOutcome) -> dict:
+    file = outcome.file
+    return {
+        "id": file.pk,
+        "url": None,
+        "duplicate": outcome.duplicate,
+        "commit": file.commit,
+        "branch": file.branch,
+        "job": file.job,
+        "attempt": file.attempt,
+        "producer": file.producer,
+        "counts": {
+            "testcases": file.testcases, "passed": file.passed, "failed": file.failed,
+            "error": file.error, "skipped": file.skipped, "reruns": file.reruns,
+            "flaky_in_file": file.flaky_in_file,
+        },
+        "infrastructure": file.infrastructure,
+        "infrastructure_reason": file.infrastructure_reason or None,
+        "failing_share": round(file.failing_share, 4),
+        "infrastructure_share": file.infrastructure_share,
+        "newly_flaky": file.newly_flaky,
+        "newly_flaky_count": len(file.newly_flaky),
+        "differs_by_job": file.differs_by_job,
+        "summary": summary(file),
+    }

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class JunitConfig(AppConfig):
+    name = "junit"
+    verbose_name = "JUnit evidence"

@@ -1,0 +1,170 @@
+"""Detection: a file's tests added to the rollups, and what they show on the commit.
+
+Runs inside the upload's transaction, under the suite's lock, for a file that is not an
+infrastructure failure. It reads only rows of the upload's own commit (its job's, and
+the other jobs' failing ones and, for the tests that failed here, passing ones) and of the
+day, so its cost follows the file's size, never the history's. The rules are
+``junit.rules`` (``is_flaky``, ``commit_finding``); this module counts.
+
+- ``JobOutcome``: each test's passes and failures in this job of this commit, over its
+  attempts. A test becomes flaky in the job when its counts first hold a pass and a
+  failure; the job's failures so far then count as flaky failures, and so does every
+  later one.
+- A test is newly flaky on the commit when it becomes flaky in this job and no other job
+  of the commit had it flaky: ``NodeDay.flaky_commits`` counts it once.
+- ``NodeDay`` and ``SignatureDay`` gain the file's runs, failures, flaky failures and
+  failure signatures, on the upload's day and branch.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import date
+from operator import add
+
+from django.db import connection
+
+from ledger.models import Suite
+from web.bulk import insert_plain, plain_rows, update_rows
+
+from .models import JobOutcome, NodeDay, SignatureDay
+from .rules import CaseOutcome, CommitFinding, commit_finding, is_flaky
+
+CHUNK = 5000
+JOB_COLUMNS = ("suite_id", "node_id", "commit", "job", "passes", "failures", "flaky", "last_day")
+DAY_COUNTS = ("runs", "failures", "flaky_failures", "flaky_commits")
+
+
+@dataclass(frozen=True)
+class FileContext:
+    """Where a file's results belong: its suite, commit, job, branch and day."""
+
+    suite: Suite
+    commit: str
+    job: str
+    branch: str
+    day: date
+
+
+@dataclass(frozen=True)
+class Findings:
+    newly_flaky: list[int]  # node primary keys, in the file's order
+    differs_by_job: list[int]
+
+
+def _rows(queryset, *names) -> list[tuple]:
+    return list(plain_rows(queryset.values_list(*names), CHUNK))
+
+
+def _add_counts(model, *, fixed: dict, key: tuple, counts: tuple, existing: dict,
+                added: dict) -> None:
+    """Add ``added`` ({key values: counts}) to ``model``'s rows. ``existing`` holds the rows
+    there are ({key values: (pk, *counts)}); the others are inserted, with ``fixed``."""
+    updates, inserts = [], []
+    for values, more in added.items():
+        if values in existing:
+            pk, *before = existing[values]
+            updates.append((*map(add, before, more), pk))
+        else:
+            inserts.append((*fixed.values(), *values, *more))
+    update_rows(model, counts, updates)
+    insert_plain(model, (*fixed, *key, *counts), inserts)
+
+
+def _job_outcomes(upload: FileContext, results: dict[int, CaseOutcome]):
+    """This job's counts with the file's added: {node: (passes, failures, became flaky,
+    flaky failures added)}, written back."""
+    day, suite = connection.ops.adapt_datefield_value(upload.day), upload.suite.pk
+    mine = JobOutcome.objects.filter(suite=upload.suite, commit=upload.commit, job=upload.job)
+    before = {node: rest for node, *rest in _rows(mine, "node_id", "pk", "passes",
+                                                  "failures", "flaky")}
+    after, updates, inserts = {}, [], []
+    for node, result in results.items():
+        pk, passes, failures, was_flaky = before.get(node, (None, 0, 0, False))
+        passes, failures = passes + result.passes, failures + result.failures
+        flaky = is_flaky(passes, failures)
+        became = flaky and not was_flaky
+        after[node] = (passes, failures, became,
+                       failures if became else result.failures if flaky else 0)
+        if pk is None:
+            inserts.append((suite, node, upload.commit, upload.job, passes, failures, flaky,
+                            day))
+        else:
+            updates.append((passes, failures, flaky, day, pk))
+    update_rows(JobOutcome, ("passes", "failures", "flaky", "last_day"), updates)
+    insert_plain(JobOutcome, JOB_COLUMNS, inserts)
+    return after
+
+
+def _other_jobs(upload: FileContext, failed_here: list[int]) -> dict[int, list[tuple]]:
+    """The other jobs of the commit that could change a finding, by node: every job that
+    failed a test, and for the tests that failed here, every job that passed them."""
+    others = JobOutcome.objects.filter(suite=upload.suite, commit=upload.commit).exclude(
+        job=upload.job)
+    rows = {pk: rest for pk, *rest in _rows(others.filter(failures__gt=0),
+                                            "pk", "node_id", "passes", "failures")}
+    for nodes in (failed_here[i : i + CHUNK] for i in range(0, len(failed_here), CHUNK)):
+        rows.update((pk, rest) for pk, *rest in _rows(
+            others.filter(passes__gt=0, node_id__in=nodes), "pk", "node_id", "passes",
+            "failures"))
+    jobs = defaultdict(list)
+    for node, passes, failures in rows.values():
+        jobs[node].append((passes, failures))
+    return jobs
+
+
+def _findings(jobs: dict, others: dict) -> Findings:
+    """The tests newly flaky on the commit, and those that differ by job, in file order."""
+    newly, differs = [], []
+    for node, (passes, failures, became, _) in jobs.items():
+        elsewhere = others.get(node, [])
+        if became and not any(is_flaky(p, f) for p, f in elsewhere):
+            newly.append(node)
+        elif elsewhere and commit_finding(
+                [(passes, failures), *elsewhere]) is CommitFinding.DIFFERS_BY_JOB:
+            differs.append(node)
+    return Findings(newly, differs)
+
+
+def _add_day(upload: FileContext, ran: dict[int, CaseOutcome], jobs: dict,
+             newly: set[int], signatures: dict[int, str]) -> None:
+    """The day's rollups of the upload's branch: each test's runs, failures, flaky
+    failures and flaky commits, and its failures by signature."""
+    fixed = {"suite_id": upload.suite.pk, "day": connection.ops.adapt_datefield_value(
+        upload.day), "branch": upload.branch}
+    day_rows = NodeDay.objects.filter(suite=upload.suite, day=upload.day, branch=upload.branch)
+    _add_counts(
+        NodeDay, fixed=fixed, key=("node_id",), counts=DAY_COUNTS,
+        existing={(node,): rest for node, *rest in _rows(day_rows, "node_id", "pk",
+                                                        *DAY_COUNTS)},
+        added={(node,): (r.passes + r.failures, r.failures, jobs[node][3], int(node in newly))
+               for node, r in ran.items()},
+    )
+    failing = defaultdict(int)
+    for node, r in ran.items():
+        if r.failures:
+            failing[node, signatures[node]] += r.failures
+    if not failing:
+        return
+    signature_rows = SignatureDay.objects.filter(
+        suite=upload.suite, day=upload.day, branch=upload.branch)
+    _add_counts(
+        SignatureDay, fixed=fixed, key=("node_id", "signature"), counts=("failures",),
+        existing={(node, sig): rest for node, sig, *rest in _rows(
+            signature_rows, "node_id", "signature", "pk", "failures")},
+        added={k: (count,) for k, count in failing.items()},
+    )
+
+
+def detect(upload: FileContext, results: dict[int, CaseOutcome],
+           signatures: dict[int, str]) -> Findings:
+    """Add a file's results ({node: its merged attempts}, in the file's order, with each
+    failing one's signature) to the rollups; answer the tests newly flaky on the commit
+    and those that differ by job."""
+    ran = {node: r for node, r in results.items() if r.passes or r.failures}
+    jobs = _job_outcomes(upload, ran)
+    others = _other_jobs(upload, [n for n, (p, f, _, _) in jobs.items() if f and not p])
+    findings = _findings(jobs, others)
+    _add_day(upload, ran, jobs, set(findings.newly_flaky), signatures)
+    return findings

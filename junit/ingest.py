@@ -1,0 +1,151 @@
+"""The JUnit upload service: a file validated whole, then stored with its results and
+rollups in one transaction, under the suite's write lock (``ledger.locks.lock_suite``).
+
+1. **parse**: the query (commit, branch, job, attempt) and the whole file
+   (``junit.parse``); a refusal names the testcase and the field, and nothing is stored;
+2. **resolve**: each testcase's node, new nodes created (``junit.nodes``: they do not
+   join the gate's test set);
+3. **judge**: each test's attempts merged, its failure signature, whether the file is an
+   infrastructure failure (``junit.rules``, ``junit.signatures``);
+4. **store**: the file, its results, and unless it is an infrastructure failure the
+   rollups and what they show (``junit.detect``);
+5. **answer**: from what was stored (``junit.answers``).
+
+The same body with the same query is stored once: the second upload answers the stored
+result, marked as a duplicate. Nothing here touches the ledger or the gate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
+
+from flakeboard import rules as gate_rules
+from ledger.locks import lock_suite
+from ledger.models import Suite
+from ledger.wire import Code, Meta, OptionalMeta, problems, refusal
+from web.bulk import cycle_collector_paused, insert_plain
+
+from .detect import FileContext, Findings, detect
+from .models import CaseResult, JUnitFile
+from .nodes import nodes_for_cases
+from .parse import JUnitInvalid, ParsedFile, parse_junit
+from .rules import Outcome, Producer, failing_share, infrastructure_reason, merge_attempts
+from .signatures import signature
+
+RESULT_COLUMNS = ("suite_id", "file_id", "node_id", "day", "position", "outcome", "attempts",
+                  "passes", "failures", "duration", "message", "signature")
+
+
+class UploadMeta(BaseModel):
+    """What the query says of the file: the commit it tested (required), the branch, the
+    CI job (one cell of a matrix) and the job's attempt (a re-run of the whole job)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    commit: Meta
+    branch: OptionalMeta = ""
+    job: OptionalMeta = ""
+    attempt: Annotated[int, Strict(), Field(ge=1, le=gate_rules.COUNT_MAX)] = 1
+
+    @field_validator("commit")
+    @classmethod
+    def _commit_given(cls, commit: str) -> str:
+        if not commit:
+            raise refusal(Code.MISSING_FIELD, "is required: the commit the tests ran on")
+        return commit
+
+
+@dataclass(frozen=True)
+class JUnitOutcome:
+    file: JUnitFile
+    duplicate: bool = False
+
+
+def upload_meta(query: dict) -> UploadMeta:
+    try:
+        return UploadMeta.model_validate({k: v for k, v in query.items() if v is not None})
+    except ValidationError as exc:
+        raise JUnitInvalid("validation_failed", "", problems(exc), exc.error_count()) from None
+
+
+def junit_digest(body: bytes, meta: UploadMeta) -> str:
+    head = json.dumps(meta.model_dump(), sort_keys=True)
+    return hashlib.sha256(b"junit\0" + head.encode() + b"\0" + body).hexdigest()
+
+
+def _stored(suite: Suite, digest: str) -> JUnitOutcome | None:
+    file = JUnitFile.objects.filter(suite=suite, digest=digest).first()
+    return None if file is None else JUnitOutcome(file, duplicate=True)
+
+
+@cycle_collector_paused()
+def junit_ingest(*, suite: Suite, body: bytes, actor: str, query: dict,
+                 now: datetime | None = None) -> JUnitOutcome:
+    """Ingest one JUnit XML file (already inflated); JUnitInvalid when it is refused."""
+    meta = upload_meta(query)
+    parsed = parse_junit(body, max_cases=settings.UPLOAD_MAX_RECORDS)
+    digest = junit_digest(body, meta)
+    now = now or timezone.now()
+    if (stored := _stored(suite, digest)) is not None:
+        return stored
+    try:
+        with transaction.atomic():
+            locked = lock_suite(suite.pk)
+            # An identical upload may have committed while this one waited for the lock.
+            if (stored := _stored(suite, digest)) is not None:
+                return stored
+            return _store(locked, parsed, meta, digest=digest, actor=actor, now=now)
+    except IntegrityError:
+        if (stored := _stored(suite, digest)) is not None:
+            return stored
+        raise
+
+
+def _store(suite: Suite, parsed: ParsedFile, meta: UploadMeta, *, digest: str, actor: str,
+           now: datetime) -> JUnitOutcome:
+    today = now.date()
+    attempts, positions, names = defaultdict(list), {}, {}
+    for case, (node, nodeid) in zip(parsed.cases, nodes_for_cases(suite, parsed.cases),
+                                    strict=True):
+        attempts[node].extend(case.attempts)
+        positions.setdefault(node, case.position)
+        names[node] = nodeid
+    copies_rerun = parsed.producer is Producer.PYTEST
+    results = {node: merge_attempts(a, copies_rerun=copies_rerun) for node, a in attempts.items()}
+    signatures = {node: signature(r.message) for node, r in results.items() if r.failures}
+    share = suite.junit_infrastructure_share
+    reason = infrastructure_reason(list(results.values()), share=share,
+                                   errors_outside_tests=parsed.errors_outside_tests)
+    findings = Findings([], []) if reason else detect(
+        FileContext(suite, meta.commit, meta.job, meta.branch, today), results, signatures)
+    outcomes = Counter(r.outcome for r in results.values())
+    file = JUnitFile.objects.create(
+        suite=suite, created_at=now, day=today, commit=meta.commit, branch=meta.branch,
+        job=meta.job, attempt=meta.attempt, uploaded_by=actor, digest=digest,
+        producer=parsed.producer.value, testcases=len(results),
+        passed=outcomes[Outcome.PASSED], failed=outcomes[Outcome.FAILED],
+        error=outcomes[Outcome.ERROR], skipped=outcomes[Outcome.SKIPPED],
+        reruns=sum(r.reruns for r in results.values()),
+        flaky_in_file=sum(r.flaky for r in results.values()),
+        failing_share=float(failing_share(list(results.values()))),
+        infrastructure_share=share, infrastructure_reason=reason.value if reason else "",
+        newly_flaky=[names[node] for node in findings.newly_flaky],
+        differs_by_job=[names[node] for node in findings.differs_by_job],
+    )
+    day, suite_id, file_id = connection.ops.adapt_datefield_value(today), suite.pk, file.pk
+    insert_plain(CaseResult, RESULT_COLUMNS, [
+        (suite_id, file_id, node, day, positions[node], r.outcome.value, r.attempts,
+         r.passes, r.failures, r.duration, r.message, signatures.get(node, ""))
+        for node, r in results.items()
+    ])
+    return JUnitOutcome(file)

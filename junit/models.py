@@ -1,0 +1,193 @@
+"""Passive evidence from JUnit XML: each file uploaded, each test's result in it (the raw
+rows, kept JUNIT_RETENTION_DAYS), and the rollups that detection and the flaky-tests
+page read, so that neither's cost grows with history.
+
+- ``JobOutcome``: per node, commit and job, the passes and failures so far (every attempt
+  and rerun of that job). Detection reads only the rows of the upload's own commit; they
+  are pruned with the raw rows, since a job's attempts come within days.
+- ``NodeDay``: per node, day and branch, the runs, failures and flaky failures, and the
+  commits the node became flaky on: the page's ranking, rate, first and last seen, read
+  over a window of days. Kept.
+- ``SignatureDay``: per node, day, branch and failure signature, the failures: the page's
+  top signatures. Kept.
+
+None of these is part of the gate. A file flagged ``infrastructure`` keeps its raw rows
+and adds nothing to the rollups.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from flakeboard import rules as gate_rules
+from ledger.models import Node, Suite
+
+from .rules import InfrastructureReason, Outcome, Producer
+from .signatures import MESSAGE_MAX_LENGTH, SIGNATURE_MAX_LENGTH
+
+META = gate_rules.META_MAX_LENGTH
+
+
+class JUnitFile(models.Model):
+    """One uploaded JUnit XML file, its counts and what detection found on upload."""
+
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="junit_files")
+    created_at = models.DateTimeField()
+    day = models.DateField()
+    commit = models.CharField(max_length=META)
+    branch = models.CharField(max_length=META, blank=True)
+    job = models.CharField(max_length=META, blank=True)
+    attempt = models.PositiveIntegerField(default=1)
+    uploaded_by = models.CharField(max_length=200)
+    digest = models.CharField(max_length=64)
+    producer = models.CharField(max_length=10, choices=[(p.value, p.value) for p in Producer])
+    # Tests by their last attempt, as pytest counts them, and the attempts beyond the first.
+    testcases = models.PositiveIntegerField(default=0)
+    passed = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    error = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)
+    reruns = models.PositiveIntegerField(default=0)
+    flaky_in_file = models.PositiveIntegerField(
+        default=0, help_text="Tests that both passed and failed within this file.")
+    failing_share = models.FloatField(default=0.0, help_text="Of the tests that ran.")
+    infrastructure_share = models.FloatField(help_text="The suite's share at upload.")
+    infrastructure_reason = models.CharField(
+        max_length=30, blank=True, choices=[(r.value, r.value) for r in InfrastructureReason],
+        help_text="Set when the file is an infrastructure failure, left out of detection.",
+    )
+    # Found on upload, kept for the answer to a duplicate: node ids, in file order.
+    newly_flaky = models.JSONField(default=list, blank=True)
+    differs_by_job = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["suite", "digest"], name="junit_once_per_digest")
+        ]
+        indexes = [
+            models.Index(fields=["suite", "-created_at"], name="junit_suite_recent"),
+            models.Index(fields=["suite", "commit"], name="junit_suite_commit"),
+            models.Index(fields=["day"], name="junit_day"),  # pruning
+        ]
+
+    def __str__(self):
+        return f"junit {self.pk} ({self.commit[:12]} {self.job or '-'} #{self.attempt})"
+
+    @property
+    def infrastructure(self) -> bool:
+        return bool(self.infrastructure_reason)
+
+
+class CaseResult(models.Model):
+    """One test in one file, its attempts merged (``junit.rules.merge_attempts``)."""
+
+    # A file's rows are found by (file, position), a node's by (node, day): the indexes
+    # below, and no other (each index is written for every row of every file).
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="+",
+                              db_index=False)
+    file = models.ForeignKey(JUnitFile, on_delete=models.CASCADE, related_name="results",
+                             db_index=False)
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+", db_index=False)
+    day = models.DateField()
+    position = models.PositiveIntegerField(help_text="Its first testcase's index in the file.")
+    outcome = models.CharField(max_length=7, choices=[(o.value, o.value) for o in Outcome],
+                               help_text="Its last attempt's.")
+    attempts = models.PositiveIntegerField(default=1)
+    passes = models.PositiveIntegerField(default=0)
+    failures = models.PositiveIntegerField(default=0, help_text="Failed or error attempts.")
+    duration = models.FloatField(null=True, blank=True, help_text="Seconds, all attempts.")
+    message = models.CharField(max_length=MESSAGE_MAX_LENGTH, blank=True,
+                               help_text="The first failure's first line.")
+    signature = models.CharField(max_length=SIGNATURE_MAX_LENGTH, blank=True)
+
+    class Meta:
+        ordering = ["position"]
+        indexes = [
+            models.Index(fields=["file", "position"], name="caseresult_file_pos"),
+            models.Index(fields=["node", "-day"], name="caseresult_node_recent"),
+        ]
+
+    def __str__(self):
+        return f"{self.node_id}: {self.outcome} ({self.passes}/{self.attempts} passed)"
+
+
+class NodeRollup(models.Model):
+    """A rollup row of one node. Its unique key and its index lead with the suite or the
+    node, so the foreign keys need no index of their own (each is written per row)."""
+
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="+",
+                              db_index=False)
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+", db_index=False)
+
+    class Meta:
+        abstract = True
+
+
+class DayRollup(NodeRollup):
+    """A node's rollup row of one day and branch."""
+
+    day = models.DateField()
+    branch = models.CharField(max_length=META, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class JobOutcome(NodeRollup):
+    """A node's passes and failures in one job of one commit, over its attempts."""
+
+    commit = models.CharField(max_length=META)
+    job = models.CharField(max_length=META, blank=True)
+    passes = models.PositiveIntegerField(default=0)
+    failures = models.PositiveIntegerField(default=0)
+    flaky = models.BooleanField(default=False)
+    last_day = models.DateField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["suite", "commit", "job", "node"],
+                                    name="one_job_outcome_per_node")
+        ]
+        indexes = [models.Index(fields=["last_day"], name="joboutcome_last_day")]
+
+    def __str__(self):
+        return (f"{self.node_id} on {self.commit[:12]} {self.job or '-'}: "
+                f"{self.passes} passed, {self.failures} failed")
+
+
+class NodeDay(DayRollup):
+    """A node's runs (passed or failed attempts), failures, flaky failures (failures in a
+    job it is flaky in) and the commits it became flaky on, per day and branch."""
+
+    runs = models.PositiveIntegerField(default=0)
+    failures = models.PositiveIntegerField(default=0)
+    flaky_failures = models.PositiveIntegerField(default=0)
+    flaky_commits = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["suite", "day", "branch", "node"],
+                                    name="one_node_day_per_branch")
+        ]
+        indexes = [models.Index(fields=["node", "day"], name="nodeday_node_day")]
+
+    def __str__(self):
+        return f"{self.node_id} {self.day} {self.branch or '-'}: {self.flaky_failures} flaky"
+
+
+class SignatureDay(DayRollup):
+    """A node's failures with one signature, per day and branch."""
+
+    signature = models.CharField(max_length=SIGNATURE_MAX_LENGTH, blank=True)
+    failures = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["node", "day", "branch", "signature"],
+                                    name="one_signature_day")
+        ]
+        indexes = [models.Index(fields=["suite", "day"], name="signatureday_suite_day")]
+
+    def __str__(self):
+        return f"{self.node_id} {self.day}: {self.signature!r}, {self.failures} failures"

@@ -1,0 +1,87 @@
+"""A JUnit file's testcases as the suite's nodes: each case's node id settled
+(``junit.nodeids``), and the nodes the suite does not know yet created.
+
+**A node the suite knows.** A pytest testcase whose id is a guess (no ``file`` that fits)
+takes the id of a node the suite knows from pytest itself, a node a gate upload (a
+report or signal records) or a quarantine entry named, when pytest would write that node
+with the testcase's classname and name. A node an earlier JUnit file created is itself a
+guess and decides nothing: once a report names the true id, later files map to it (the
+results stored before stay under the guess).
+
+**JUnit nodes do not join the test set.** A node first seen in a JUnit file is created
+with its tier (the suite's tier rules) and no ``first_seen``/``last_seen``: those are the
+days a gate upload named it, and the quarantined share's test set is the nodes seen there
+(SPEC 2.2). A JUnit file lists every test a job ran; counting its nodes would grow the
+test set and let more quarantines under the cap, and passive evidence would change the
+gate.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from django.db.models import Exists, Max, OuterRef, Q
+
+from flakeboard import rules
+from ledger.models import Node, QuarantineEntry, Suite, text_key
+from ledger.selectors import tier_rule_specs
+from web.bulk import insert_plain, plain_rows
+
+from .nodeids import pytest_written
+from .parse import Case
+
+CHUNK = 5000  # keys per IN list: far under SQLite's variable limit (32,766)
+NODE_COLUMNS = ("suite_id", "nodeid", "key", "stated_tier", "tier", "first_seen", "last_seen")
+# Nodes the suite knows from pytest itself: named by a gate upload or by an entry.
+VOUCHED = Q(first_seen__isnull=False) | Exists(QuarantineEntry.objects.filter(node=OuterRef("pk")))
+
+
+def _known(suite: Suite, nodeids: Iterable[str], *, after: int = 0) -> dict[str, int]:
+    """The suite's nodes among ``nodeids`` (with a primary key over ``after``), by id:
+    their primary keys. By key for a few; for many (most of a suite, as a CI job's file
+    is), the suite's nodes read once and kept when named."""
+    wanted = set(nodeids)
+    nodes = Node.objects.filter(suite=suite, pk__gt=after)
+    if len(wanted) > CHUNK:
+        rows = plain_rows(nodes.values_list("nodeid", "pk"), CHUNK)
+        return {nodeid: pk for nodeid, pk in rows if nodeid in wanted}
+    keys = sorted({text_key(nodeid) for nodeid in wanted})
+    rows = plain_rows(nodes.filter(key__in=keys).values_list("nodeid", "pk"), CHUNK)
+    return {nodeid: pk for nodeid, pk in rows if nodeid in wanted}
+
+
+def _vouched_fits(suite: Suite) -> dict[tuple[str, str], list[str]]:
+    """The suite's vouched nodes by how pytest writes them, each list in id order."""
+    fits = defaultdict(list)
+    vouched = Node.objects.filter(VOUCHED, suite=suite).order_by("nodeid")
+    for (nodeid,) in plain_rows(vouched.values_list("nodeid"), CHUNK):
+        fits[pytest_written(nodeid)].append(nodeid)
+    return fits
+
+
+def _settled(case: Case, fits: dict[tuple[str, str], list[str]]) -> str:
+    found = fits.get(case.written) if case.written else None
+    if not found:
+        return case.nodeid
+    return case.nodeid if case.nodeid in found else found[0]
+
+
+def nodes_for_cases(suite: Suite, cases: list[Case]) -> list[tuple[int, str]]:
+    """Each case's node, (primary key, node id), in the cases' order; new nodes created."""
+    fits = _vouched_fits(suite) if any(case.written for case in cases) else {}
+    chosen = [_settled(case, fits) for case in cases]
+    known = _known(suite, chosen)
+    new = sorted(set(chosen) - known.keys())
+    if new:
+        specs = tier_rule_specs(suite)
+        # Every writer of the suite's nodes holds its lock: the nodes made now are the
+        # suite's nodes with a key over the largest before.
+        before = Node.objects.aggregate(last=Max("pk"))["last"] or 0
+        insert_plain(Node, NODE_COLUMNS, [
+            (suite.pk, nodeid, text_key(nodeid), None,
+             rules.resolve_tier(nodeid, specs, None).tier, None, None)
+            for nodeid in new
+        ])
+        known.update(_known(suite, new, after=before))
+    return [(known[nodeid], nodeid) for nodeid in chosen]

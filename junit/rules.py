@@ -1,0 +1,163 @@
+"""The rules of passive evidence: what a JUnit file says of each test, when a file is an
+infrastructure failure, and when a test is flaky on a commit. Pure Python, no Django.
+
+Passive evidence never changes the gate: these rules decide what the board shows and what
+is worth measuring, never whether a patch passes.
+
+**Attempts.** Every run of a test in a file is an attempt, passed, failed, error or
+skipped; failed and error are failures. A test's attempts in one file are its testcase
+elements that map to one node id, in document order, plus, for Maven Surefire, the
+``flakyFailure``/``flakyError`` elements inside a testcase (failed attempts before the one
+the testcase reports) and ``rerunFailure``/``rerunError`` (failed attempts after it).
+pytest-rerunfailures (16.x) writes a rerun test's testcase once per attempt and the failed
+attempts carry no ``<failure>`` (the file then says ``failures="0"``): in a pytest file,
+every copy of a testcase but the last is a failed attempt whatever it says, since the
+plugin reruns only a failure.
+
+**A file's test.** Its outcome is its last attempt's; its failures are every failed or
+error attempt; its message is the first failure's first line.
+
+**Flaky.** A test is flaky in a job of a commit when that job (its attempts and the reruns
+within its files) has at least one pass and at least one failure of it. Passing in one
+job and failing in another of the same commit is "differs by job" (a matrix: another
+Python, another OS), a likely platform dependence, and not flaky.
+
+**Infrastructure.** A file holding an error outside any test (``INFRASTRUCTURE_MARKS``),
+or in which more than the suite's share of the tests that ran never passed (counted when
+at least INFRASTRUCTURE_MIN_TESTS ran: a handful of failing tests is not a broken runner), is an
+infrastructure failure: stored and shown, and left out of flaky detection.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from fractions import Fraction
+
+INFRASTRUCTURE_MIN_TESTS = 10
+
+
+class Outcome(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    SKIPPED = "skipped"
+
+
+FAILURES = frozenset({Outcome.FAILED, Outcome.ERROR})
+
+
+class Producer(StrEnum):
+    """Who wrote a JUnit file: it decides how node ids are read and how reruns are written."""
+
+    PYTEST = "pytest"
+    SUREFIRE = "surefire"
+    JEST = "jest"
+    GOTESTSUM = "gotestsum"
+    OTHER = "junit"
+
+
+class InfrastructureReason(StrEnum):
+    ERROR_OUTSIDE_TESTS = "error_outside_tests"
+    FAILING_SHARE = "failing_share"
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    outcome: Outcome
+    duration: float | None = None
+    message: str = ""  # the failure's first line
+
+
+@dataclass(frozen=True, slots=True)
+class CaseOutcome:
+    """One test in one file, its attempts merged."""
+
+    outcome: Outcome  # the last attempt's
+    attempts: int
+    passes: int
+    failures: int  # failed or error attempts
+    duration: float | None  # all attempts together; None when no attempt says
+    message: str  # the first failure's first line; "" when none says
+
+    @property
+    def reruns(self) -> int:
+        return self.attempts - 1
+
+    @property
+    def flaky(self) -> bool:
+        return is_flaky(self.passes, self.failures)
+
+
+def merge_attempts(attempts: list[Attempt], *, copies_rerun: bool = False) -> CaseOutcome:
+    """One test's attempts in a file, in order. ``copies_rerun``: the producer writes a
+    rerun test once per attempt and only the last says how it ended (pytest)."""
+    if len(attempts) == 1:  # most tests, most of the time
+        (only,) = attempts
+        failed = only.outcome in FAILURES
+        return CaseOutcome(only.outcome, 1, int(only.outcome is Outcome.PASSED), int(failed),
+                           only.duration, only.message if failed else "")
+    if copies_rerun:
+        attempts = [
+            attempt if attempt.outcome in FAILURES else Attempt(Outcome.FAILED, attempt.duration)
+            for attempt in attempts[:-1]
+        ] + attempts[-1:]
+    durations = [a.duration for a in attempts if a.duration is not None]
+    failed = [a for a in attempts if a.outcome in FAILURES]
+    return CaseOutcome(
+        outcome=attempts[-1].outcome,
+        attempts=len(attempts),
+        passes=sum(a.outcome is Outcome.PASSED for a in attempts),
+        failures=len(failed),
+        duration=sum(durations) if durations else None,
+        message=next((a.message for a in failed if a.message), ""),
+    )
+
+
+def is_flaky(passes: int, failures: int) -> bool:
+    """The flaky rule, for one job of one commit (or one file): a pass and a failure."""
+    return passes >= 1 and failures >= 1
+
+
+def failing_share(tests: list[CaseOutcome]) -> Fraction:
+    """The share of a file's tests that ran (not only skipped) and never passed."""
+    ran = [t for t in tests if t.passes or t.failures]
+    if not ran:
+        return Fraction(0)
+    return Fraction(sum(t.passes == 0 for t in ran), len(ran))
+
+
+def infrastructure_reason(
+    tests: list[CaseOutcome], *, errors_outside_tests: int, share: float
+) -> InfrastructureReason | None:
+    """Why a file is an infrastructure failure, or None. ``share`` is the suite's: a file
+    is one when more than that share of its tests fail (exactly: 8 of 10 is not over 0.8)."""
+    if errors_outside_tests:
+        return InfrastructureReason.ERROR_OUTSIDE_TESTS
+    ran = sum(bool(t.passes or t.failures) for t in tests)
+    if ran >= INFRASTRUCTURE_MIN_TESTS and failing_share(tests) > Fraction(repr(share)):
+        return InfrastructureReason.FAILING_SHARE
+    return None
+
+
+class CommitFinding(StrEnum):
+    """What a commit's jobs say of one test, all together."""
+
+    FLAKY = "flaky"  # one job passed and failed it
+    DIFFERS_BY_JOB = "differs_by_job"  # passed in one job, failed in another
+    FAILED = "failed"
+    PASSED = "passed"
+    NOT_RUN = "not_run"  # skipped, or never run
+
+
+def commit_finding(jobs: list[tuple[int, int]]) -> CommitFinding:
+    """The finding from each job's (passes, failures) of one test on one commit."""
+    if any(is_flaky(passes, failures) for passes, failures in jobs):
+        return CommitFinding.FLAKY
+    passed = any(passes for passes, _ in jobs)
+    failed = any(failures for _, failures in jobs)
+    if passed and failed:
+        return CommitFinding.DIFFERS_BY_JOB
+    if failed:
+        return CommitFinding.FAILED
+    return CommitFinding.PASSED if passed else CommitFinding.NOT_RUN

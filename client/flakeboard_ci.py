@@ -13,6 +13,7 @@ One file, standard library only. Fetch it from the board itself:
     python3 flakeboard_ci.py measure targets.txt --runs 200 --workers 4 --upload --commit "$SHA"
     python3 flakeboard_ci.py report flake-report.json --commit "$SHA" --branch main
     python3 flakeboard_ci.py signals signals.json --patch "$PATCH_ID"
+    python3 flakeboard_ci.py junit junit.xml --commit "$SHA" --job py312 --attempt 1
 
 `measure` is the background article's budget script, made fast: the same
 flake_targets.txt, FLAKE_RUNS (default 200) and TODAY (default today, UTC), run i with
@@ -27,6 +28,10 @@ flaky, broken, order_dependent or repeat_unsafe (measured again with a process p
 --fresh runs a process per run throughout, in parallel: needed by tests that read
 PATCH_SEED at import time, which in process see the first seed only. --timeout stops a
 hung run and counts it as a failure.
+
+`junit` uploads JUnit XML files (any common producer's) as passive evidence and prints
+the tests newly seen flaky: a pass and a failure in one job of the commit. It never fails
+the job on what it finds.
 
 `report` and `signals` print the failing nodes first. --format text|github|gitlab|markdown|json
 picks the output (github when $GITHUB_ACTIONS is true, gitlab when $GITLAB_CI is true);
@@ -45,7 +50,7 @@ Environment:
     FLAKE_RUNS, TODAY  measure's runs per target and gate date, as the budget script reads them
 
 Exit codes:
-    0  report passes (OK or WARN) / batch accepted / ledger fetched
+    0  report passes (OK or WARN) / batch accepted / ledger fetched / junit files stored
     1  report fails / batch rejected
     2  batch on hold
     3  the board could not be reached (network, DNS, timeout, 502-504)
@@ -61,6 +66,7 @@ import calendar
 import collections
 import contextlib
 import copy
+import gzip
 import hashlib
 import heapq
 import http.client
@@ -121,9 +127,9 @@ class Board:
         self.timeout = timeout
         self.retries = retries
 
-    def call(self, method, path, *, query=None, body=None):
+    def call(self, method, path, *, query=None, body=None, headers=None):
         """The decoded JSON answer, its headers; Refused or Unreachable otherwise."""
-        _, raw, headers = self.fetch(method, path, query=query, body=body)
+        _, raw, headers = self.fetch(method, path, query=query, body=body, headers=headers)
         return decoded(raw), headers
 
     def fetch(self, method, path, *, query=None, body=None, headers=None):
@@ -139,7 +145,7 @@ class Board:
             **(headers or {}),
         }
         if body is not None:
-            headers["Content-Type"] = "application/json"
+            headers.setdefault("Content-Type", "application/json")
         attempt = 0
         while True:
             try:
@@ -392,6 +398,84 @@ def _finish(answer):
 
 def quote(slug):
     return urllib.parse.quote(slug, safe="")
+
+
+# --- junit: passive evidence from the JUnit XML a CI job already writes --------------
+
+
+def cmd_junit(board, args):
+    """Upload each JUnit file, gzip-compressed, and print what the board found in it. It is
+    evidence, not a gate: exit 0 once every file is stored, 3 or 4 when one could not be."""
+    files = [(path, read_file_bytes(path)) for path in args.files]  # all readable first
+    slug = suite_slug(board, args.suite)
+    query = {"commit": args.commit, "branch": args.branch, "job": args.job,
+             "attempt": str(args.attempt)}
+    headers = {"Content-Type": "application/xml", "Content-Encoding": "gzip"}
+    answers = []
+    for path, raw in files:
+        try:
+            answer, _ = board.call("POST", f"/api/v1/suites/{quote(slug)}/junit", query=query,
+                                   body=gzip.compress(raw, mtime=0), headers=headers)
+        except Refused:
+            print(f"flakeboard: {path} was not stored"
+                  + (f" ({len(answers)} file(s) before it were)" if answers else ""),
+                  file=sys.stderr)
+            raise
+        answers.append((path, answer))
+    fmt = output_format(args, os.environ)
+    if fmt == "json":
+        print(json.dumps([answer for _, answer in answers]))
+        return 0
+    flaky = sorted({node for _, answer in answers for node in answer["newly_flaky"]})
+    if fmt == "markdown":
+        sys.stdout.write(junit_markdown(answers, flaky, args.commit))
+        return 0
+    for path, answer in answers:
+        again = " (uploaded before: the stored result)" if answer["duplicate"] else ""
+        print(f"{path}: {answer['summary']}{again}")
+    for node in flaky:
+        print(f"FLAKY {node}")
+    if fmt == "github":
+        _print_lines(junit_annotations(flaky, args.commit))
+        path = os.environ.get("GITHUB_STEP_SUMMARY")
+        if path:
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(junit_markdown(answers, flaky, args.commit))
+    print(f"{len(answers)} file{'s' if len(answers) != 1 else ''} stored; "
+          f"{len(flaky)} test{'s' if len(flaky) != 1 else ''} newly flaky on {args.commit}.")
+    return 0
+
+
+def read_file_bytes(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def junit_annotations(flaky, commit):
+    """A ::warning per newly flaky test, as many as GitHub shows, then a ::notice of the
+    rest."""
+    for node in flaky[:ANNOTATIONS_SHOWN]:
+        yield (f"::warning file={github_property(node_file(node))},"
+               f"title={github_property(f'Flaky test {node}')}::"
+               + github_data(f"{node} passed and failed in one job on {commit}"))
+    if len(flaky) > ANNOTATIONS_SHOWN:
+        yield "::notice::" + github_data(
+            f"{len(flaky) - ANNOTATIONS_SHOWN} more newly flaky tests are not annotated "
+            f"(GitHub shows {ANNOTATIONS_SHOWN}): they are in the job summary")
+
+
+def junit_markdown(answers, flaky, commit):
+    lines = [f"### Flakeboard: {len(flaky)} test{'s' if len(flaky) != 1 else ''} newly "
+             f"flaky on `{markdown_text(commit)}`", ""]
+    lines += [f"- {markdown_text(path)}: {markdown_text(answer['summary'])}"
+              for path, answer in answers]
+    if flaky:
+        lines += ["", "| newly flaky test |", "|---|"]
+        lines += [f"| {markdown_text(node)} |" for node in flaky]
+    return "\n".join(lines) + "\n"
 
 
 # --- presenting the board's answer ---------------------------------------------------
@@ -1697,6 +1781,18 @@ def parse_args(argv):
     signals.add_argument("--commit", default="")
     signals.add_argument("--evidence", default="", help="a CI run reference or URL")
 
+    junit = commands.add_parser(
+        "junit", help="upload JUnit XML files: passive evidence of flaky tests")
+    junit.add_argument("files", nargs="+", metavar="FILE")
+    junit.add_argument("--commit", required=True, help="the commit the tests ran on")
+    junit.add_argument("--branch", default="")
+    junit.add_argument("--job", default="",
+                       help="the CI job: each cell of a matrix is a job of its own")
+    junit.add_argument("--attempt", type=int, default=1,
+                       help="the job's attempt: 2 for its first re-run (default 1)")
+    junit.add_argument("--format", choices=FORMATS,
+                       help="default text; github when $GITHUB_ACTIONS is true")
+
     measure = measure_parser(commands)
     for upload in (report, signals, measure):
         upload.add_argument("--dry-run", action="store_true", help="evaluate, store nothing")
@@ -1709,6 +1805,8 @@ def parse_args(argv):
         upload.add_argument("--codequality", metavar="PATH",
                             help="also write a GitLab Code Quality report to PATH")
     args = parser.parse_args(argv)
+    if args.command == "junit" and args.attempt < 1:
+        parser.error("--attempt must be at least 1")
     if args.command == "ledger":
         if args.offline_max_age is not None and not args.cache:
             parser.error("--offline-max-age needs --cache DIR")
@@ -1732,7 +1830,7 @@ def board_from(args):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     command = {"ledger": cmd_ledger, "report": cmd_report, "signals": cmd_signals,
-               "measure": cmd_measure}
+               "measure": cmd_measure, "junit": cmd_junit}
     board = None
     try:
         # measure needs the board only to upload what it measured.

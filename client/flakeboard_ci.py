@@ -406,7 +406,7 @@ def quote(slug):
 def cmd_junit(board, args):
     """Upload each JUnit file, gzip-compressed, and print what the board found in it. It is
     evidence, not a gate: exit 0 once every file is stored, 3 or 4 when one could not be."""
-    files = [(path, read_file_bytes(path)) for path in args.files]  # all readable first
+    files = [(path, read_upload(path)) for path in args.files]  # all readable first
     slug = suite_slug(board, args.suite)
     query = {"commit": args.commit, "branch": args.branch, "job": args.job,
              "attempt": str(args.attempt)}
@@ -444,14 +444,6 @@ def cmd_junit(board, args):
     print(f"{len(answers)} file{'s' if len(answers) != 1 else ''} stored; "
           f"{len(flaky)} test{'s' if len(flaky) != 1 else ''} newly flaky on {args.commit}.")
     return 0
-
-
-def read_file_bytes(path):
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
 
 
 def junit_annotations(flaky, commit):

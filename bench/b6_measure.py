@@ -242,7 +242,8 @@ def run(scale: float, backend: str, workdir) -> list[Row]:
         Row(ID, backend, f"fails counts against the script at {runs_text(script_runs)}, "
             "seed-driven targets",
             subject=f"{len(targets) - len(mismatched)} of {len(targets)} identical",
-            goal="all identical", ratio=len(mismatched), limit=0,
+            goal="all identical", ratio=(len(targets) - len(mismatched)) / len(targets),
+            limit=1, at_most=False,
             detail=", ".join(mismatched) or "every count equal").judge(),
     ]
     against_plugins = "measure against the faster of flakefinder and repeat, with xdist"

@@ -1,5 +1,7 @@
 # Flakeboard: `make run` serves the demo board, `make test` runs the whole suite, and
 # `make test-fast` its fast lane. All create .venv and install requirements.txt first.
+# `make client` assembles client/flakeboard_ci.py, the CI client the board serves, from its
+# modules in client/src/flakeboard_ci/ (client/build.py; a test fails while it is stale).
 # Django 6 needs Python 3.12+.
 
 VENV := .venv
@@ -13,7 +15,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3 \
 	$$(ls -d $$HOME/.pyenv/versions/3.13*/bin/python3 $$HOME/.pyenv/versions/3.12*/bin/python3 2>/dev/null); do \
 	if $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then echo $$p; break; fi; done)
 
-.PHONY: install run test test-fast lint bench clean
+.PHONY: install run test test-fast lint client bench clean
 
 $(VENV)/.installed: requirements.txt
 	@if [ -z "$(PYTHON)" ]; then \
@@ -47,6 +49,11 @@ test-fast: install
 
 lint: install
 	$(PY) -m ruff check .
+
+# The served client is one file, standard library only, for Python 3.8+: build.py needs no
+# .venv, only a Python 3.8 or newer.
+client:
+	$(or $(PYTHON),python3) client/build.py
 
 # Benchmarks (bench/): prints the table, writes bench/results.json and docs/benchmarks.md.
 # SQLite always; PostgreSQL too when DATABASE_URL names a server. BENCH_SCALE=0.01 is a smoke run.

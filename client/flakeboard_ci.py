@@ -87,6 +87,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+# --- core.py: constants, exceptions, the argument parser ------------------------------
+
+
 VERSION = "1"
 EXIT_UNREACHABLE = 3
 EXIT_REFUSED = 4
@@ -117,7 +120,7 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-# --- talking to the board ------------------------------------------------------------
+# --- board.py: talking to the board ---------------------------------------------------
 
 
 class Board:
@@ -213,7 +216,296 @@ def read_upload(path):
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
 
 
-# --- the three commands ----------------------------------------------------------------
+def _upload(board, args, endpoint, body=None, **meta):
+    """POST ``body`` (by default the upload file) to the suite's ``endpoint``: the board's
+    decoded answer."""
+    slug = suite_slug(board, args.suite)
+    query = dict(meta, evidence=args.evidence, dry_run="1" if args.dry_run else "")
+    answer, _ = board.call("POST", f"/api/v1/suites/{quote(slug)}/{endpoint}", query=query,
+                           body=read_upload(args.file) if body is None else body)
+    return answer
+
+
+def quote(slug):
+    return urllib.parse.quote(slug, safe="")
+
+
+# --- outputs.py: presenting the board's answer ----------------------------------------
+
+
+Row = collections.namedtuple("Row", "node status reason flags line url")
+# Worst first: rows that fail the job (FAIL, REJECT, then HOLD), warnings, passing rows.
+RANK = {"FAIL": 0, "REJECT": 0, "HOLD": 1, "WARN": 2, "OK": 3, "ACCEPT": 3}
+FAILING, WARNING, PASSING = ("FAIL", "REJECT", "HOLD"), ("WARN",), ("OK", "ACCEPT")
+
+
+def view(answer, kind):
+    """The answer's rows worst first, its summary parts (head, reason, details), and the
+    word for a passing row."""
+    if kind == "report":
+        rows = [Row(m["nodeid"], m["status"], m["reason"], m["flags"], _measurement_line(m),
+                    m.get("url")) for m in answer["measurements"]]
+        counts, share = answer["counts"], answer["share"]
+        details = (f"{counts['measurements']} measurements, {counts['fail']} FAIL, "
+                   f"{counts['warn']} WARN, {counts['ok']} OK; quarantined share "
+                   f"{share['share']:.1%} of {share['test_set_size']} (cap {share['cap']:.1%})")
+        head, passing = f"report {answer['status']}", "OK"
+    else:
+        rows = []
+        for r in answer["records"]:
+            verdict = r["verdict"].upper()
+            rows.append(Row(r["node"], verdict, r["reason"], r["flags"],
+                            f"{verdict:<6} {r['node']}: {r['reason']}"
+                            f"{_entry_note(r.get('entry'))}{_flags(r['flags'])}",
+                            r.get("url")))
+        reasons = sorted(answer["reason_counts"].items())
+        details = (f"{len(rows)} records; "
+                   f"{', '.join(f'{reason} {n}' for reason, n in reasons) or 'no records'}")
+        head, passing = f"batch {answer['verdict'].upper()}", "ACCEPT"
+    rows.sort(key=lambda row: RANK[row.status])
+    return rows, (head, answer["reason"], details), passing
+
+
+def _measurement_line(m):
+    line = (f"{m['status']:<4} {m['nodeid']}: {m['reason']} "
+            f"(upper95={m['upper95']:.4f}, {m['fails']}/{m['n']} failed)")
+    return line + _entry_note(m.get("entry")) + _flags(m["flags"])
+
+
+def _entry_note(entry):
+    """What the node's ledger entry did for the row: "quarantined until ... by ...", or,
+    for a tier violation, why the entry is void and what rule made it so."""
+    if not entry:
+        return ""
+    if entry.get("state") != "tier_violation":
+        return f"; quarantined until {entry['expires']} by {entry['owner']}"
+    tier, rule = entry.get("tier"), entry.get("tier_rule")
+    if tier is None:
+        why = "the node is tier 0 or 1 now"
+    elif rule is None:
+        why = f"an upload stated tier {tier} for the node"
+    else:
+        why = f"the tier rule \u201c{rule}\u201d now makes the node tier {tier}"
+    return (f"; its entry (until {entry['expires']}, by {entry['owner']}) is void: {why}, "
+            f"and a tier {'0 or 1' if tier is None else tier} node may not be quarantined, "
+            f"so it counts as unquarantined")
+
+
+def _flags(flags):
+    return f" [{', '.join(flags)}]" if flags else ""
+
+
+def group(rows, statuses):
+    return [row for row in rows if row.status in statuses]
+
+
+def output_format(args, environ):
+    if args.format:
+        return args.format
+    if environ.get("GITHUB_ACTIONS") == "true":
+        return "github"
+    if environ.get("GITLAB_CI") == "true":
+        return "gitlab"
+    return "text"
+
+
+def present(answer, kind, args):
+    """Print the answer in the chosen format; the board's exit code."""
+    environ = os.environ
+    fmt = output_format(args, environ)
+    rows, summary, passing = view(answer, kind)
+    if args.codequality:
+        write_codequality(args.codequality, rows, args.only_failures)
+    if fmt == "json":
+        print(json.dumps(answer))
+        return int(answer["exit_code"])
+    if fmt == "markdown":
+        sys.stdout.write(markdown_summary(answer, rows, summary, args.only_failures))
+        return int(answer["exit_code"])
+    failing, warning, passed = (group(rows, statuses) for statuses in (FAILING, WARNING, PASSING))
+    shown = failing if args.only_failures else failing + warning
+    passed_line = None
+    if not args.only_failures and passed:
+        passed_line = f"{len(passed)} {passing}"
+        if not args.all:
+            passed_line += ", not listed (--all lists them)"
+    if fmt == "gitlab":
+        with gitlab_section(f"flakeboard_{kind}", f"Flakeboard: {summary[0]} ({summary[1]})"):
+            _print_lines(row.line for row in shown)
+        if passed_line:
+            with gitlab_section(f"flakeboard_{kind}_passing", passed_line, collapsed=True):
+                _print_lines(row.line for row in passed if args.all)
+    else:
+        _print_lines(row.line for row in shown)
+        if passed_line:
+            _print_lines([row.line for row in passed] if args.all else [passed_line])
+    if fmt == "github":
+        _print_lines(github_annotations(failing if args.only_failures else rows,
+                                        answer.get("url")))
+        path = environ.get("GITHUB_STEP_SUMMARY")
+        if path:
+            used = os.path.getsize(path) if os.path.exists(path) else 0
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(markdown_summary(answer, rows, summary, args.only_failures,
+                                              limit=SUMMARY_LIMIT - used))
+    head, reason, details = summary
+    print(f"{head} ({reason}): {details}")
+    return _finish(answer)
+
+
+def _print_lines(lines):
+    for line in lines:
+        print(line)
+
+
+def _finish(answer):
+    if answer.get("duplicate"):
+        print("This body was uploaded before: the board answered its stored result.")
+    if answer.get("dry_run"):
+        print("Dry run: nothing was stored.")
+    if answer.get("url"):
+        print(answer["url"])
+    print(f"exit code {answer['exit_code']}")
+    return int(answer["exit_code"])
+
+
+# --- GitHub Actions ------------------------------------------------------------------
+
+ANNOTATIONS_SHOWN = 10  # GitHub shows a step's first 10 errors and first 10 warnings
+SUMMARY_LIMIT = 1024 * 1024  # bytes of job summary a step may write
+
+
+def github_data(text):
+    """A workflow command's message, escaped as GitHub's runner reads it."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def github_property(text):
+    """A workflow command's property value (file=, title=)."""
+    return github_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def node_file(node):
+    """The file of a pytest node id: its part before the first ``::``."""
+    return node.split("::", 1)[0]
+
+
+def github_annotations(rows, url):
+    """An ::error per failing row (worst first), a ::warning per WARN row, at most
+    ANNOTATIONS_SHOWN of each, then a ::notice of how many were left out."""
+    left_out = 0
+    for command, statuses in (("error", FAILING), ("warning", WARNING)):
+        chosen = group(rows, statuses)
+        left_out += max(0, len(chosen) - ANNOTATIONS_SHOWN)
+        for row in chosen[:ANNOTATIONS_SHOWN]:
+            title = f"Flakeboard {row.status} {row.node}"
+            yield (f"::{command} file={github_property(node_file(row.node))},"
+                   f"title={github_property(title)}::{github_data(row.line)}")
+    if left_out:
+        where = f" and on the board: {url}" if url else ""
+        yield "::notice::" + github_data(
+            f"{left_out} more failing or warning nodes are not annotated (GitHub shows "
+            f"{ANNOTATIONS_SHOWN} of each): they are in the job summary{where}")
+
+
+# --- Markdown ------------------------------------------------------------------------
+
+MARKDOWN_PUNCTUATION = set("!\"#$%'()*+,-./:;=?@[\\]^_`{|}~")
+MARKDOWN_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\n": "\\\\n", "\r": "\\\\r"}
+
+
+def markdown_text(text):
+    """``text`` made inert in Markdown, a table cell included: punctuation backslash-escaped,
+    ``&<>`` as entities, line ends as the two characters ``\\n``, outer white space kept."""
+    out = []
+    for char in str(text):
+        if char in MARKDOWN_ENTITIES:
+            out.append(MARKDOWN_ENTITIES[char])
+        elif char in MARKDOWN_PUNCTUATION:
+            out.append("\\" + char)
+        else:
+            out.append(char)
+    escaped = "".join(out)
+    # A table cell's outer white space would be trimmed: keep it as character references.
+    core = escaped.strip()
+    lead = escaped[:len(escaped) - len(escaped.lstrip())]
+    trail = escaped[len(escaped.rstrip()):] if core else ""
+    return "".join(f"&#{ord(c)};" for c in lead) + core + "".join(f"&#{ord(c)};" for c in trail)
+
+
+def markdown_summary(answer, rows, summary, only_failures=False, limit=SUMMARY_LIMIT):
+    """The answer as Markdown: the verdict line, a counts table, then the failing and the
+    WARN rows, the table cut to keep the whole within ``limit`` bytes (the verdict line is
+    always kept)."""
+    head, reason, details = summary
+    url = answer.get("url")
+    link = f"[upload]({_markdown_url(url)})" if url else "dry run"
+    verdict = (f"**Flakeboard: {markdown_text(head)}** ({markdown_text(reason)}) \u2014 "
+               f"{markdown_text(details)}; exit code {answer['exit_code']}\n\n")
+    counts = collections.Counter(row.status for row in rows)
+    parts = [verdict, "| status | nodes |\n|---|---:|\n"]
+    parts += [f"| {status} | {n} |\n" for status, n in sorted(counts.items(),
+                                                              key=lambda i: RANK[i[0]])]
+    parts.append("\n")
+    listed = group(rows, FAILING) + ([] if only_failures else group(rows, WARNING))
+    if listed:
+        parts.append("| node | status | reason | flags | board |\n|---|---|---|---|---|\n")
+    size = sum(len(part.encode()) for part in parts) + 1  # + the last line end
+    for index, row in enumerate(listed):
+        page = f"[node]({_markdown_url(row.url)})" if row.url else link
+        line = (f"| {markdown_text(row.node)} | {row.status} | {markdown_text(row.reason)} | "
+                f"{markdown_text(', '.join(row.flags))} | {page} |\n")
+        cut = (f"| \u2026 {len(listed) - index} more rows left out: see the board "
+               f"| | | | {link} |\n")
+        reserve = 0 if index == len(listed) - 1 else len(cut.encode())
+        if size + len(line.encode()) + reserve > limit:
+            parts.append(cut)
+            break
+        parts.append(line)
+        size += len(line.encode())
+    return "".join(parts) + "\n"
+
+
+def _markdown_url(url):
+    return urllib.parse.quote(url, safe=":/?#@!$&'*+,;=%~")
+
+
+# --- GitLab CI -----------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def gitlab_section(name, header, collapsed=False):
+    """A collapsible section of GitLab's job log around what is printed inside."""
+    option = "[collapsed=true]" if collapsed else ""
+    print(f"\x1b[0Ksection_start:{int(time.time())}:{name}{option}\r\x1b[0K{header}")
+    yield
+    print(f"\x1b[0Ksection_end:{int(time.time())}:{name}\r\x1b[0K")
+
+
+CODEQUALITY_SEVERITY = {"FAIL": "critical", "REJECT": "critical", "HOLD": "major",
+                        "WARN": "minor"}
+
+
+def write_codequality(path, rows, only_failures=False):
+    """A GitLab Code Quality report of the failing and WARN rows."""
+    issues = []
+    for row in group(rows, FAILING) + ([] if only_failures else group(rows, WARNING)):
+        key = f"{row.node}\n{row.reason}".encode()
+        issues.append({
+            "description": row.line,
+            "check_name": f"flakeboard/{row.reason}",
+            "fingerprint": hashlib.sha256(key).hexdigest(),
+            "severity": CODEQUALITY_SEVERITY[row.status],
+            "location": {"path": node_file(row.node), "lines": {"begin": 1}},
+        })
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(issues, indent=2, ensure_ascii=False) + "\n")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+
+
+# --- ledger.py: the ledger command and its cache --------------------------------------
 
 
 def cmd_ledger(board, args):
@@ -361,6 +653,9 @@ class LedgerCache:
         return json.loads(cached["body"]), cached["slug"]
 
 
+# --- report.py: the report and signals commands ---------------------------------------
+
+
 def cmd_report(board, args):
     answer = _upload(board, args, "reports", commit=args.commit, branch=args.branch)
     return present(answer, "report", args)
@@ -371,36 +666,7 @@ def cmd_signals(board, args):
     return present(answer, "signals", args)
 
 
-def _upload(board, args, endpoint, body=None, **meta):
-    """POST ``body`` (by default the upload file) to the suite's ``endpoint``: the board's
-    decoded answer."""
-    slug = suite_slug(board, args.suite)
-    query = dict(meta, evidence=args.evidence, dry_run="1" if args.dry_run else "")
-    answer, _ = board.call("POST", f"/api/v1/suites/{quote(slug)}/{endpoint}", query=query,
-                           body=read_upload(args.file) if body is None else body)
-    return answer
-
-
-def _flags(flags):
-    return f" [{', '.join(flags)}]" if flags else ""
-
-
-def _finish(answer):
-    if answer.get("duplicate"):
-        print("This body was uploaded before: the board answered its stored result.")
-    if answer.get("dry_run"):
-        print("Dry run: nothing was stored.")
-    if answer.get("url"):
-        print(answer["url"])
-    print(f"exit code {answer['exit_code']}")
-    return int(answer["exit_code"])
-
-
-def quote(slug):
-    return urllib.parse.quote(slug, safe="")
-
-
-# --- junit: passive evidence from the JUnit XML a CI job already writes --------------
+# --- junit.py: passive evidence from the JUnit XML a CI job already writes ------------
 
 
 def cmd_junit(board, args):
@@ -470,284 +736,15 @@ def junit_markdown(answers, flaky, commit):
     return "\n".join(lines) + "\n"
 
 
-# --- presenting the board's answer ---------------------------------------------------
+# --- measure_runs.py: a target's runs: Wilson bounds, early stop, classification ------
 
-Row = collections.namedtuple("Row", "node status reason flags line url")
-# Worst first: rows that fail the job (FAIL, REJECT, then HOLD), warnings, passing rows.
-RANK = {"FAIL": 0, "REJECT": 0, "HOLD": 1, "WARN": 2, "OK": 3, "ACCEPT": 3}
-FAILING, WARNING, PASSING = ("FAIL", "REJECT", "HOLD"), ("WARN",), ("OK", "ACCEPT")
-
-
-def view(answer, kind):
-    """The answer's rows worst first, its summary parts (head, reason, details), and the
-    word for a passing row."""
-    if kind == "report":
-        rows = [Row(m["nodeid"], m["status"], m["reason"], m["flags"], _measurement_line(m),
-                    m.get("url")) for m in answer["measurements"]]
-        counts, share = answer["counts"], answer["share"]
-        details = (f"{counts['measurements']} measurements, {counts['fail']} FAIL, "
-                   f"{counts['warn']} WARN, {counts['ok']} OK; quarantined share "
-                   f"{share['share']:.1%} of {share['test_set_size']} (cap {share['cap']:.1%})")
-        head, passing = f"report {answer['status']}", "OK"
-    else:
-        rows = []
-        for r in answer["records"]:
-            verdict = r["verdict"].upper()
-            rows.append(Row(r["node"], verdict, r["reason"], r["flags"],
-                            f"{verdict:<6} {r['node']}: {r['reason']}"
-                            f"{_entry_note(r.get('entry'))}{_flags(r['flags'])}",
-                            r.get("url")))
-        reasons = sorted(answer["reason_counts"].items())
-        details = (f"{len(rows)} records; "
-                   f"{', '.join(f'{reason} {n}' for reason, n in reasons) or 'no records'}")
-        head, passing = f"batch {answer['verdict'].upper()}", "ACCEPT"
-    rows.sort(key=lambda row: RANK[row.status])
-    return rows, (head, answer["reason"], details), passing
-
-
-def _measurement_line(m):
-    line = (f"{m['status']:<4} {m['nodeid']}: {m['reason']} "
-            f"(upper95={m['upper95']:.4f}, {m['fails']}/{m['n']} failed)")
-    return line + _entry_note(m.get("entry")) + _flags(m["flags"])
-
-
-def _entry_note(entry):
-    """What the node's ledger entry did for the row: "quarantined until ... by ...", or,
-    for a tier violation, why the entry is void and what rule made it so."""
-    if not entry:
-        return ""
-    if entry.get("state") != "tier_violation":
-        return f"; quarantined until {entry['expires']} by {entry['owner']}"
-    tier, rule = entry.get("tier"), entry.get("tier_rule")
-    if tier is None:
-        why = "the node is tier 0 or 1 now"
-    elif rule is None:
-        why = f"an upload stated tier {tier} for the node"
-    else:
-        why = f"the tier rule \u201c{rule}\u201d now makes the node tier {tier}"
-    return (f"; its entry (until {entry['expires']}, by {entry['owner']}) is void: {why}, "
-            f"and a tier {'0 or 1' if tier is None else tier} node may not be quarantined, "
-            f"so it counts as unquarantined")
-
-
-def group(rows, statuses):
-    return [row for row in rows if row.status in statuses]
-
-
-def output_format(args, environ):
-    if args.format:
-        return args.format
-    if environ.get("GITHUB_ACTIONS") == "true":
-        return "github"
-    if environ.get("GITLAB_CI") == "true":
-        return "gitlab"
-    return "text"
-
-
-def present(answer, kind, args):
-    """Print the answer in the chosen format; the board's exit code."""
-    environ = os.environ
-    fmt = output_format(args, environ)
-    rows, summary, passing = view(answer, kind)
-    if args.codequality:
-        write_codequality(args.codequality, rows, args.only_failures)
-    if fmt == "json":
-        print(json.dumps(answer))
-        return int(answer["exit_code"])
-    if fmt == "markdown":
-        sys.stdout.write(markdown_summary(answer, rows, summary, args.only_failures))
-        return int(answer["exit_code"])
-    failing, warning, passed = (group(rows, statuses) for statuses in (FAILING, WARNING, PASSING))
-    shown = failing if args.only_failures else failing + warning
-    passed_line = None
-    if not args.only_failures and passed:
-        passed_line = f"{len(passed)} {passing}"
-        if not args.all:
-            passed_line += ", not listed (--all lists them)"
-    if fmt == "gitlab":
-        with gitlab_section(f"flakeboard_{kind}", f"Flakeboard: {summary[0]} ({summary[1]})"):
-            _print_lines(row.line for row in shown)
-        if passed_line:
-            with gitlab_section(f"flakeboard_{kind}_passing", passed_line, collapsed=True):
-                _print_lines(row.line for row in passed if args.all)
-    else:
-        _print_lines(row.line for row in shown)
-        if passed_line:
-            _print_lines([row.line for row in passed] if args.all else [passed_line])
-    if fmt == "github":
-        _print_lines(github_annotations(failing if args.only_failures else rows,
-                                        answer.get("url")))
-        path = environ.get("GITHUB_STEP_SUMMARY")
-        if path:
-            used = os.path.getsize(path) if os.path.exists(path) else 0
-            with open(path, "a", encoding="utf-8") as handle:
-                handle.write(markdown_summary(answer, rows, summary, args.only_failures,
-                                              limit=SUMMARY_LIMIT - used))
-    head, reason, details = summary
-    print(f"{head} ({reason}): {details}")
-    return _finish(answer)
-
-
-def _print_lines(lines):
-    for line in lines:
-        print(line)
-
-
-# --- GitHub Actions ------------------------------------------------------------------
-
-ANNOTATIONS_SHOWN = 10  # GitHub shows a step's first 10 errors and first 10 warnings
-SUMMARY_LIMIT = 1024 * 1024  # bytes of job summary a step may write
-
-
-def github_data(text):
-    """A workflow command's message, escaped as GitHub's runner reads it."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def github_property(text):
-    """A workflow command's property value (file=, title=)."""
-    return github_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
-def node_file(node):
-    """The file of a pytest node id: its part before the first ``::``."""
-    return node.split("::", 1)[0]
-
-
-def github_annotations(rows, url):
-    """An ::error per failing row (worst first), a ::warning per WARN row, at most
-    ANNOTATIONS_SHOWN of each, then a ::notice of how many were left out."""
-    left_out = 0
-    for command, statuses in (("error", FAILING), ("warning", WARNING)):
-        chosen = group(rows, statuses)
-        left_out += max(0, len(chosen) - ANNOTATIONS_SHOWN)
-        for row in chosen[:ANNOTATIONS_SHOWN]:
-            title = f"Flakeboard {row.status} {row.node}"
-            yield (f"::{command} file={github_property(node_file(row.node))},"
-                   f"title={github_property(title)}::{github_data(row.line)}")
-    if left_out:
-        where = f" and on the board: {url}" if url else ""
-        yield "::notice::" + github_data(
-            f"{left_out} more failing or warning nodes are not annotated (GitHub shows "
-            f"{ANNOTATIONS_SHOWN} of each): they are in the job summary{where}")
-
-
-# --- Markdown ------------------------------------------------------------------------
-
-MARKDOWN_PUNCTUATION = set("!\"#$%'()*+,-./:;=?@[\\]^_`{|}~")
-MARKDOWN_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\n": "\\\\n", "\r": "\\\\r"}
-
-
-def markdown_text(text):
-    """``text`` made inert in Markdown, a table cell included: punctuation backslash-escaped,
-    ``&<>`` as entities, line ends as the two characters ``\\n``, outer white space kept."""
-    out = []
-    for char in str(text):
-        if char in MARKDOWN_ENTITIES:
-            out.append(MARKDOWN_ENTITIES[char])
-        elif char in MARKDOWN_PUNCTUATION:
-            out.append("\\" + char)
-        else:
-            out.append(char)
-    escaped = "".join(out)
-    # A table cell's outer white space would be trimmed: keep it as character references.
-    core = escaped.strip()
-    lead = escaped[:len(escaped) - len(escaped.lstrip())]
-    trail = escaped[len(escaped.rstrip()):] if core else ""
-    return "".join(f"&#{ord(c)};" for c in lead) + core + "".join(f"&#{ord(c)};" for c in trail)
-
-
-def markdown_summary(answer, rows, summary, only_failures=False, limit=SUMMARY_LIMIT):
-    """The answer as Markdown: the verdict line, a counts table, then the failing and the
-    WARN rows, the table cut to keep the whole within ``limit`` bytes (the verdict line is
-    always kept)."""
-    head, reason, details = summary
-    url = answer.get("url")
-    link = f"[upload]({_markdown_url(url)})" if url else "dry run"
-    verdict = (f"**Flakeboard: {markdown_text(head)}** ({markdown_text(reason)}) \u2014 "
-               f"{markdown_text(details)}; exit code {answer['exit_code']}\n\n")
-    counts = collections.Counter(row.status for row in rows)
-    parts = [verdict, "| status | nodes |\n|---|---:|\n"]
-    parts += [f"| {status} | {n} |\n" for status, n in sorted(counts.items(),
-                                                              key=lambda i: RANK[i[0]])]
-    parts.append("\n")
-    listed = group(rows, FAILING) + ([] if only_failures else group(rows, WARNING))
-    if listed:
-        parts.append("| node | status | reason | flags | board |\n|---|---|---|---|---|\n")
-    size = sum(len(part.encode()) for part in parts) + 1  # + the last line end
-    for index, row in enumerate(listed):
-        page = f"[node]({_markdown_url(row.url)})" if row.url else link
-        line = (f"| {markdown_text(row.node)} | {row.status} | {markdown_text(row.reason)} | "
-                f"{markdown_text(', '.join(row.flags))} | {page} |\n")
-        cut = (f"| \u2026 {len(listed) - index} more rows left out: see the board "
-               f"| | | | {link} |\n")
-        reserve = 0 if index == len(listed) - 1 else len(cut.encode())
-        if size + len(line.encode()) + reserve > limit:
-            parts.append(cut)
-            break
-        parts.append(line)
-        size += len(line.encode())
-    return "".join(parts) + "\n"
-
-
-def _markdown_url(url):
-    return urllib.parse.quote(url, safe=":/?#@!$&'*+,;=%~")
-
-
-# --- GitLab CI -----------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def gitlab_section(name, header, collapsed=False):
-    """A collapsible section of GitLab's job log around what is printed inside."""
-    option = "[collapsed=true]" if collapsed else ""
-    print(f"\x1b[0Ksection_start:{int(time.time())}:{name}{option}\r\x1b[0K{header}")
-    yield
-    print(f"\x1b[0Ksection_end:{int(time.time())}:{name}\r\x1b[0K")
-
-
-CODEQUALITY_SEVERITY = {"FAIL": "critical", "REJECT": "critical", "HOLD": "major",
-                        "WARN": "minor"}
-
-
-def write_codequality(path, rows, only_failures=False):
-    """A GitLab Code Quality report of the failing and WARN rows."""
-    issues = []
-    for row in group(rows, FAILING) + ([] if only_failures else group(rows, WARNING)):
-        key = f"{row.node}\n{row.reason}".encode()
-        issues.append({
-            "description": row.line,
-            "check_name": f"flakeboard/{row.reason}",
-            "fingerprint": hashlib.sha256(key).hexdigest(),
-            "severity": CODEQUALITY_SEVERITY[row.status],
-            "location": {"path": node_file(row.node), "lines": {"begin": 1}},
-        })
-    try:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(issues, indent=2, ensure_ascii=False) + "\n")
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
-
-
-# --- measure: the flake budget's evidence, produced fast -----------------------------
-#
-# A drop-in for the background article's budget script (flake_targets.txt in,
-# flake-report.json out, the same seeds and the same OK/WARN/FAIL lines), but each worker
-# is one pytest process that collects the targets once and repeats them in process.
 
 SCRIPT_SEED_BASE = 9137
 SCRIPT_RUNS = 200  # FLAKE_RUNS' default and the script's min_runs
 SCRIPT_MAX_UPPER_RATE = 0.02
 Z95 = 1.96
 EARLY_STOP_MIN_FAILS = 3
-CHUNK = 16  # runs sent to a worker at a time: small enough to stop early, big enough to stream
 CLASSIFICATIONS = ("stable", "flaky", "broken", "order_dependent", "repeat_unsafe")
-WORKER_KEY_ENV = "FLAKEBOARD_WORKER_KEY"
-NO_PYTEST = re.compile(r"No module named '?pytest'?$", re.M)
-
-
-class MeasureError(UsageError):
-    """Measuring cannot go on: the workers cannot start (exit 64)."""
 
 
 def _wilson(fails, n, z, side):
@@ -775,86 +772,6 @@ def stops_early(fails, done, runs, max_upper_rate):
     return (fails >= EARLY_STOP_MIN_FAILS
             and upper95(fails, runs) > max_upper_rate
             and lower95(fails, done) > max_upper_rate)
-
-
-def read_targets(path):
-    """The node ids of the targets file, one a line, blank lines left out; UsageError when
-    it is missing, empty or names a test twice."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read the targets file {path}: "
-                         f"{getattr(exc, 'strerror', None) or exc}") from None
-    names = [line.strip() for line in lines if line.strip()]
-    if not names:
-        raise UsageError(f"the targets file {path} names no tests: write one node id a line")
-    twice = sorted({name for name in names if names.count(name) > 1})
-    if twice:
-        raise UsageError(f"the targets file {path} names {', '.join(twice)} more than once")
-    return names
-
-
-def measure_settings(args, environ):
-    """runs and today from the command line, else FLAKE_RUNS and TODAY, as the script
-    reads them; UsageError when one is not usable."""
-    runs = args.runs
-    if runs is None:
-        text = environ.get("FLAKE_RUNS", str(SCRIPT_RUNS))
-        try:
-            runs = int(text)
-        except ValueError:
-            raise UsageError(f"FLAKE_RUNS must be a whole number (got {text!r})") from None
-    if runs < 1:
-        raise UsageError(f"the number of runs must be at least 1 (got {runs})")
-    today = environ.get("TODAY") or time.strftime("%Y-%m-%d", time.gmtime())
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", today):
-        raise UsageError(f"TODAY must be a date such as 2026-10-15 (got {today!r})")
-    if args.workers is not None and args.workers < 1:
-        raise UsageError("--workers must be at least 1")
-    if args.run_timeout is not None and args.run_timeout <= 0:
-        raise UsageError("--timeout must be above 0 seconds")
-    return runs, today
-
-
-def load_gate_ledger(path):
-    """The ledger's entries by node and its policy (a full view has one, else None);
-    no entries when the file is absent, UsageError when it is not a ledger."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            ledger = json.load(handle)
-    except FileNotFoundError:
-        return {}, None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read the ledger {path}: {exc}") from None
-    full = isinstance(ledger, dict) and isinstance(ledger.get("entries"), list)
-    try:
-        entries = ledger_entries(ledger, full)
-    except ValueError:
-        raise UsageError(f"{path} is not a ledger (flakeboard_ci.py ledger writes one)") from None
-    policy = ledger.get("policy") if full else None
-    return entries, policy if isinstance(policy, dict) else None
-
-
-def gate_lines(rows, entries, today, max_upper_rate, min_runs):
-    """The script's gate of the report against the ledger: its OK/WARN/FAIL lines and its
-    exit code (1 on any FAIL)."""
-    lines, code = [], 0
-    for row in rows:
-        node, entry = row["nodeid"], entries.get(row["nodeid"])
-        if entry is not None and entry["expires"] < today:
-            lines.append(f"FAIL {node}: quarantine expired on {entry['expires']}")
-            code = 1
-        elif row["upper95"] <= max_upper_rate and row["n"] >= min_runs:
-            lines.append(f"OK   {node}: upper95={row['upper95']} over {row['n']} runs")
-        elif entry is None:
-            lines.append(f"FAIL {node}: upper95={row['upper95']} > {max_upper_rate}, "
-                         f"no quarantine entry")
-            code = 1
-        else:
-            lines.append(f"WARN {node}: quarantined until {entry['expires']} "
-                         f"(owner {entry['owner']})")
-    return lines, code
 
 
 def _rootdir_id(name, rootdir, cwd):
@@ -1014,6 +931,57 @@ def classify_by_outcomes(target):
     """stable or flaky; a suspect target waits for its isolation check."""
     if not target.suspect():
         target.classification = "flaky" if target.fails else "stable"
+
+
+# The isolation check of a target whose in-process runs all failed: (fails alone, fails
+# after the tests before it in its module) -> its classification, and why.
+ISOLATION = {
+    (True, True): ("broken", "fails alone and after the tests before it in its module"),
+    (True, False): ("order_dependent", "fails alone but passes after the tests before it in "
+                                       "its module: it needs state one of them sets"),
+    (False, True): ("order_dependent", "passes alone but fails after the tests before it in "
+                                       "its module: one of them leaves state that breaks it"),
+    (False, False): ("repeat_unsafe", "passes alone and after its module, fails when "
+                                      "repeated in one process: measured again with a fresh "
+                                      "process per run"),
+}
+
+
+def adopt_collection(targets, hello, cwd):
+    """Give each target its collected node and the nodes before it in its module."""
+    nodes = resolve_targets([target.name for target in targets], hello, cwd)
+    for target in targets:
+        target.node = nodes[target.name]
+        target.predecessors = predecessors(target.node, hello["items"])
+
+
+def classify_isolated(target):
+    """The isolation table's classification of a suspect target, from its checks."""
+    runs = target.counted()
+    # Without an "alone" check, its runs were each alone already (--fresh): all failed.
+    alone = target.isolation.get("alone") or next(run for run in runs if run.failed)
+    after = target.isolation.get("after", alone)
+    classification, why = ISOLATION[alone.failed, after.failed]
+    if not all(run.failed for run in runs) and classification != "repeat_unsafe":
+        # Only its first run in each process passed, and isolation does not explain that.
+        classification, why = "flaky", ""
+    failure = next((o.detail for o in (alone, after, *runs) if o.failed and o.detail), "")
+    if classification in ("broken", "order_dependent") and failure:
+        why += f" ({failure})"
+    target.classification, target.why = classification, why
+    return classification
+
+
+# --- measure_pool.py: measure's pool of pytest worker processes -----------------------
+
+
+CHUNK = 16  # runs sent to a worker at a time: small enough to stop early, big enough to stream
+WORKER_KEY_ENV = "FLAKEBOARD_WORKER_KEY"
+NO_PYTEST = re.compile(r"No module named '?pytest'?$", re.M)
+
+
+class MeasureError(UsageError):
+    """Measuring cannot go on: the workers cannot start (exit 64)."""
 
 
 class Worker:
@@ -1222,28 +1190,6 @@ class Pool:
         worker.send({"tasks": [[task.tag, task.node, task.seed] for task in tasks]})
 
 
-# The isolation check of a target whose in-process runs all failed: (fails alone, fails
-# after the tests before it in its module) -> its classification, and why.
-ISOLATION = {
-    (True, True): ("broken", "fails alone and after the tests before it in its module"),
-    (True, False): ("order_dependent", "fails alone but passes after the tests before it in "
-                                       "its module: it needs state one of them sets"),
-    (False, True): ("order_dependent", "passes alone but fails after the tests before it in "
-                                       "its module: one of them leaves state that breaks it"),
-    (False, False): ("repeat_unsafe", "passes alone and after its module, fails when "
-                                      "repeated in one process: measured again with a fresh "
-                                      "process per run"),
-}
-
-
-def adopt_collection(targets, hello, cwd):
-    """Give each target its collected node and the nodes before it in its module."""
-    nodes = resolve_targets([target.name for target in targets], hello, cwd)
-    for target in targets:
-        target.node = nodes[target.name]
-        target.predecessors = predecessors(target.node, hello["items"])
-
-
 class Source:
     """What a pool runs: which processes to start, what to send them, where results go."""
 
@@ -1362,21 +1308,87 @@ class IsolationChecks(Source):
         return False
 
 
-def classify_isolated(target):
-    """The isolation table's classification of a suspect target, from its checks."""
-    runs = target.counted()
-    # Without an "alone" check, its runs were each alone already (--fresh): all failed.
-    alone = target.isolation.get("alone") or next(run for run in runs if run.failed)
-    after = target.isolation.get("after", alone)
-    classification, why = ISOLATION[alone.failed, after.failed]
-    if not all(run.failed for run in runs) and classification != "repeat_unsafe":
-        # Only its first run in each process passed, and isolation does not explain that.
-        classification, why = "flaky", ""
-    failure = next((o.detail for o in (alone, after, *runs) if o.failed and o.detail), "")
-    if classification in ("broken", "order_dependent") and failure:
-        why += f" ({failure})"
-    target.classification, target.why = classification, why
-    return classification
+# --- measure.py: the measure command: the flake budget's evidence, fast ---------------
+
+
+def read_targets(path):
+    """The node ids of the targets file, one a line, blank lines left out; UsageError when
+    it is missing, empty or names a test twice."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the targets file {path}: "
+                         f"{getattr(exc, 'strerror', None) or exc}") from None
+    names = [line.strip() for line in lines if line.strip()]
+    if not names:
+        raise UsageError(f"the targets file {path} names no tests: write one node id a line")
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise UsageError(f"the targets file {path} names {', '.join(twice)} more than once")
+    return names
+
+
+def measure_settings(args, environ):
+    """runs and today from the command line, else FLAKE_RUNS and TODAY, as the script
+    reads them; UsageError when one is not usable."""
+    runs = args.runs
+    if runs is None:
+        text = environ.get("FLAKE_RUNS", str(SCRIPT_RUNS))
+        try:
+            runs = int(text)
+        except ValueError:
+            raise UsageError(f"FLAKE_RUNS must be a whole number (got {text!r})") from None
+    if runs < 1:
+        raise UsageError(f"the number of runs must be at least 1 (got {runs})")
+    today = environ.get("TODAY") or time.strftime("%Y-%m-%d", time.gmtime())
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", today):
+        raise UsageError(f"TODAY must be a date such as 2026-10-15 (got {today!r})")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    if args.run_timeout is not None and args.run_timeout <= 0:
+        raise UsageError("--timeout must be above 0 seconds")
+    return runs, today
+
+
+def load_gate_ledger(path):
+    """The ledger's entries by node and its policy (a full view has one, else None);
+    no entries when the file is absent, UsageError when it is not a ledger."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            ledger = json.load(handle)
+    except FileNotFoundError:
+        return {}, None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read the ledger {path}: {exc}") from None
+    full = isinstance(ledger, dict) and isinstance(ledger.get("entries"), list)
+    try:
+        entries = ledger_entries(ledger, full)
+    except ValueError:
+        raise UsageError(f"{path} is not a ledger (flakeboard_ci.py ledger writes one)") from None
+    policy = ledger.get("policy") if full else None
+    return entries, policy if isinstance(policy, dict) else None
+
+
+def gate_lines(rows, entries, today, max_upper_rate, min_runs):
+    """The script's gate of the report against the ledger: its OK/WARN/FAIL lines and its
+    exit code (1 on any FAIL)."""
+    lines, code = [], 0
+    for row in rows:
+        node, entry = row["nodeid"], entries.get(row["nodeid"])
+        if entry is not None and entry["expires"] < today:
+            lines.append(f"FAIL {node}: quarantine expired on {entry['expires']}")
+            code = 1
+        elif row["upper95"] <= max_upper_rate and row["n"] >= min_runs:
+            lines.append(f"OK   {node}: upper95={row['upper95']} over {row['n']} runs")
+        elif entry is None:
+            lines.append(f"FAIL {node}: upper95={row['upper95']} > {max_upper_rate}, "
+                         f"no quarantine entry")
+            code = 1
+        else:
+            lines.append(f"WARN {node}: quarantined until {entry['expires']} "
+                         f"(owner {entry['owner']})")
+    return lines, code
 
 
 class Progress:
@@ -1569,7 +1581,7 @@ def cmd_measure(board, args):
     return present(answer, "report", args)
 
 
-# --- measure's workers: this file is also the pytest plugin they load -----------------
+# --- measure_worker.py: this file as the pytest plugin measure's workers load ---------
 
 
 def pytest_addoption(parser):
@@ -1686,7 +1698,7 @@ class MeasureWorker:
         conn.send_bytes(json.dumps(message).encode("utf-8"))
 
 
-# --- entry point ---------------------------------------------------------------------
+# --- cli.py: the command line, the entry point ----------------------------------------
 
 
 def measure_parser(commands):

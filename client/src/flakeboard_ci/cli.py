@@ -1,0 +1,189 @@
+"""The command line: the arguments of each command, and main, which maps failures to exit
+codes."""
+
+from __future__ import annotations
+
+import os
+import sys
+import urllib.parse
+
+from .board import Board
+from .core import (
+    EXIT_REFUSED,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    FORMATS,
+    Parser,
+    Refused,
+    Unreachable,
+    UsageError,
+)
+from .junit import cmd_junit
+from .ledger import DURATION_UNITS, cmd_ledger, duration
+from .measure import cmd_measure
+from .measure_runs import SCRIPT_MAX_UPPER_RATE, SCRIPT_RUNS, SCRIPT_SEED_BASE
+from .report import cmd_report, cmd_signals
+
+
+def measure_parser(commands):
+    measure = commands.add_parser(
+        "measure", help="run the targets' repeats, write flake-report.json and gate it",
+        description="The budget script's drop-in: reads the targets file, runs each target n "
+                    "times (run i with PATCH_SEED=seed_base+i, PYTHONHASHSEED=0), writes "
+                    "flake-report.json in the script's shape and gates it against "
+                    "flake_ledger.json. Each worker is one pytest process that collects once "
+                    "and repeats the tests in process; a target stops early once it is over "
+                    "budget with 95% confidence (--exact runs all n). Tests that read "
+                    "PATCH_SEED at import time need --fresh: in process, they would see the "
+                    "first seed only.")
+    measure.add_argument("targets", nargs="?", default="flake_targets.txt",
+                         help="node ids, one a line (default flake_targets.txt)")
+    measure.add_argument("--runs", type=int,
+                         help=f"runs per target (default $FLAKE_RUNS, else {SCRIPT_RUNS})")
+    measure.add_argument("--workers", type=int, help="pytest processes (default: one per CPU)")
+    measure.add_argument("--seed-base", type=int, default=SCRIPT_SEED_BASE,
+                         help=f"run i sees PATCH_SEED=seed_base+i (default {SCRIPT_SEED_BASE})")
+    measure.add_argument("--exact", action="store_true",
+                         help="run every target n times: no early stop")
+    measure.add_argument("--fresh", action="store_true",
+                         help="a fresh pytest process per run, as the script starts one, in "
+                              "parallel: for tests that read PATCH_SEED at import time or "
+                              "that repeating in one process changes (repeat_unsafe ones "
+                              "are measured so anyway)")
+    measure.add_argument("--timeout", dest="run_timeout", type=float, metavar="SECONDS",
+                         help="stop a run (its collection aside) after SECONDS and count it "
+                              "as a failure")
+    measure.add_argument("--max-upper-rate", type=float, metavar="RATE",
+                         help="the budget the early stop and the gate use (default: the "
+                              "board's policy with --upload, else a full ledger's, else "
+                              f"{SCRIPT_MAX_UPPER_RATE})")
+    measure.add_argument("-o", "--output", default="flake-report.json",
+                         help="the report (default flake-report.json)")
+    measure.add_argument("--ledger", default="flake_ledger.json",
+                         help="gate against this ledger when it exists (default "
+                              "flake_ledger.json; ledger --full's file also gives the policy)")
+    measure.add_argument("--upload", action="store_true",
+                         help="upload the report (with each target's classification) and "
+                              "exit with the board's code")
+    measure.add_argument("--commit", default="")
+    measure.add_argument("--branch", default="")
+    measure.add_argument("--evidence", default="", help="a CI run reference or URL")
+    return measure
+
+
+def parse_args(argv):
+    parser = Parser(
+        prog="flakeboard_ci.py",
+        description="Fetch the Flakeboard ledger and upload gate evidence from CI.",
+        epilog="Environment: FLAKEBOARD_URL, FLAKEBOARD_TOKEN, FLAKEBOARD_SUITE (optional).",
+    )
+    parser.add_argument("--url", default=os.environ.get("FLAKEBOARD_URL", ""),
+                        help="the board (default: $FLAKEBOARD_URL)")
+    parser.add_argument("--suite", default=os.environ.get("FLAKEBOARD_SUITE", ""),
+                        help="the suite's slug (default: $FLAKEBOARD_SUITE, else the token's)")
+    parser.add_argument("--timeout", type=float, default=60, help="seconds per request")
+    parser.add_argument("--retries", type=int, default=2,
+                        help="retries when the board cannot be reached (default 2)")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    ledger = commands.add_parser("ledger", help="write the ledger to flake_ledger.json")
+    ledger.add_argument("-o", "--output",
+                        help="default flake_ledger.json (with --full: flake_ledger_full.json)")
+    ledger.add_argument("--full", action="store_true",
+                        help="the full view (states, ages, violations), not the script's file")
+    ledger.add_argument("--cache", metavar="DIR",
+                        help="keep the last good ledger in DIR, for when the board is down")
+    ledger.add_argument("--offline-max-age", type=duration, metavar="AGE",
+                        help="serve the cache when the board cannot be reached if it is "
+                             "younger than AGE (6h, 90m, 2d; default 6h with --cache)")
+
+    report = commands.add_parser("report", help="upload flake-report.json and gate it")
+    report.add_argument("file", nargs="?", default="flake-report.json")
+    report.add_argument("--commit", default="")
+    report.add_argument("--branch", default="")
+    report.add_argument("--evidence", default="", help="a CI run reference or URL")
+
+    signals = commands.add_parser("signals", help="upload signal records and arbitrate them")
+    signals.add_argument("file")
+    signals.add_argument("--patch", default="")
+    signals.add_argument("--commit", default="")
+    signals.add_argument("--evidence", default="", help="a CI run reference or URL")
+
+    junit = commands.add_parser(
+        "junit", help="upload JUnit XML files: passive evidence of flaky tests")
+    junit.add_argument("files", nargs="+", metavar="FILE")
+    junit.add_argument("--commit", required=True, help="the commit the tests ran on")
+    junit.add_argument("--branch", default="")
+    junit.add_argument("--job", default="",
+                       help="the CI job: each cell of a matrix is a job of its own")
+    junit.add_argument("--attempt", type=int, default=1,
+                       help="the job's attempt: 2 for its first re-run (default 1)")
+    junit.add_argument("--format", choices=FORMATS,
+                       help="default text; github when $GITHUB_ACTIONS is true")
+
+    measure = measure_parser(commands)
+    for upload in (report, signals, measure):
+        upload.add_argument("--dry-run", action="store_true", help="evaluate, store nothing")
+        upload.add_argument("--all", action="store_true", help="list every passing node")
+        upload.add_argument("--only-failures", action="store_true",
+                            help="list only the failing nodes (FAIL, REJECT, HOLD)")
+        upload.add_argument("--format", choices=FORMATS,
+                            help="default text; github when $GITHUB_ACTIONS is true, "
+                                 "gitlab when $GITLAB_CI is true")
+        upload.add_argument("--codequality", metavar="PATH",
+                            help="also write a GitLab Code Quality report to PATH")
+    args = parser.parse_args(argv)
+    if args.command == "junit" and args.attempt < 1:
+        parser.error("--attempt must be at least 1")
+    if args.command == "ledger":
+        if args.offline_max_age is not None and not args.cache:
+            parser.error("--offline-max-age needs --cache DIR")
+        if args.offline_max_age is None:
+            args.offline_max_age = DURATION_UNITS["h"] * 6
+    return args
+
+
+def board_from(args):
+    """The board of FLAKEBOARD_URL (or --url) and FLAKEBOARD_TOKEN; UsageError without them."""
+    token = os.environ.get("FLAKEBOARD_TOKEN", "").strip()
+    if not args.url:
+        raise UsageError("set FLAKEBOARD_URL (or --url) to the board's address.")
+    if not token:
+        raise UsageError("set FLAKEBOARD_TOKEN to an API token of the suite.")
+    if urllib.parse.urlsplit(args.url).scheme not in ("http", "https"):
+        raise UsageError(f"the board's address must start with https:// (got {args.url}).")
+    return Board(args.url, token, timeout=args.timeout, retries=max(0, args.retries))
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    command = {"ledger": cmd_ledger, "report": cmd_report, "signals": cmd_signals,
+               "measure": cmd_measure, "junit": cmd_junit}
+    board = None
+    try:
+        # measure needs the board only to upload what it measured.
+        if args.command != "measure" or args.upload:
+            board = board_from(args)
+        return command[args.command](board, args)
+    except UsageError as exc:
+        print(f"flakeboard: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except Unreachable as exc:
+        print(f"flakeboard: cannot reach the board at {board.url}: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except Refused as exc:
+        body = exc.body if isinstance(exc.body, dict) else {}
+        print(f"flakeboard: the board refused the request ({exc.status} "
+              f"{body.get('error', 'error')}): {body.get('message', '')}", file=sys.stderr)
+        for detail in body.get("details") or []:
+            where = ", ".join(
+                f"{key} {detail[key]}" for key in ("row", "field")
+                if detail.get(key) is not None
+            )
+            print(f"  {where + ': ' if where else ''}{detail.get('message', '')}",
+                  file=sys.stderr)
+        return EXIT_REFUSED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,303 @@
+"""The measure command: the flake budget's evidence, produced fast. A drop-in for the
+background article's budget script (flake_targets.txt in, flake-report.json out, the same
+seeds and the same OK/WARN/FAIL lines), but each worker is one pytest process that collects
+the targets once and repeats them in process.
+
+Here: the targets file, the settings, the gate against the ledger, the progress on stderr,
+and the measurement that puts the runs and the pool together."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+
+from .board import _upload, quote, suite_slug
+from .core import UsageError
+from .ledger import ledger_entries, spoken, write_atomically
+from .measure_pool import Collection, FreshRuns, IsolationChecks, Pool, SharedRuns
+from .measure_runs import (
+    CLASSIFICATIONS,
+    SCRIPT_MAX_UPPER_RATE,
+    SCRIPT_RUNS,
+    Schedule,
+    Target,
+    classify_isolated,
+    upper95,
+)
+from .outputs import _print_lines, node_file, output_format, present
+
+
+def read_targets(path):
+    """The node ids of the targets file, one a line, blank lines left out; UsageError when
+    it is missing, empty or names a test twice."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the targets file {path}: "
+                         f"{getattr(exc, 'strerror', None) or exc}") from None
+    names = [line.strip() for line in lines if line.strip()]
+    if not names:
+        raise UsageError(f"the targets file {path} names no tests: write one node id a line")
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise UsageError(f"the targets file {path} names {', '.join(twice)} more than once")
+    return names
+
+
+def measure_settings(args, environ):
+    """runs and today from the command line, else FLAKE_RUNS and TODAY, as the script
+    reads them; UsageError when one is not usable."""
+    runs = args.runs
+    if runs is None:
+        text = environ.get("FLAKE_RUNS", str(SCRIPT_RUNS))
+        try:
+            runs = int(text)
+        except ValueError:
+            raise UsageError(f"FLAKE_RUNS must be a whole number (got {text!r})") from None
+    if runs < 1:
+        raise UsageError(f"the number of runs must be at least 1 (got {runs})")
+    today = environ.get("TODAY") or time.strftime("%Y-%m-%d", time.gmtime())
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", today):
+        raise UsageError(f"TODAY must be a date such as 2026-10-15 (got {today!r})")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    if args.run_timeout is not None and args.run_timeout <= 0:
+        raise UsageError("--timeout must be above 0 seconds")
+    return runs, today
+
+
+def load_gate_ledger(path):
+    """The ledger's entries by node and its policy (a full view has one, else None);
+    no entries when the file is absent, UsageError when it is not a ledger."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            ledger = json.load(handle)
+    except FileNotFoundError:
+        return {}, None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read the ledger {path}: {exc}") from None
+    full = isinstance(ledger, dict) and isinstance(ledger.get("entries"), list)
+    try:
+        entries = ledger_entries(ledger, full)
+    except ValueError:
+        raise UsageError(f"{path} is not a ledger (flakeboard_ci.py ledger writes one)") from None
+    policy = ledger.get("policy") if full else None
+    return entries, policy if isinstance(policy, dict) else None
+
+
+def gate_lines(rows, entries, today, max_upper_rate, min_runs):
+    """The script's gate of the report against the ledger: its OK/WARN/FAIL lines and its
+    exit code (1 on any FAIL)."""
+    lines, code = [], 0
+    for row in rows:
+        node, entry = row["nodeid"], entries.get(row["nodeid"])
+        if entry is not None and entry["expires"] < today:
+            lines.append(f"FAIL {node}: quarantine expired on {entry['expires']}")
+            code = 1
+        elif row["upper95"] <= max_upper_rate and row["n"] >= min_runs:
+            lines.append(f"OK   {node}: upper95={row['upper95']} over {row['n']} runs")
+        elif entry is None:
+            lines.append(f"FAIL {node}: upper95={row['upper95']} > {max_upper_rate}, "
+                         f"no quarantine entry")
+            code = 1
+        else:
+            lines.append(f"WARN {node}: quarantined until {entry['expires']} "
+                         f"(owner {entry['owner']})")
+    return lines, code
+
+
+class Progress:
+    """Where the runs are, on stderr: on a terminal a live line per target in flight (runs
+    done of n, failures, rate, ETA); otherwise a line per finished target. Then a summary
+    that names the slowest targets."""
+
+    LIVE_LINES = 20
+
+    def __init__(self, stream):
+        self.stream, self.live = stream, stream.isatty()
+        self.active = collections.OrderedDict()
+        self.drawn, self.drawn_at, self.runs = 0, 0.0, 0
+        self.began = time.monotonic()
+
+    def update(self, target):
+        self.runs += 1
+        if not target.reported:
+            self.active[target.name] = target
+
+    def finished(self, target):
+        target.reported = True
+        self.active.pop(target.name, None)
+        self.note(result_line(target))
+
+    def timed_out(self, task, timeout):
+        name = task.target.name if task.target is not None else task.node
+        self.note(f"TIMEOUT {name}: its run with PATCH_SEED={task.seed} was stopped after "
+                  f"{timeout:g}s and counts as a failure")
+
+    def note(self, line):
+        self._erase()
+        print(line, file=self.stream, flush=True)
+        self._draw()
+
+    def tick(self):
+        if self.live and time.monotonic() - self.drawn_at > 0.2:
+            self._erase()
+            self._draw()
+
+    def close(self):
+        self._erase()
+
+    def _erase(self):
+        if self.drawn:
+            self.stream.write(f"\x1b[{self.drawn}F\x1b[J")
+            self.drawn = 0
+
+    def _draw(self):
+        if not self.live:
+            return
+        width = shutil.get_terminal_size().columns - 1
+        now = time.monotonic()
+        lines = [live_line(target, now)[:width] for target in self.active.values()]
+        lines = lines[:self.LIVE_LINES]
+        for line in lines:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+        self.drawn, self.drawn_at = len(lines), now
+
+    def summary(self, targets, slots):
+        wall = time.monotonic() - self.began
+        slowest = sorted((t for t in targets if t.outcomes),
+                         key=lambda t: t.seconds() / len(t.outcomes), reverse=True)[:3]
+        named = ", ".join(f"{t.name} ({1000 * t.seconds() / len(t.outcomes):.0f} ms a run)"
+                          for t in slowest)
+        counts = collections.Counter(t.classification for t in targets)
+        kinds = ", ".join(f"{counts[kind]} {kind}" for kind in CLASSIFICATIONS if counts[kind])
+        self.note(f"Measured {len(targets)} target{'s' * (len(targets) != 1)} ({kinds}): "
+                  f"{self.runs} runs in {wall:.1f}s ({self.runs / max(wall, 1e-9):.0f} runs/s, "
+                  f"{slots} worker{'s' * (slots != 1)}). Slowest: {named or 'none'}.")
+
+
+def live_line(target, now):
+    done = len(target.outcomes)
+    fails = sum(outcome.failed for outcome in target.outcomes.values())
+    line = (f"  {target.name}: {done}/{target.runs} runs, {fails} failed "
+            f"({fails / max(done, 1):.1%})")
+    if target.finished:
+        return line + ", now checking it alone and after its module"
+    eta = "?"
+    if done and target.started is not None:
+        eta = spoken((now - target.started) / done * (target.runs - done))
+    return f"{line}, ETA {eta}"
+
+
+def result_line(target):
+    line = (f"{target.classification:<15} {target.name}: {target.fails}/{target.done} failed,"
+            f" upper95={upper95(target.fails, target.done):.4f}")
+    if target.stopped:
+        line += (f", stopped early after {target.done} of {target.runs} runs "
+                 f"(over budget with 95% confidence)")
+    return line + (f"; {target.why}" if target.why else "")
+
+
+def measure_policy(args, board, ledger_policy):
+    """max_upper_rate and min_runs: --max-upper-rate, else the board's policy (with
+    --upload), else a full ledger's, else the script's 0.02 and 200."""
+    policy = {"max_upper_rate": SCRIPT_MAX_UPPER_RATE, "min_runs": SCRIPT_RUNS}
+    for found in (ledger_policy, board_policy(board, args) if board else None):
+        for key in policy:
+            if isinstance((found or {}).get(key), (int, float)):
+                policy[key] = found[key]
+    if args.max_upper_rate is not None:
+        if not 0 < args.max_upper_rate <= 1:
+            raise UsageError(f"--max-upper-rate must be within (0, 1] "
+                             f"(got {args.max_upper_rate})")
+        policy["max_upper_rate"] = args.max_upper_rate
+    return policy["max_upper_rate"], policy["min_runs"]
+
+
+def board_policy(board, args):
+    args.suite = suite_slug(board, args.suite)
+    answer, _ = board.call("GET", f"/api/v1/suites/{quote(args.suite)}/ledger",
+                           query={"view": "full"})
+    return answer.get("policy")
+
+
+def run_measurement(targets, args, max_upper_rate, progress):
+    """Measure the targets (in process, or a process per run with --fresh), check the
+    isolation of those whose repeats all failed, and measure the repeat-unsafe ones again
+    with a process per run."""
+    slots = args.workers or os.cpu_count() or 1
+    folder = tempfile.mkdtemp(prefix="flakeboard-measure-")
+    pool = Pool(python=sys.executable, folder=folder, slots=slots,
+                timeout=args.run_timeout, progress=progress)
+
+    def schedule(chosen):
+        return Schedule(chosen, early=not args.exact, max_upper_rate=max_upper_rate,
+                        slots=slots, progress=progress)
+
+    try:
+        files = list(collections.OrderedDict.fromkeys(node_file(t.name) for t in targets))
+        measured = schedule(targets)
+        if args.fresh:
+            pool.run(Collection(targets, files))
+            pool.run(FreshRuns(measured))
+        else:
+            pool.run(SharedRuns(measured, files))
+        suspects = [target for target in targets if target.classification is None]
+        pool.run(IsolationChecks(suspects, alone=not args.fresh, tags=measured.tags))
+        unsafe = [t for t in suspects if classify_isolated(t) == "repeat_unsafe"]
+        for target in unsafe:
+            target.reset()
+        pool.run(FreshRuns(schedule(unsafe)))
+        for target in suspects:
+            if not target.reported:
+                progress.finished(target)
+    finally:
+        pool.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    return slots
+
+
+def cmd_measure(board, args):
+    runs, today = measure_settings(args, os.environ)
+    names = read_targets(args.targets)
+    absent = [name for name in names if not os.path.exists(node_file(name))]
+    if absent:
+        raise UsageError("\n".join(f"{name} collects nothing: there is no "
+                                   f"{node_file(name)}" for name in absent))
+    entries, ledger_policy = load_gate_ledger(args.ledger)
+    folder = os.path.dirname(os.path.abspath(args.output))
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"cannot write {args.output}: its folder is missing or read-only")
+    max_upper_rate, min_runs = measure_policy(args, board, ledger_policy)
+    targets = [Target(name, runs, args.seed_base) for name in names]
+    progress = Progress(sys.stderr)
+    try:
+        slots = run_measurement(targets, args, max_upper_rate, progress)
+    except KeyboardInterrupt:
+        progress.close()
+        print("flakeboard: measure was interrupted; nothing was written.", file=sys.stderr)
+        return 130
+    progress.summary(targets, slots)
+    rows = [target.row() for target in targets]
+    try:
+        # Byte for byte what the script's json.dump(..., indent=2) writes.
+        write_atomically(args.output, json.dumps(rows, indent=2))
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.output}: {exc.strerror}") from None
+    lines, code = gate_lines(rows, entries, today, max_upper_rate, min_runs)
+    if not (args.upload and output_format(args, os.environ) == "json"):
+        _print_lines(lines)
+    if not args.upload:
+        return code
+    body = [dict(t.row(), classification=t.classification) for t in targets]
+    answer = _upload(board, args, "reports", body=json.dumps(body).encode("utf-8"),
+                     commit=args.commit, branch=args.branch)
+    return present(answer, "report", args)

@@ -1,0 +1,352 @@
+"""measure's worker processes: the pool of pytest processes, and the sources of what they
+run (shared runs, a process per run, isolation checks). Each process loads the file the pool
+runs from as its plugin: the assembled flakeboard_ci.py, never this module."""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import json
+import multiprocessing.connection
+import os
+import queue
+import re
+import subprocess
+import threading
+import time
+
+from .core import UsageError
+from .measure_runs import SCRIPT_SEED_BASE, Outcome, Task, adopt_collection
+from .outputs import node_file
+
+CHUNK = 16  # runs sent to a worker at a time: small enough to stop early, big enough to stream
+WORKER_KEY_ENV = "FLAKEBOARD_WORKER_KEY"
+NO_PYTEST = re.compile(r"No module named '?pytest'?$", re.M)
+
+
+class MeasureError(UsageError):
+    """Measuring cannot go on: the workers cannot start (exit 64)."""
+
+
+class Worker:
+    """One pytest process of the pool, as the parent sees it."""
+
+    def __init__(self, ident, proc, log, fixed):
+        self.ident, self.proc, self.log = ident, proc, log
+        self.fixed = fixed  # its whole list of tasks, or None: fed as it goes
+        self.conn = self.hello = None
+        self.outstanding = collections.OrderedDict()  # tag -> Task, in the order it runs them
+        self.since = time.monotonic()  # when its first outstanding task started, about
+        self.ended = False
+        self.last = None  # the target it ran last
+        self.ran = set()  # the nodes it has run: a node's first run in a process is marked
+
+    def send(self, message):
+        self.conn.send_bytes(json.dumps(message).encode("utf-8"))
+
+    def log_tail(self, lines=15):
+        try:
+            with open(self.log, encoding="utf-8", errors="replace") as handle:
+                return "".join(handle.readlines()[-lines:]).rstrip()
+        except OSError:
+            return ""
+
+
+class Pool:
+    """Worker processes, each a pytest that loads this file as a plugin, collects its files
+    once and runs what it is sent; a process is stopped when a run outlasts the timeout."""
+
+    def __init__(self, *, python, folder, slots, timeout, progress):
+        self.python, self.folder, self.slots = python, folder, slots
+        self.timeout, self.progress = timeout, progress
+        self.key = os.urandom(16)
+        # A Unix socket (a named pipe on Windows): a TCP one would hold small answers back.
+        self.listener = multiprocessing.connection.Listener(authkey=self.key)
+        self.accepted = queue.Queue()
+        threading.Thread(target=self._accept, daemon=True).start()
+        self.workers, self.spawned = {}, itertools.count()
+
+    def _accept(self):
+        while True:
+            try:
+                conn = self.listener.accept()
+            except (OSError, EOFError, multiprocessing.AuthenticationError):
+                if self.listener is None:
+                    return
+                continue
+            self.accepted.put(conn)
+
+    def close(self):
+        for worker in list(self.workers.values()):
+            self._stop(worker)
+        listener, self.listener = self.listener, None
+        listener.close()
+
+    def spawn(self, files, fixed=None, seed=SCRIPT_SEED_BASE):
+        ident = next(self.spawned)
+        plugin_dir, plugin_file = os.path.split(os.path.abspath(__file__))
+        pythonpath = [p for p in (os.environ.get("PYTHONPATH"), plugin_dir) if p]
+        env = dict(os.environ, PYTHONHASHSEED="0", PATCH_SEED=str(seed),
+                   PYTHONPATH=os.pathsep.join(pythonpath))
+        env[WORKER_KEY_ENV] = self.key.hex()
+        command = [self.python, "-m", "pytest", "-p", os.path.splitext(plugin_file)[0],
+                   f"--flakeboard-worker={ident}:{self.listener.address}",
+                   f"--basetemp={os.path.join(self.folder, f'tmp{ident}')}",
+                   "-q", "--tb=no", "-p", "no:cacheprovider", *files]
+        log = os.path.join(self.folder, f"worker{ident}.log")
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, env=env)
+        self.workers[ident] = Worker(ident, proc, log, fixed)
+
+    def run(self, source):
+        """Run what ``source`` starts and feeds until no process is left."""
+        while True:
+            while source.spawn(self, len(self.workers)):
+                pass
+            if not self.workers:
+                return
+            self._receive(source)
+            for worker in list(self.workers.values()):
+                self._check(worker, source)
+            for worker in list(self.workers.values()):
+                if worker.hello and not worker.ended:
+                    self._feed(worker, source)
+            self.progress.tick()
+
+    def _receive(self, source):
+        while not self.accepted.empty():
+            conn = self.accepted.get()
+            # The hello comes first; a worker is known by the ident it was started with.
+            hello = json.loads(conn.recv_bytes())
+            worker = self.workers.get(hello["hello"])
+            if worker is None:
+                conn.close()
+                continue
+            worker.conn, worker.hello, worker.since = conn, hello, time.monotonic()
+            source.hello(worker, hello)
+        conns = {w.conn: w for w in self.workers.values() if w.conn is not None}
+        for conn in multiprocessing.connection.wait(list(conns), timeout=0.05):
+            self._read(conns[conn], source)
+
+    def _read(self, worker, source):
+        try:
+            while worker.conn.poll():
+                self._message(worker, json.loads(worker.conn.recv_bytes()), source)
+        except (EOFError, OSError):
+            worker.conn.close()
+            worker.conn = None
+
+    def _message(self, worker, message, source):
+        if "dropped" in message:
+            for tag in message["dropped"]:
+                worker.outstanding.pop(tag, None)
+            return
+        task = worker.outstanding.pop(message["tag"])
+        worker.since = time.monotonic()
+        first = task.node not in worker.ran
+        worker.ran.add(task.node)
+        worker.last = task.target
+        outcome = Outcome(message["failed"], message["seconds"], message["detail"], first)
+        if source.result(task, outcome):
+            self._drop(task.node)
+
+    def _drop(self, node):
+        """Tell the fed workers to skip their queued runs of a finished node."""
+        for worker in self.workers.values():
+            queued = any(task.node == node for task in worker.outstanding.values())
+            if queued and worker.fixed is None and worker.conn is not None:
+                worker.send({"drop": node})
+
+    def _check(self, worker, source):
+        """Handle a worker that exited or outlasted the timeout."""
+        code = worker.proc.poll()
+        # The clock runs from the hello: collecting is not part of a run.
+        late = (bool(worker.outstanding) and self.timeout is not None
+                and time.monotonic() - worker.since > self.timeout)
+        if code is None and not late:
+            return
+        if code is None:
+            self._stop(worker)
+        elif worker.conn is not None:
+            self._read(worker, source)  # what it said before it exited
+        if worker.hello is None and not worker.fixed:
+            # Nothing of its own to fail: pytest itself could not start here.
+            raise MeasureError(self._startup_failure(worker, code))
+        if worker.hello is None:
+            worker.outstanding.update((task.tag, task) for task in worker.fixed)
+        self._lose(worker, source, code, late)
+        self.workers.pop(worker.ident, None)
+        if worker.conn is not None:
+            worker.conn.close()
+
+    def _lose(self, worker, source, code, late):
+        """The worker is gone: its running task failed (timed out, or crashed the process);
+        the rest are handed back, or failed when the process was their only one."""
+        tasks = list(worker.outstanding.values())
+        worker.outstanding.clear()
+        for position, task in enumerate(tasks):
+            if position == 0 or worker.fixed is not None:
+                if late and position == 0:
+                    detail = f"timed out after {self.timeout:g}s and was stopped"
+                    self.progress.timed_out(task, self.timeout)
+                else:
+                    detail = f"its pytest process ended (exit code {code}) before it finished"
+                first = task.node not in worker.ran
+                worker.ran.add(task.node)
+                if source.result(task, Outcome(True, 0.0, detail, first)):
+                    self._drop(task.node)
+            else:
+                source.lost(task)
+
+    def _startup_failure(self, worker, code):
+        tail = worker.log_tail()
+        if NO_PYTEST.search(tail):
+            return (f"there is no pytest in {self.python}: measure runs the tests with the "
+                    f"interpreter that runs it; install pytest there, or run flakeboard_ci.py "
+                    f"with the project's own Python")
+        return f"the pytest worker could not start (exit code {code}):\n{tail}"
+
+    def _stop(self, worker):
+        if worker.proc.poll() is None:
+            worker.proc.kill()
+        worker.proc.wait()
+
+    def _feed(self, worker, source):
+        if worker.fixed is not None:
+            self._send(worker, worker.fixed)
+            worker.send({"end": True})
+            worker.ended = True
+            return
+        if len(worker.outstanding) < CHUNK:
+            tasks = source.feed(worker, CHUNK)
+            if tasks:
+                self._send(worker, tasks)
+            elif len(worker.outstanding) <= 1 and not source.waiting():
+                worker.send({"end": True})
+                worker.ended = True
+
+    def _send(self, worker, tasks):
+        if not worker.outstanding:
+            worker.since = time.monotonic()
+        for task in tasks:
+            worker.outstanding[task.tag] = task
+        worker.send({"tasks": [[task.tag, task.node, task.seed] for task in tasks]})
+
+
+class Source:
+    """What a pool runs: which processes to start, what to send them, where results go."""
+
+    def spawn(self, pool, live):
+        """Start a process with ``pool.spawn`` if one is due (``live`` are running): True
+        when it did."""
+        return False
+
+    def hello(self, worker, hello):
+        pass
+
+    def feed(self, worker, count):
+        return []
+
+    def waiting(self):
+        return 0
+
+    def result(self, task, outcome):
+        return False
+
+    def lost(self, task):
+        pass
+
+
+class Collection(Source):
+    """One process that collects the targets' files and runs nothing: the check that every
+    target names one test, before a process per run is started."""
+
+    def __init__(self, targets, files):
+        self.targets, self.files, self.started = targets, files, False
+
+    def spawn(self, pool, live):
+        if self.started:
+            return False
+        self.started = True
+        pool.spawn(self.files, fixed=[])
+        return True
+
+    def hello(self, worker, hello):
+        adopt_collection(self.targets, hello, os.getcwd())
+
+
+class SharedRuns(Source):
+    """The runs, fed to long-lived workers that each collected every target's file once."""
+
+    def __init__(self, schedule, files):
+        self.schedule, self.files, self.collected = schedule, files, False
+
+    def spawn(self, pool, live):
+        if live >= min(pool.slots, self.schedule.waiting()):
+            return False
+        pool.spawn(self.files)
+        return True
+
+    def hello(self, worker, hello):
+        if not self.collected:
+            adopt_collection(self.schedule.targets, hello, os.getcwd())
+            self.collected = True
+
+    def feed(self, worker, count):
+        return self.schedule.take(count, prefer=worker.last) if self.collected else []
+
+    def waiting(self):
+        return self.schedule.waiting()
+
+    def result(self, task, outcome):
+        return self.schedule.record(task, outcome)
+
+    def lost(self, task):
+        task.target.give_back(task.index)
+
+
+class FreshRuns(SharedRuns):
+    """A new process per run, started with its seed as the script starts it."""
+
+    def __init__(self, schedule):
+        super().__init__(schedule, [])
+        self.collected = True
+
+    def spawn(self, pool, live):
+        if live >= pool.slots or not self.schedule.waiting():
+            return False
+        task = self.schedule.take(1)[0]
+        pool.spawn([node_file(task.target.name)], fixed=[task], seed=task.seed)
+        return True
+
+
+class IsolationChecks(Source):
+    """For each target: a fresh process that runs it alone (unless its runs already were
+    alone), and one that runs the tests before it in its module first."""
+
+    def __init__(self, targets, alone, tags):
+        self.pending = []
+        for target in targets:
+            target.isolation = {}
+            seed = target.seed_base
+            if alone:
+                self.pending.append((target, [Task(next(tags), target.node, seed, target,
+                                                   "alone")]))
+            if target.predecessors:
+                before = [Task(next(tags), node, seed, None, None)
+                          for node in target.predecessors]
+                self.pending.append((target, [*before, Task(next(tags), target.node, seed,
+                                                            target, "after")]))
+
+    def spawn(self, pool, live):
+        if live >= pool.slots or not self.pending:
+            return False
+        target, tasks = self.pending.pop(0)
+        pool.spawn([node_file(target.name)], fixed=tasks, seed=target.seed_base)
+        return True
+
+    def result(self, task, outcome):
+        if task.target is not None:
+            task.target.isolation[task.index] = outcome
+        return False

@@ -1,0 +1,246 @@
+"""measure's runs of a target: the script's numbers, the Wilson bounds and the early stop,
+the schedule that hands runs out, and the classification of what they found."""
+
+from __future__ import annotations
+
+import collections
+import heapq
+import itertools
+import math
+import os
+import time
+
+from .core import UsageError
+from .outputs import node_file
+
+SCRIPT_SEED_BASE = 9137
+SCRIPT_RUNS = 200  # FLAKE_RUNS' default and the script's min_runs
+SCRIPT_MAX_UPPER_RATE = 0.02
+Z95 = 1.96
+EARLY_STOP_MIN_FAILS = 3
+CLASSIFICATIONS = ("stable", "flaky", "broken", "order_dependent", "repeat_unsafe")
+
+
+def _wilson(fails, n, z, side):
+    p = fails / n
+    z2 = z * z
+    centre = p + z2 / (2 * n)
+    margin = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return min(1.0, max(0.0, (centre + side * margin) / (1 + z2 / n)))
+
+
+def upper95(fails, n, z=Z95):
+    """The Wilson score interval's upper limit, as the board computes it (SPEC 2.1)."""
+    return 1.0 if n <= 0 or fails >= n else _wilson(fails, n, z, +1)
+
+
+def lower95(fails, n, z=Z95):
+    """The Wilson score interval's lower limit: the rate the runs show with 95% confidence."""
+    return 0.0 if n <= 0 or fails <= 0 else _wilson(fails, n, z, -1)
+
+
+def stops_early(fails, done, runs, max_upper_rate):
+    """Whether a target may stop after ``done`` of its ``runs`` runs with ``fails`` failures:
+    no outcome of the rest could bring it within budget, and the runs done are evidence of a
+    rate over budget (95% confidence), not one unlucky run."""
+    return (fails >= EARLY_STOP_MIN_FAILS
+            and upper95(fails, runs) > max_upper_rate
+            and lower95(fails, done) > max_upper_rate)
+
+
+def _rootdir_id(name, rootdir, cwd):
+    """A node id given from ``cwd`` as pytest names it from its rootdir."""
+    path, sep, rest = name.partition("::")
+    relative = os.path.relpath(os.path.join(cwd, path), rootdir).replace(os.sep, "/")
+    return relative + sep + rest
+
+
+def resolve_targets(names, hello, cwd):
+    """Each target's collected node id, from a worker's hello (its items and collection
+    errors); UsageError naming every target that collects nothing or more than one test."""
+    items, problems, resolved = hello["items"], [], {}
+    errors = dict(hello["errors"])
+    for name in names:
+        wanted = _rootdir_id(name, hello["rootdir"], cwd)
+        if wanted in items:
+            resolved[name] = wanted
+            continue
+        found = [item for item in items if item.startswith((wanted + "::", wanted + "["))]
+        if len(found) == 1:
+            resolved[name] = found[0]
+        elif found:
+            shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+            problems.append(f"{name} is ambiguous: it collects {len(found)} tests ({shown}); "
+                            f"name one of them")
+        else:
+            error = errors.get(node_file(wanted))
+            problems.append(f"{name} collects nothing"
+                            + (f" (collecting {node_file(name)} failed: {error})" if error else ""))
+    if problems:
+        raise UsageError("\n".join(problems))
+    return resolved
+
+
+def predecessors(node, items):
+    """The items that come before ``node`` in its module, in the order pytest runs them."""
+    before = items[:items.index(node)]
+    return [item for item in before if node_file(item) == node_file(node)]
+
+
+Task = collections.namedtuple("Task", "tag node seed target index")
+Outcome = collections.namedtuple("Outcome", "failed seconds detail first")
+
+
+class Target:
+    """A node id of the targets file and what its runs found. Run i sees PATCH_SEED =
+    seed_base + i; the report counts the runs 0..n-1 that completed in a row, so the counts
+    do not depend on which worker finished first."""
+
+    def __init__(self, name, runs, seed_base):
+        self.name, self.runs, self.seed_base = name, runs, seed_base
+        self.node, self.predecessors = None, []
+        self.classification, self.why, self.reported = None, "", False
+        self.isolation = {}  # "alone", "after": the Outcome of each isolation check
+        self.reset()
+
+    def reset(self):
+        self.outcomes = {}  # run index -> Outcome
+        self.returned = []  # indices handed back by a worker that was stopped (a heap)
+        self.next_index = self.done = self.fails = 0
+        self.stopped = False
+        self.started = None
+
+    @property
+    def finished(self):
+        return self.stopped or self.done == self.runs
+
+    def waiting(self):
+        return 0 if self.finished else self.runs - self.next_index + len(self.returned)
+
+    def take(self, count):
+        indices = []
+        while len(indices) < count and self.waiting():
+            if self.returned:
+                indices.append(heapq.heappop(self.returned))
+            else:
+                indices.append(self.next_index)
+                self.next_index += 1
+        if indices and self.started is None:
+            self.started = time.monotonic()
+        return indices
+
+    def give_back(self, index):
+        if not self.finished and index not in self.outcomes:
+            heapq.heappush(self.returned, index)
+
+    def record(self, index, outcome, early, max_upper_rate):
+        """Count one run; True when it finished the target."""
+        if self.finished or index in self.outcomes:
+            return False
+        self.outcomes[index] = outcome
+        while self.done in self.outcomes and not self.stopped:
+            self.fails += self.outcomes[self.done].failed
+            self.done += 1
+            self.stopped = early and self.done < self.runs and stops_early(
+                self.fails, self.done, self.runs, max_upper_rate)
+        return self.finished
+
+    def counted(self):
+        return [self.outcomes[i] for i in range(self.done)]
+
+    def suspect(self):
+        """Whether repeating it in process may be what fails it: every run failed, or each
+        worker's first run of it passed and every later one failed."""
+        runs = self.counted()
+        if not runs or not any(run.failed for run in runs):
+            return False
+        later = [run for run in runs if not run.first]
+        return all(run.failed for run in runs) or (
+            bool(later) and all(run.failed for run in later)
+            and not any(run.failed for run in runs if run.first))
+
+    def row(self):
+        """The report's row, in the script's shape and key order."""
+        return {"nodeid": self.name, "n": self.done, "fails": self.fails,
+                "upper95": round(upper95(self.fails, self.done), 4),
+                "seed_base": self.seed_base}
+
+    def seconds(self):
+        return sum(outcome.seconds for outcome in self.outcomes.values())
+
+
+class Schedule:
+    """Hands out the targets' runs in index order and counts their outcomes."""
+
+    def __init__(self, targets, *, early, max_upper_rate, slots, progress):
+        self.targets, self.early, self.max_upper_rate = targets, early, max_upper_rate
+        self.slots, self.progress = slots, progress
+        self.tags = itertools.count()
+
+    def waiting(self):
+        return sum(target.waiting() for target in self.targets)
+
+    def take(self, count, prefer=None):
+        """Up to ``count`` runs of one target: ``prefer`` (the worker's last, whose module
+        it has set up) while it has runs waiting, else the one with the most waiting."""
+        if prefer is None or not prefer.waiting():
+            prefer = max(self.targets, key=Target.waiting)
+        share = max(1, prefer.waiting() // self.slots)
+        return [Task(next(self.tags), prefer.node, prefer.seed_base + index, prefer, index)
+                for index in prefer.take(min(count, share))]
+
+    def record(self, task, outcome):
+        """Count a run; True when it finished its target."""
+        target = task.target
+        finished = target.record(task.index, outcome, self.early, self.max_upper_rate)
+        self.progress.update(target)
+        if finished and target.classification is None:
+            classify_by_outcomes(target)
+        if finished and target.classification and not target.reported:
+            self.progress.finished(target)
+        return finished
+
+
+def classify_by_outcomes(target):
+    """stable or flaky; a suspect target waits for its isolation check."""
+    if not target.suspect():
+        target.classification = "flaky" if target.fails else "stable"
+
+
+# The isolation check of a target whose in-process runs all failed: (fails alone, fails
+# after the tests before it in its module) -> its classification, and why.
+ISOLATION = {
+    (True, True): ("broken", "fails alone and after the tests before it in its module"),
+    (True, False): ("order_dependent", "fails alone but passes after the tests before it in "
+                                       "its module: it needs state one of them sets"),
+    (False, True): ("order_dependent", "passes alone but fails after the tests before it in "
+                                       "its module: one of them leaves state that breaks it"),
+    (False, False): ("repeat_unsafe", "passes alone and after its module, fails when "
+                                      "repeated in one process: measured again with a fresh "
+                                      "process per run"),
+}
+
+
+def adopt_collection(targets, hello, cwd):
+    """Give each target its collected node and the nodes before it in its module."""
+    nodes = resolve_targets([target.name for target in targets], hello, cwd)
+    for target in targets:
+        target.node = nodes[target.name]
+        target.predecessors = predecessors(target.node, hello["items"])
+
+
+def classify_isolated(target):
+    """The isolation table's classification of a suspect target, from its checks."""
+    runs = target.counted()
+    # Without an "alone" check, its runs were each alone already (--fresh): all failed.
+    alone = target.isolation.get("alone") or next(run for run in runs if run.failed)
+    after = target.isolation.get("after", alone)
+    classification, why = ISOLATION[alone.failed, after.failed]
+    if not all(run.failed for run in runs) and classification != "repeat_unsafe":
+        # Only its first run in each process passed, and isolation does not explain that.
+        classification, why = "flaky", ""
+    failure = next((o.detail for o in (alone, after, *runs) if o.failed and o.detail), "")
+    if classification in ("broken", "order_dependent") and failure:
+        why += f" ({failure})"
+    target.classification, target.why = classification, why
+    return classification

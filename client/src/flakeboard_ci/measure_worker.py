@@ -1,0 +1,127 @@
+"""measure's workers from the inside: the served file is also the pytest plugin each worker
+process loads (-p flakeboard_ci), which runs the tests it is sent on fresh copies of the
+collected items."""
+
+from __future__ import annotations
+
+import collections
+import copy
+import json
+import multiprocessing.connection
+import os
+
+from .measure_pool import WORKER_KEY_ENV
+
+
+def pytest_addoption(parser):
+    parser.addoption("--flakeboard-worker", metavar="ID:ADDRESS",
+                     help="(flakeboard_ci.py measure's own) run the tests it sends")
+
+
+def pytest_configure(config):
+    address = config.getoption("flakeboard_worker", None)
+    if address:
+        config.pluginmanager.register(MeasureWorker(address), "flakeboard-measure-worker")
+
+
+def fresh_item(template):
+    """A copy of a collected item, to run once more as pytest runs a new item: its own
+    request, so function-scoped fixtures are made anew (a new tmp_path each time), its own
+    report sections, and for a method a new instance of its class. Its parents are shared,
+    and with them the fixtures of wider scope."""
+    item = copy.copy(template)
+    item._report_sections = []
+    item.user_properties = []
+    if getattr(template, "instance", None) is not None:
+        for cached in ("_obj", "_instance"):
+            item.__dict__.pop(cached, None)
+    if hasattr(item, "_initrequest"):
+        item._initrequest()
+    return item
+
+
+def failure_line(report):
+    """The line of a failed report that says what went wrong."""
+    text = getattr(report, "longreprtext", "") or str(report.longrepr or "")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [line[1:].strip() for line in lines if line.startswith("E ")]
+    return (errors[0] if errors else lines[-1] if lines else "failed")[:300]
+
+
+class MeasureWorker:
+    """The pytest side of a worker: says hello with what it collected, then runs each task
+    it is sent (a node and its PATCH_SEED) on a fresh copy of the item, and answers."""
+
+    def __init__(self, address):
+        ident, self.address = address.split(":", 1)
+        self.ident = int(ident)
+        self.key = bytes.fromhex(os.environ.pop(WORKER_KEY_ENV, ""))
+        self.errors, self.reports = [], []
+        self.queue, self.ended, self.promised = collections.deque(), False, None
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.errors.append([report.nodeid, failure_line(report)])
+
+    def pytest_runtest_logreport(self, report):
+        self.reports.append(report)
+
+    def pytest_runtestloop(self, session):
+        config = session.config
+        templates = collections.OrderedDict()
+        for item in session.items:
+            templates.setdefault(item.nodeid, item)
+        conn = multiprocessing.connection.Client(self.address, authkey=self.key)
+        try:
+            self._send(conn, {"hello": self.ident, "items": list(templates),
+                              "rootdir": str(getattr(config, "rootpath", None) or config.rootdir),
+                              "errors": self.errors})
+            while True:
+                self._receive(conn, block=not self.queue and not self.ended)
+                if not self.queue:
+                    if self.ended:
+                        break
+                    continue
+                tag, node, seed = self.queue.popleft()
+                # The next item decides what the teardown keeps: wait until it is known.
+                while not self.queue and not self.ended:
+                    self._receive(conn, block=True)
+                self.promised = self.queue[0][0] if self.queue else None
+                nextitem = templates.get(self.queue[0][1]) if self.queue else None
+                answer = self._run(templates.get(node), seed, nextitem)
+                self._send(conn, dict(answer, tag=tag))
+        except EOFError:
+            pass  # measure has gone: pytest's session end tears down what is set up
+        finally:
+            conn.close()
+        return True
+
+    def _run(self, template, seed, nextitem):
+        if template is None:
+            return {"failed": True, "seconds": 0.0, "detail": "not collected in this process"}
+        item = fresh_item(template)
+        os.environ["PATCH_SEED"] = str(seed)
+        self.reports = []
+        item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        failed = [report for report in self.reports if report.failed]
+        return {"failed": bool(failed), "seconds": sum(r.duration for r in self.reports),
+                "detail": failure_line(failed[0]) if failed else ""}
+
+    def _receive(self, conn, block):
+        while block or conn.poll():
+            block = False
+            message = json.loads(conn.recv_bytes())
+            if "tasks" in message:
+                self.queue.extend(tuple(task) for task in message["tasks"])
+            elif "drop" in message:
+                # The promised next item stays: the last teardown was made for it.
+                dropped = [task[0] for task in self.queue
+                           if task[1] == message["drop"] and task[0] != self.promised]
+                self.queue = collections.deque(t for t in self.queue if t[0] not in dropped)
+                self._send(conn, {"dropped": dropped})
+            elif "end" in message:
+                self.ended = True
+
+    @staticmethod
+    def _send(conn, message):
+        conn.send_bytes(json.dumps(message).encode("utf-8"))

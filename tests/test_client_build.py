@@ -1,0 +1,215 @@
+"""client/build.py: the served client is the assembly of client/src/flakeboard_ci, and the
+build refuses a module that would break the one file. That the assembled file runs on
+Python 3.8 is test_ci_client_formats.py's test_the_client_runs_on_python_3_8."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+CLIENT = settings.BASE_DIR / "client"
+PY38 = Path.home() / ".pyenv" / "versions" / "3.8.18" / "bin" / "python3"
+
+
+def load_build():
+    spec = importlib.util.spec_from_file_location("flakeboard_client_build",
+                                                  CLIENT / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+build = load_build()
+
+
+@pytest.fixture
+def sources(tmp_path):
+    """A copy of the client's modules, to add a module to."""
+    package = tmp_path / "flakeboard_ci"
+    shutil.copytree(build.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    return package
+
+
+def assemble_with(package, source, name="extra", before=None):
+    """The assembly of ``package`` with a module ``name`` of ``source`` added, last or just
+    before the module ``before``."""
+    (package / f"{name}.py").write_text(source, encoding="utf-8")
+    modules = list(build.MODULES)
+    at = len(modules) if before is None else [m for m, _ in modules].index(before)
+    modules.insert(at, (name, "a module the test adds"))
+    return build.assemble(package, modules)
+
+
+def test_the_served_client_is_the_assembly_of_its_modules():
+    served = (CLIENT / "flakeboard_ci.py").read_bytes().decode("utf-8")
+    assert served == build.assemble(), (
+        "client/flakeboard_ci.py is not what client/build.py assembles from "
+        "client/src/flakeboard_ci: run `make client` and commit the result")
+
+
+def test_each_module_imports_alone_as_a_package():
+    """No import cycle and no missing import: the modules work as the package they are."""
+    modules = ", ".join(f"flakeboard_ci.{name}" for name, _ in build.MODULES)
+    done = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, "
+                           f"{str(build.PACKAGE.parent)!r}); import {modules}"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_file_starts_with_the_docstring_and_one_sorted_import_block():
+    text = build.assemble()
+    lines = text.splitlines()
+    assert lines[0] == "#!/usr/bin/env python3"
+    assert lines[1].startswith('"""Flakeboard\'s CI client')
+    assert text.count("from __future__ import annotations") == 1
+    imports = [line for line in lines if line.startswith(("import ", "from "))]
+    assert imports[0] == "from __future__ import annotations"
+    assert imports[1:] == sorted(imports[1:]) and len(set(imports)) == len(imports)
+    assert not any(line.startswith("from .") for line in lines)
+    separators = [line for line in lines if line.startswith("# --- ") and ".py: " in line]
+    assert [line.split()[2] for line in separators] == [
+        f"{name}.py:" for name, _ in build.MODULES]
+    assert lines[-2:] == ['if __name__ == "__main__":', "    sys.exit(main())"]
+
+
+def test_imports_over_several_lines_are_merged_and_sibling_imports_dropped(sources,
+                                                                           tmp_path):
+    text = assemble_with(sources, '''"""A module of the test's."""
+
+from __future__ import annotations
+
+import json
+import os.path as os_path
+from collections import (
+    deque,
+    OrderedDict,
+)
+from os.path import abspath, basename, commonpath, dirname, exists, expanduser
+from os.path import getmtime, getsize, isdir, islink
+
+from .core import (
+    VERSION,
+    UsageError,
+)
+
+
+def extra():
+    return (json, os_path, deque, OrderedDict, abspath, basename, commonpath, dirname,
+            exists, expanduser, getmtime, getsize, isdir, islink, VERSION, UsageError)
+''')
+    assert "from collections import OrderedDict, deque\n" in text
+    assert "import os.path as os_path\n" in text
+    assert "from os.path import (\n    abspath,\n    basename,\n" in text  # over 100 long
+    assert text.count("\nimport json\n") == 1
+    assert "from .core" not in text and "A module of the test's" not in text
+    assert "\n# --- extra.py: a module the test adds ---" in text
+    assembled = tmp_path / "assembled.py"
+    assembled.write_text(text, encoding="utf-8")
+    namespace = {"__name__": "assembled"}
+    exec(compile(text, str(assembled), "exec"), namespace)  # noqa: S102 (the file just built)
+    assert namespace["extra"]()[-2:] == (namespace["VERSION"], namespace["UsageError"])
+    ruff = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", "--select",
+                           "I", "--line-length", "100", str(assembled)],
+                          capture_output=True, text=True)
+    assert ruff.returncode == 0, ruff.stdout
+
+
+REFUSED = [
+    # A third-party package: the served file must run with nothing installed.
+    pytest.param("import requests\n", "extra.py:1 imports requests, which is not in the "
+                 "standard library", id="third-party"),
+    pytest.param("from django.conf import settings\n", "imports django.conf, which is not",
+                 id="third-party-from"),
+    pytest.param("def later():\n    import yaml\n\n    return yaml\n",
+                 "extra.py:2 imports yaml", id="third-party-in-a-function"),
+    # A name of another module: in one namespace, one would replace the other.
+    pytest.param("def present(answer, kind, args):\n    return 0\n",
+                 "outputs.py and extra.py both define present", id="function"),
+    pytest.param("Board = None\n", "board.py and extra.py both define Board", id="assignment"),
+    pytest.param("try:\n    pass\nexcept ImportError:\n    spoken = str\n",
+                 "ledger.py and extra.py both define spoken", id="in-a-block"),
+    pytest.param("def reset():\n    global Z95\n    Z95 = 2.58\n",
+                 "measure_runs.py and extra.py both define Z95", id="global"),
+    pytest.param("json = None\n", "extra.py defines json, which a module imports by "
+                 "`import json`", id="an-imported-module"),
+    pytest.param("import json as time\n", "binds time by `import json as time`",
+                 id="import-as"),
+    # A sibling import the one file cannot do without.
+    pytest.param("from .board import Nothing\n", "extra.py imports Nothing from .board, "
+                 "which does not define it", id="undefined"),
+    pytest.param("from .elsewhere import Board\n", "import names from a sibling module",
+                 id="not-a-sibling"),
+    pytest.param("from . import board\n", "import names from a sibling module",
+                 id="a-module"),
+    pytest.param("from .board import Board as B\n", "no `as`, no *", id="renamed"),
+    pytest.param("def f():\n    from .board import Board\n\n    return Board\n",
+                 "import sibling names at the top of the module", id="in-a-function"),
+    pytest.param("import os; X = os.sep\n", "put each import on a line of its own",
+                 id="semicolon"),
+    pytest.param("from __future__ import annotations, division\n", "annotations` only",
+                 id="future"),
+]
+
+
+@pytest.mark.parametrize(("source", "message"), REFUSED)
+def test_a_module_that_would_break_the_one_file_is_refused(sources, source, message):
+    with pytest.raises(build.BuildError, match=re.escape(message)):
+        assemble_with(sources, source)
+
+
+def test_a_name_used_at_import_time_before_its_module_is_refused(sources):
+    """A default argument is read when the file runs: its module must come first."""
+    source = ("from .outputs import SUMMARY_LIMIT\n\n\n"
+              "def cut(text, limit=SUMMARY_LIMIT):\n    return text[:limit]\n")
+    with pytest.raises(build.BuildError, match=re.escape(
+            "extra.py uses SUMMARY_LIMIT at import time, but outputs.py comes after it")):
+        assemble_with(sources, source, before="outputs")
+    # Read only when called, the same name may come from a later module.
+    source = ("from .outputs import SUMMARY_LIMIT\n\n\n"
+              "def cut(text):\n    return text[:SUMMARY_LIMIT]\n")
+    assert "def cut(text):" in assemble_with(sources, source, before="outputs")
+
+
+def test_a_module_left_out_of_the_list_is_refused(sources):
+    (sources / "forgotten.py").write_text('"""Forgotten."""\n', encoding="utf-8")
+    with pytest.raises(build.BuildError, match=r"forgotten\.py .* is not in build\.py's MODULES"):
+        build.assemble(sources)
+
+
+def test_check_says_to_run_make_client_and_writing_makes_it_pass(monkeypatch, tmp_path,
+                                                                 capsys):
+    target = tmp_path / "client" / "flakeboard_ci.py"
+    target.parent.mkdir()
+    target.write_text(build.assemble().replace("VERSION = ", "VERSION=", 1), encoding="utf-8")
+    monkeypatch.setattr(build, "HERE", target.parent)
+    monkeypatch.setattr(build, "TARGET", target)
+    assert build.main(["--check"]) == 1
+    assert "run `make client`" in capsys.readouterr().err
+    assert build.main([]) == 0
+    assert "wrote client/flakeboard_ci.py" in capsys.readouterr().out
+    assert build.main(["--check"]) == 0
+    assert target.read_bytes().decode("utf-8") == build.assemble()
+
+
+def test_a_refused_module_fails_the_command_with_its_reason(monkeypatch, sources, capsys):
+    (sources / "extra.py").write_text("import requests\n", encoding="utf-8")
+    monkeypatch.setattr(build, "PACKAGE", sources)
+    monkeypatch.setattr(build, "MODULES", (*build.MODULES, ("extra", "a third-party import")))
+    assert build.main(["--check"]) == 2
+    assert "extra.py:1 imports requests, which is not in the standard library" in \
+        capsys.readouterr().err
+
+
+@pytest.mark.skipif(not PY38.exists(), reason="no Python 3.8 at ~/.pyenv")
+def test_the_build_runs_on_python_3_8_and_assembles_the_same_file():
+    done = subprocess.run([str(PY38), str(CLIENT / "build.py"), "--check"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "client/flakeboard_ci.py is up to date" in done.stdout

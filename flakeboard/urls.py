@@ -21,4 +21,5 @@ urlpatterns = [
     path("ci/flakeboard_ci.py", ci_client, name="ci_client"),
     path("suites/<slug:suite>/", include("ledger.urls")),
     path("suites/<slug:suite>/", include("runs.urls")),
+    path("suites/<slug:suite>/", include("junit.urls")),
 ]

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
 
+from flakeboard import rules as gate_rules
+
 INFRASTRUCTURE_MIN_TESTS = 10
 
 
@@ -161,3 +163,26 @@ def commit_finding(jobs: list[tuple[int, int]]) -> CommitFinding:
     if failed:
         return CommitFinding.FAILED
     return CommitFinding.PASSED if passed else CommitFinding.NOT_RUN
+
+
+@dataclass(frozen=True, slots=True)
+class FlakyFigures:
+    """A test's passive counts over a window: what the flaky-tests page ranks and shows.
+
+    ``runs`` are its passed or failed attempts, ``flaky_failures`` its failures in jobs
+    it was flaky in. The rate is flaky failures per run, with its Wilson upper bound:
+    few runs give a wide bound. Neither is a gate: only a measurement's bound is.
+    """
+
+    runs: int
+    failures: int
+    flaky_failures: int
+    flaky_commits: int
+
+    @property
+    def rate(self) -> float:
+        return self.flaky_failures / self.runs if self.runs else 0.0
+
+    @property
+    def upper95(self) -> float:
+        return gate_rules.upper95(self.flaky_failures, self.runs)

@@ -194,6 +194,22 @@ class Node(models.Model):
         return self.nodeid
 
 
+class MeasureTarget(models.Model):
+    """A node marked to measure: the targets file (``GET .../targets``) lists it first,
+    until it is unmarked. Usually marked from the flaky-tests page."""
+
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="measure_targets")
+    node = models.OneToOneField(Node, on_delete=models.CASCADE, related_name="measure_target")
+    added_at = models.DateTimeField()
+    added_by = models.CharField(max_length=200)
+
+    class Meta:
+        ordering = ["added_at", "id"]
+
+    def __str__(self):
+        return f"measure {self.node_id}"
+
+
 class TierRule(models.Model):
     suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="tier_rules")
     glob = models.CharField(max_length=rules.NODEID_MAX_LENGTH)
@@ -335,6 +351,7 @@ class AuditEvent(models.Model):
         TIER_RULE = "tier_rule", "Tier rule changed"
         TOKEN = "token", "API token changed"
         MEMBER = "member", "Membership changed"
+        TARGET = "target", "Measurement targets changed"
 
     suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="events")
     entry = models.ForeignKey(

@@ -125,6 +125,15 @@ def badge_visibility_set(*, suite: Suite, actor: str, public: bool) -> Suite:
                    bump=False)
 
 
+def junit_share_set(*, suite: Suite, actor: str, share: float) -> Suite:
+    """Set the share of failing tests above which a JUnit file is taken for a broken runner
+    (an infrastructure failure, left out of flaky-test detection). Not part of the gate."""
+    values = {"junit_infrastructure_share": share}
+    _check_bounds(suite, values)
+    return _update(suite=suite, values=values, actor=actor,
+                   note="JUnit infrastructure share", bump=False)
+
+
 def _other_leads(suite: Suite, membership: Membership) -> bool:
     leads = Membership.objects.filter(suite=suite, role=Role.LEAD).exclude(pk=membership.pk)
     return leads.exists()

@@ -14,6 +14,7 @@ urlpatterns = [
     path("settings/", settings.settings_page, name="settings"),
     path("settings/policy/", settings.policy, name="settings_policy"),
     path("settings/badge/", settings.badge, name="settings_badge"),
+    path("settings/junit/", settings.junit_share, name="settings_junit"),
     path("settings/runs-needed/", settings.runs_needed, name="settings_runs_needed"),
     path("settings/fixture-pin/", settings.fixture_pin, name="settings_fixture_pin"),
     path("settings/tier-rules/", settings.tier_rule_add, name="settings_tier_rule_add"),

@@ -11,12 +11,14 @@ import contextlib
 import json
 import random
 from datetime import UTC, date, datetime, time, timedelta
+from xml.sax.saxutils import quoteattr
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from flakeboard import rules
+from junit.ingest import junit_ingest
 from ledger.models import QuarantineEntry, Role, Suite
 from ledger.quarantine import quarantine_clear, quarantine_create, quarantine_renew
 from ledger.suites import member_set, suite_create
@@ -34,6 +36,15 @@ AREAS = ["ingest", "billing", "ledger", "export", "auth", "search", "queue", "re
 # each node; it found one order-dependent node (every in-process repeat failed, so it
 # stopped after three runs) and one repeat-unsafe node (measured a process per run).
 MEASURED_DAYS = 21
+# Each CI job of the last four weeks uploaded its JUnit XML: two jobs a day (a Python
+# matrix), pytest-rerunfailures rerunning a failure up to twice.
+JUNIT_DAYS = 28
+JUNIT_JOBS = ("py3.12", "py3.13")
+FAILURE_MESSAGES = [
+    "AssertionError: settlement took {0}.{1}s, over the 2.000s deadline",
+    "TimeoutError: lock at 0x7f3a{0}{1:04x} held by worker {1}",
+    "ConnectionResetError: [Errno 104] Connection reset by peer",
+]
 CLASSIFIED = {
     "tests/test_export.py::test_pager_after_setup": (3, 3, "order_dependent"),
     "tests/test_queue.py::test_global_registry": (200, 0, "repeat_unsafe"),
@@ -176,7 +187,40 @@ def build_demo(today: date) -> Suite:
                            actor="token fbw_demo (ci)",
                            now=datetime.combine(day, time(hour, rng.randint(0, 59)), tzinfo=UTC))
     _ensure_every_state(suite, today, nodes["tier2"], rng)
+    _junit_history(suite, today, nodes["tier2"], rates, rng)
     return suite
+
+
+def _junit_attempts(name: str, rate: float, rng: random.Random) -> list[str]:
+    """One test's testcase elements in a pytest file: a failure rerun up to twice."""
+    classname = name.split("::")[0].removesuffix(".py").replace("/", ".")
+    test = name.split("::")[1]
+    cases = []
+    for _ in range(3):
+        if rng.random() >= rate * 4:
+            cases.append(f"<testcase classname={quoteattr(classname)} name={quoteattr(test)} "
+                         f'time="{rng.uniform(0.01, 0.4):.3f}"/>')
+            break
+        message = rng.choice(FAILURE_MESSAGES).format(rng.randint(2, 9), rng.randint(1, 999))
+        cases.append(f"<testcase classname={quoteattr(classname)} name={quoteattr(test)} "
+                     f'time="{rng.uniform(1, 3):.3f}"><failure message={quoteattr(message)}>'
+                     f"trace</failure></testcase>")
+    return cases
+
+
+def _junit_history(suite, today, tier2, rates, rng):
+    """The JUnit files of the last JUNIT_DAYS days, through the same ingest as the API."""
+    for i in range(JUNIT_DAYS):
+        day = today - timedelta(days=JUNIT_DAYS - 1 - i)
+        commit = f"{rng.getrandbits(40):010x}"
+        for job in JUNIT_JOBS:
+            cases = "".join(case for name in tier2 for case in
+                            _junit_attempts(name, rates[name], rng))
+            xml = (f'<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests">'
+                   f'<testsuite name="pytest">{cases}</testsuite></testsuites>').encode()
+            junit_ingest(suite=suite, body=xml, actor="token fbw_demo (ci)",
+                         query={"commit": commit, "branch": "main", "job": job},
+                         now=datetime.combine(day, time(10, 15), tzinfo=UTC))
 
 
 def _ensure_every_state(suite, today, tier2, rng):

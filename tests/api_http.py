@@ -52,6 +52,11 @@ def assert_documented(method: str, path: str, answer: Answer) -> None:
     if content is None:
         assert answer.raw == b"", f"{method} {path}: {answer.status} should have no body"
         return
+    media = (answer.headers.get("Content-Type") or "").partition(";")[0].strip()
+    assert media in content, f"{method} {path}: {media} is not documented ({sorted(content)})"
+    if media == "text/plain":
+        answer.raw.decode("utf-8")  # a text answer is UTF-8, whatever it says
+        return
     schema = content["application/json"]["schema"]
     errors = [e.message for e in schema_validator(schema).iter_errors(answer.json)]
     assert not errors, f"{method} {path} {answer.status} differs from its schema: {errors}"

@@ -62,6 +62,7 @@ def suite_pages(suite, *, entry, report, batch, node) -> dict[str, str]:
         "verdicts": reverse("verdicts", args=[slug]),
         "batch": reverse("batch", args=[slug, batch.pk]),
         "node": node_page(slug, node),
+        "flaky": reverse("flaky", args=[slug]),
     }
 
 

@@ -33,6 +33,7 @@ POST api:verdicts                  401 401 401 401 401 401 403 201 403 401
 POST api:junit                     401 401 401 401 401 401 403 201 403 401
 GET  api:trends                    401 401 401 401 401 401 200 200 403 401
 GET  api:status                    401 401 401 401 401 401 200 200 403 401
+GET  api:targets                   401 401 401 401 401 401 200 200 403 401
 GET  api:openapi                   200 200 200 200 200 200 200 200 200 200
 """)
 # Why each caller is refused, where the table refuses it.
@@ -58,6 +59,7 @@ def api_request(method: str, action: str, w) -> Request:
             ("tests.test_0", "test_ok", "passed")), content_type="application/xml"),
         "api:trends": Request(f"{suite}/trends"),
         "api:status": Request(f"{suite}/status"),
+        "api:targets": Request(f"{suite}/targets"),
         "api:openapi": Request(f"{API}/openapi.json"),
     }[action]
 

@@ -43,11 +43,14 @@ GET  node_by_id                    302 404 301 301 301 301 302 302 302 302
 GET  trends                        302 404 200 200 200 200 302 302 302 302
 GET  trends_csv                    302 404 200 200 200 200 302 302 302 302
 GET  badge                         404 404 200 200 200 200 404 404 404 404
+GET  flaky                         302 404 200 200 200 200 302 302 302 302
+POST flaky_measure                 302 404 403 302 302 302 302 302 302 302
 GET  settings                      302 404 403 403 200 200 302 302 302 302
 GET  settings_runs_needed          302 404 403 403 200 200 302 302 302 302
 POST settings_policy               302 404 403 403 302 302 302 302 302 302
 POST settings_fixture_pin          302 404 403 403 302 302 302 302 302 302
 POST settings_badge                302 404 403 403 302 302 302 302 302 302
+POST settings_junit                302 404 403 403 302 302 302 302 302 302
 POST settings_tier_rule_add        302 404 403 403 302 302 302 302 302 302
 GET  settings_tier_rule_preview    302 404 403 403 200 200 302 302 302 302
 POST settings_tier_rule_remove     302 404 403 403 302 302 302 302 302 302
@@ -102,6 +105,8 @@ def page_request(method: str, action: str, w) -> Request:
         "settings_fixture_pin": Request(reverse("settings_fixture_pin", args=[s]), {
             "fixture_manifest": "sha256:0f1e", "fixture_seed": "7"}),
         "settings_badge": Request(reverse("settings_badge", args=[s]), {"public_badge": "on"}),
+        "settings_junit": Request(reverse("settings_junit", args=[s]), {
+            "junit_infrastructure_share": "0.7"}),
         "settings_tier_rule_add": Request(reverse("settings_tier_rule_add", args=[s]), {
             "glob": "tests/test_golden.py::*", "tier": "1"}),
         "settings_tier_rule_remove": Request(
@@ -118,6 +123,8 @@ def page_request(method: str, action: str, w) -> Request:
             "suite": str(w.suite.pk), "nodeid": "tests/test_admin.py::test_flaky",
             "owner": "@finley", "expires": soon, "evidence": "ci/run-11", "note": "",
             "n": "200", "fails": "3", "seed_base": ""}),
+        "flaky_measure": Request(reverse("flaky_measure", args=[s]), {
+            "node": w.node, "marked": "1"}),
         "logout": Request(reverse("logout"), {}),
     }
     return posts[action]

@@ -19,6 +19,7 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
+from junit import forms as junit_forms
 from ledger.forms import entries as entry_forms
 from ledger.forms import settings as settings_forms
 from ledger.forms.settings import TierRuleForm
@@ -115,6 +116,10 @@ def _numeric_inputs(world) -> dict[str, tuple[str, str, dict, str]]:
         inputs[f"{page} page"] = ("get", reverse(page, args=[slug]), {}, "page")
     for name in ("range", "from", "to"):
         inputs[f"trends {name}"] = ("get", reverse("trends", args=[slug]), {}, name)
+    inputs["junit share"] = ("post", reverse("settings_junit", args=[slug]), {},
+                             "junit_infrastructure_share")
+    for name in ("days", "page"):
+        inputs[f"flaky {name}"] = ("get", reverse("flaky", args=[slug]), {}, name)
     return inputs
 
 
@@ -125,6 +130,7 @@ INPUT_NAMES = [
     *(f"new entry {name}" for name in ("n", "fails", "upper95", "seed_base")),
     *(f"prefilled entry {name}" for name in ("n", "fails", "upper95", "seed_base")),
     "ledger page", "reports page", "verdicts page", "trends range", "trends from", "trends to",
+    "junit share", "flaky days", "flaky page",
 ]
 
 
@@ -140,6 +146,7 @@ def test_odd_numbers_are_a_form_error_or_ignored_never_a_500(client_for, world, 
     suite = Suite.objects.get(pk=world.suite.pk)
     assert all(getattr(suite, name) is not None for name in POLICY_FIELDS)
     assert 0 < suite.max_upper_rate <= 1 and 0 <= suite.max_quarantined_share <= 1
+    assert 0 <= suite.junit_infrastructure_share <= 1
 
 
 def test_the_table_holds_every_numeric_field_of_the_forms(world):
@@ -149,7 +156,7 @@ def test_the_table_holds_every_numeric_field_of_the_forms(world):
     numeric = (forms.IntegerField, forms.FloatField, forms.DecimalField, forms.TypedChoiceField)
     fields = {
         name
-        for module in (settings_forms, entry_forms, trends_views)
+        for module in (settings_forms, entry_forms, trends_views, junit_forms)
         for form in vars(module).values()
         if isinstance(form, type) and issubclass(form, forms.BaseForm)
         for name, field in form.base_fields.items()

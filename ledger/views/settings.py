@@ -23,6 +23,7 @@ from web.pages import wants_partial
 from ..forms.settings import (
     BadgeForm,
     FixturePinForm,
+    JUnitShareForm,
     MemberForm,
     PolicyForm,
     TierRuleForm,
@@ -32,6 +33,7 @@ from ..models import ApiToken, AuditEvent, Membership, Node, Role, TierRule
 from ..settings_services import (
     badge_visibility_set,
     fixture_pin_set,
+    junit_share_set,
     member_change,
     member_drop,
     policy_update,
@@ -47,6 +49,7 @@ SETTINGS_ACTIONS = [
     AuditEvent.Action.TIER_RULE,
     AuditEvent.Action.MEMBER,
     AuditEvent.Action.TOKEN,
+    AuditEvent.Action.TARGET,
 ]
 PREVIEW_LIMIT = 50
 HISTORY_LIMIT = 20
@@ -101,6 +104,7 @@ def _page(request, suite, **overrides):
         "helper": _runs_needed(suite),
         "pin_form": FixturePinForm.for_suite(suite),
         "badge_form": BadgeForm.for_suite(suite),
+        "junit_form": JUnitShareForm.for_suite(suite),
         "badge_url": request.build_absolute_uri(reverse("badge", args=[suite.slug])),
         "overview_url": request.build_absolute_uri(reverse("overview", args=[suite.slug])),
         "rule_form": TierRuleForm(),
@@ -178,6 +182,18 @@ def badge(request, suite):
 
     form = BadgeForm(request.POST)
     return _saved(request, suite, form, save, section="badge", form_name="badge_form")
+
+
+@_for_leads("POST")
+def junit_share(request, suite):
+    def save(data):
+        share = data["junit_infrastructure_share"]
+        junit_share_set(suite=suite, actor=actor_label(request.user), share=share)
+        return (f"A JUnit file with more than {share:.0%} of its tests failing is now taken "
+                f"for an infrastructure failure.")
+
+    form = JUnitShareForm(request.POST)
+    return _saved(request, suite, form, save, section="junit", form_name="junit_form")
 
 
 def _preview(suite, glob: str, tier: int):

@@ -8,6 +8,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from flakeboard import rules
+from junit.selectors import passive_history
 from ledger.models import Node, Role
 from web.access import can, suite_for
 from web.pages import entry_row, render_page, wants_partial
@@ -56,6 +57,7 @@ def node_detail(request, suite, key):
         "entries": entries,
         "open_row": next((row for row in entries if row.is_open), None),
         "measurements_desc": history.measurements[::-1],
+        "passive": passive_history(node, today),
         "budget": suite.max_upper_rate,
         "can_edit": can(request.role, Role.OWNER),
     }

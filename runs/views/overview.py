@@ -7,6 +7,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from junit.selectors import Window, flaky_count
 from ledger import selectors as ledger_selectors
 from ledger.status import status_causes
 from web.access import suite_for
@@ -32,6 +33,7 @@ def overview(request, suite):
             "nav": "overview",
             "today": today,
             "counts": counts,
+            "flaky_week": flaky_count(suite, Window(today, 7)),
             "status": now,
             "status_causes": status_causes(suite, now),
             "share": share,

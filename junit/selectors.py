@@ -1,0 +1,191 @@
+"""What the pages and the targets file read of passive evidence: the tests ranked by flaky
+failures over a window of days, and each ranked test's figures, top failure signatures,
+last 30 days, quarantine entry and measurement mark. Everything here reads the rollups
+(``NodeDay``, ``SignatureDay``), so its cost follows the window and the page, never the
+raw rows kept."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from django.db.models import Max, Min, Sum
+
+from flakeboard import rules as gate_rules
+from ledger.models import MeasureTarget, Node, QuarantineEntry, Suite
+from web.pages import EntryRow, entry_row
+
+from .models import CaseResult, JUnitFile, NodeDay, SignatureDay
+from .rules import FlakyFigures
+
+WINDOWS = (7, 30, 90)
+DEFAULT_WINDOW = 30
+SPARK_DAYS = 30
+TOP_SIGNATURES = 3
+
+
+@dataclass(frozen=True)
+class Window:
+    """The days a ranking counts (``days`` of them, ending ``today``), on one branch or all."""
+
+    today: date
+    days: int = DEFAULT_WINDOW
+    branch: str = ""
+    text: str = ""
+
+    @property
+    def since(self) -> date:
+        return self.today - timedelta(days=self.days - 1)
+
+    def rows(self, model, **more):
+        rows = model.objects.filter(day__gte=self.since, day__lte=self.today, **more)
+        return rows.filter(branch=self.branch) if self.branch else rows
+
+
+def flaky_ranking(suite: Suite, window: Window):
+    """The tests with flaky failures in the window, most first: values rows of ``node_id``,
+    ``flaky_failures``, ``flaky_commits``, ``first_flaky`` and ``last_flaky``."""
+    rows = window.rows(NodeDay, suite=suite, flaky_failures__gt=0)
+    if window.text:
+        rows = rows.filter(node__nodeid__icontains=window.text)
+    return (
+        rows.values("node_id")
+        .annotate(flaky_failures=Sum("flaky_failures"), flaky_commits=Sum("flaky_commits"),
+                  first_flaky=Min("day"), last_flaky=Max("day"))
+        .order_by("-flaky_failures", "-flaky_commits", "node_id")
+    )
+
+
+def flaky_count(suite: Suite, window: Window) -> int:
+    """How many tests had flaky failures in the window (the overview's tile)."""
+    return window.rows(NodeDay, suite=suite, flaky_failures__gt=0).values(
+        "node_id").distinct().count()
+
+
+@dataclass(frozen=True)
+class Spark:
+    """A test's flaky failures per day over the last SPARK_DAYS days, oldest first."""
+
+    since: date
+    counts: list[int]
+
+    @property
+    def days_flaky(self) -> int:
+        return sum(1 for count in self.counts if count)
+
+    def bars(self, height: int = 20) -> list[dict]:
+        """The SVG bars: x and height, scaled to the busiest day."""
+        top = max(self.counts, default=0) or 1
+        return [{"x": i * 3, "height": max(1, round(count * height / top)) if count else 0,
+                 "y": height - (max(1, round(count * height / top)) if count else 0)}
+                for i, count in enumerate(self.counts)]
+
+    @property
+    def spoken(self) -> str:
+        """The non-zero days, for the chart's accessible name and its numbers beside it."""
+        days = [(self.since + timedelta(days=i), count)
+                for i, count in enumerate(self.counts) if count]
+        if not days:
+            return f"no flaky failures in the last {len(self.counts)} days"
+        return ", ".join(f"{day:%b} {day.day}: {count}" for day, count in days)
+
+
+@dataclass
+class FlakyRow:
+    node: Node
+    figures: FlakyFigures
+    first_flaky: date
+    last_flaky: date
+    signatures: list[tuple[str, int]]
+    spark: Spark
+    entry: EntryRow | None
+    marked: bool = False
+    quarantine_query: str = ""  # the entry form's prefill, set by the page
+
+    @property
+    def can_quarantine(self) -> bool:
+        """No open entry, and a tier that may be quarantined."""
+        return self.entry is None and gate_rules.quarantinable(self.node.tier)
+
+
+def flaky_rows(suite: Suite, window: Window, ranked: list[dict]) -> list[FlakyRow]:
+    """The page's rows for ranked values rows (a page of ``flaky_ranking``): five queries
+    whatever the page's size."""
+    ids = [row["node_id"] for row in ranked]
+    nodes = Node.objects.in_bulk(ids)
+    # One read of each node's days, over the window and the sparkline's 30 days together.
+    spark_since = window.today - timedelta(days=SPARK_DAYS - 1)
+    widest = Window(window.today, max(window.days, SPARK_DAYS), window.branch)
+    totals = defaultdict(lambda: [0, 0])
+    daily = defaultdict(int)
+    for node, day, runs, failures, flaky in widest.rows(NodeDay, node_id__in=ids).values_list(
+            "node_id", "day").annotate(Sum("runs"), Sum("failures"), Sum("flaky_failures")):
+        if day >= window.since:
+            totals[node][0] += runs
+            totals[node][1] += failures
+        if day >= spark_since:
+            daily[node, day] += flaky
+    signatures = defaultdict(list)
+    for row in window.rows(SignatureDay, node_id__in=ids).values("node_id", "signature").annotate(
+            count=Sum("failures")).order_by("-count", "signature"):
+        if len(signatures[row["node_id"]]) < TOP_SIGNATURES:
+            signatures[row["node_id"]].append((row["signature"], row["count"]))
+    entries = {entry.node_id: entry_row(entry, window.today)
+               for entry in QuarantineEntry.objects.open().filter(
+                   node_id__in=ids).select_related("node")}
+    marked = set(MeasureTarget.objects.filter(node_id__in=ids).values_list("node_id", flat=True))
+    rows = []
+    for row in ranked:
+        pk = row["node_id"]
+        runs, failures = totals[pk]
+        counts = [daily.get((pk, spark_since + timedelta(days=i)), 0) for i in range(SPARK_DAYS)]
+        rows.append(FlakyRow(
+            node=nodes[pk],
+            figures=FlakyFigures(runs, failures, row["flaky_failures"], row["flaky_commits"]),
+            first_flaky=row["first_flaky"], last_flaky=row["last_flaky"],
+            signatures=signatures[pk], spark=Spark(spark_since, counts),
+            entry=entries.get(pk), marked=pk in marked,
+        ))
+    return rows
+
+
+def junit_branches(suite: Suite) -> list[str]:
+    """The branches of the JUnit files kept, for the page's filter."""
+    return sorted(set(JUnitFile.objects.filter(suite=suite).exclude(branch="").values_list(
+        "branch", flat=True)))
+
+
+@dataclass(frozen=True)
+class PassiveHistory:
+    """A node's passive evidence for its page: the window's figures, its top signatures,
+    its last 30 days and its latest results."""
+
+    window: Window
+    figures: FlakyFigures
+    signatures: list[tuple[str, int]]
+    spark: Spark
+    latest: list[CaseResult]
+
+
+def passive_history(node: Node, today: date, latest: int = 10) -> PassiveHistory | None:
+    """None when no JUnit file has named the node in the window or among its kept rows."""
+    window = Window(today, DEFAULT_WINDOW)
+    days = window.rows(NodeDay, node=node)
+    total = days.aggregate(runs=Sum("runs"), failures=Sum("failures"),
+                           flaky_failures=Sum("flaky_failures"),
+                           flaky_commits=Sum("flaky_commits"))
+    results = list(CaseResult.objects.filter(node=node).select_related("file").order_by(
+        "-day", "-file__created_at", "-pk")[:latest])
+    if total["runs"] is None and not results:
+        return None
+    figures = FlakyFigures(*(total[k] or 0 for k in ("runs", "failures", "flaky_failures",
+                                                     "flaky_commits")))
+    per_day = dict(days.values_list("day").annotate(flaky=Sum("flaky_failures")))
+    spark = Spark(window.today - timedelta(days=SPARK_DAYS - 1),
+                  [per_day.get(window.today - timedelta(days=SPARK_DAYS - 1 - i), 0)
+                   for i in range(SPARK_DAYS)])
+    signatures = [(row["signature"], row["count"]) for row in window.rows(
+        SignatureDay, node=node).values("signature").annotate(count=Sum("failures")).order_by(
+        "-count", "signature")[:TOP_SIGNATURES]]
+    return PassiveHistory(window, figures, signatures, spark, results)

@@ -1,0 +1,96 @@
+"""The flaky-tests page: the tests ranked by flaky failures seen in JUnit files, each with
+its two next steps, Quarantine (the form prefilled from the passive counts) and Measure
+(the node joins the suite's measurement targets)."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from flakeboard import rules as gate_rules
+from ledger.measure_targets import measure_target_set
+from ledger.models import Node, Role
+from web.access import actor_label, can, suite_for
+from web.pages import list_page, render_page
+
+from .forms import FlakyFilterForm
+from .selectors import flaky_ranking, flaky_rows, junit_branches
+
+TEMPLATE = "junit/flaky.html"
+
+
+def quarantine_query(request, suite, row, window) -> str:
+    """The entry form's prefill: the node, its passive counts, and this page as evidence."""
+    page = reverse("flaky", args=[suite.slug]) + "?" + urlencode(
+        {"q": row.node.nodeid, "days": window.days})
+    evidence = request.build_absolute_uri(page)
+    if len(evidence) > gate_rules.EVIDENCE_MAX_LENGTH:
+        evidence = request.build_absolute_uri(reverse("flaky", args=[suite.slug]))
+    return urlencode({"node": row.node.nodeid, "n": row.figures.runs,
+                      "fails": row.figures.flaky_failures, "evidence": evidence})
+
+
+def _context(request, suite, window) -> dict:
+    return {"suite": suite, "nav": "flaky", "window": window,
+            "can_edit": can(request.role, Role.OWNER)}
+
+
+def _rows(request, suite, window, ranked) -> list:
+    rows = flaky_rows(suite, window, list(ranked))
+    for row in rows:
+        row.quarantine_query = quarantine_query(request, suite, row, window)
+    return rows
+
+
+@login_required
+@require_GET
+def flaky(request, suite):
+    suite = suite_for(request, suite)
+    today = timezone.now().date()
+    form = FlakyFilterForm(request.GET, branches=junit_branches(suite))
+    window = form.window(today)
+    return list_page(
+        request, TEMPLATE, flaky_ranking(suite, window),
+        {**_context(request, suite, window), "form": form},
+        rows=lambda page: _rows(request, suite, window, page),
+    )
+
+
+@login_required
+@require_POST
+def measure(request, suite):
+    """Mark a node to measure, or unmark it (``marked`` empty); for htmx, its row again."""
+    suite = suite_for(request, suite, Role.OWNER)
+    nodeid = request.POST.get("node", "")
+    marked = bool(request.POST.get("marked"))
+    try:
+        measure_target_set(suite=suite, nodeid=nodeid, actor=actor_label(request.user),
+                           marked=marked)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        notice = (f"{nodeid} is marked to measure: the targets file lists it first."
+                  if marked else f"{nodeid} is no longer marked to measure.")
+        if request.htmx:
+            form = FlakyFilterForm(request.POST, branches=[request.POST.get("branch", "")])
+            window = form.window(timezone.now().date())
+            ranked = flaky_ranking(suite, window).filter(
+                node__in=Node.objects.filter(suite=suite).named(nodeid))
+            rows = _rows(request, suite, window, ranked[:1])
+            if rows:
+                context = {**_context(request, suite, window), "row": rows[0],
+                           "notice": notice}
+                return render_page(request, TEMPLATE, context, partial="row")
+        messages.success(request, notice)
+    back = request.POST.get("next", "")
+    if url_has_allowed_host_and_scheme(back, {request.get_host()}, request.is_secure()):
+        return redirect(back)
+    return redirect("flaky", suite.slug)

@@ -23,3 +23,8 @@ urlpatterns = [
     path("suites/<slug:suite>/", include("runs.urls")),
     path("suites/<slug:suite>/", include("junit.urls")),
 ]
+
+handler400 = "web.error_pages.bad_request"
+handler403 = "web.error_pages.permission_denied"
+handler404 = "web.error_pages.page_not_found"
+handler500 = "web.error_pages.server_error"

@@ -1,13 +1,18 @@
 """The overview, the health check and sign-in, on the demo suite and an empty one."""
 
 import re
+from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
 from ledger.models import QuarantineEntry, Suite
+from ledger.quarantine import quarantine_create
+from ledger.tiers import tier_rule_add
+from runs.ingest import report_ingest
 from runs.models import Measurement
+from tests.helpers import body, measurement
 
 
 def test_healthz_answers_when_the_database_does(client, db):
@@ -75,3 +80,27 @@ def test_sign_in_and_sign_out(client, viewer, suite):
     signed_out = client.post(reverse("logout"))
     assert signed_out.status_code == 302
     assert client.get(reverse("overview", args=[suite.slug])).status_code == 302
+
+
+def _tiles(html: str) -> dict[str, str]:
+    """The overview's tiles: their class, by their text (figure and words)."""
+    found = re.findall(r'<a class="tile ?([a-z ]*)" href="[^"]*"><span class="figure">(\d+)'
+                       r'</span> ([^<]+)', html)
+    return {f"{figure} {words.strip()}": cls.strip() for cls, figure, words in found}
+
+
+def test_tiles_are_coloured_by_their_value_and_say_their_plurals(client_for, lead, suite,
+                                                                 today):
+    empty = _tiles(client_for(lead).get(reverse("overview", args=[suite.slug])).content.decode())
+    assert empty == {"0 active": "neutral", "0 expiring within 7 days": "neutral",
+                     "0 expired": "neutral", "0 tier violations": "neutral",
+                     "0 flaky this week": "neutral"}
+    report_ingest(suite=suite, body=body([measurement(f"tests/test_{i}.py::test_ok")
+                                          for i in range(40)]), actor="ci")
+    quarantine_create(suite=suite, nodeid="tests/test_1.py::test_ok", owner="@lea",
+                      expires=today + timedelta(days=3), evidence="ci/1", actor="@lea",
+                      today=today)
+    tier_rule_add(suite=suite, glob="tests/test_1.py::*", tier=0, actor="@lea")
+    tiles = _tiles(client_for(lead).get(reverse("overview", args=[suite.slug])).content.decode())
+    assert tiles["1 tier violation"] == "bad"
+    assert tiles["0 expiring within 7 days"] == "neutral"

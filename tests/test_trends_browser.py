@@ -38,6 +38,19 @@ DRAWN = """() => Array.from(document.querySelectorAll("canvas.chart")).map((canv
 })"""
 
 
+SWAPPED = """() => {
+  try {
+    const canvases = Array.from(document.querySelectorAll("canvas.chart"));
+    const verdicts = document.querySelector("canvas[data-chart-source=chart-verdicts]");
+    return canvases.length > 0 && canvases.every((canvas) => Chart.getChart(canvas))
+      && Object.keys(Chart.instances).length === canvases.length
+      && Chart.getChart(verdicts)?.data.labels.length === 7;
+  } catch (error) {
+    return false;  // caught mid-swap: ask again on the next frame
+  }
+}"""
+
+
 def _history(suite, today):
     nodes = [f"tests/test_b.py::test_{i}" for i in range(6)]
     for days_ago in range(12):
@@ -80,15 +93,10 @@ def test_every_chart_is_drawn_and_htmx_redraws_them(live_server, client, suite, 
 
         page.select_option("#id_range", "7")
         page.wait_for_url("**range=7**")
-        # While htmx swaps the panel in, the new canvases have no charts yet: wait until
-        # every one has its chart, the old ones are gone, and the week is drawn.
-        page.wait_for_function("""() => {
-          const canvases = Array.from(document.querySelectorAll("canvas.chart"));
-          const verdicts = document.querySelector("canvas[data-chart-source=chart-verdicts]");
-          return canvases.length > 0 && canvases.every((canvas) => Chart.getChart(canvas))
-            && Object.keys(Chart.instances).length === canvases.length
-            && Chart.getChart(verdicts)?.data.labels.length === 7;
-        }""")
+        # While htmx swaps the panel in, the new canvases have no charts yet and the old
+        # charts are being destroyed (a destroyed chart's data throws): wait until every
+        # canvas has its chart, the old ones are gone, and the week is drawn.
+        page.wait_for_function(SWAPPED)
         redrawn = page.evaluate(DRAWN)
         live_charts = page.evaluate("() => Object.keys(Chart.instances).length")
         browser.close()

@@ -16,6 +16,8 @@ from ledger.forms.entries import STATE_LABELS
 from ledger.models import QuarantineEntry
 
 PER_PAGE = 25
+# From this share of the cap the share's meter and tile turn amber.
+NEAR_CAP = 0.7
 
 
 def wants_partial(request) -> bool:
@@ -80,10 +82,11 @@ def share_context(share: float, cap: float) -> dict:
     return {
         "share_pct": percent(share),
         "cap_pct": percent(cap),
+        "near_cap": share >= scale * NEAR_CAP,
         "meter": {
             "value": f"{min(share, scale):.6f}",
             "max": f"{scale:.6f}",
-            "low": f"{scale * 0.7:.6f}",
+            "low": f"{scale * NEAR_CAP:.6f}",
             "high": f"{scale * 0.9:.6f}",
         },
     }

@@ -3,6 +3,7 @@ screenshot), every trends chart drawn by Chart.js from its data, the range switc
 30 to 90 days in place, the distribution read out in a sentence; then a tier rule added,
 after the warning, that turns a quarantined node into a tier violation."""
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -86,7 +87,9 @@ def test_lead_reviews_trends_and_adds_a_tier_rule_after_the_warning(board, demo,
     expect(page.get_by_role("heading", level=1)).to_contain_text(demo.name)
     overview = _drawn(board)
     assert len(overview) == 1
-    shutil.copyfile(board.screenshot("journey-4-overview"), README_SCREENSHOT)
+    overview_png = board.screenshot("journey-4-overview")
+    if os.environ.get("UPDATE_README_SCREENSHOT"):
+        shutil.copyfile(overview_png, README_SCREENSHOT)
 
     board.nav("Trends")
     figures = page.locator("#trends-panel figure")

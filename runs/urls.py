@@ -4,7 +4,7 @@ from django.urls import path, register_converter
 
 from ledger.models import KEY_LENGTH
 
-from .views import nodes, overview, trends, uploads
+from .views import connect, nodes, overview, trends, uploads
 
 
 class NodeKeyConverter:
@@ -31,5 +31,6 @@ urlpatterns = [
     # The earlier address, by node id: redirected to the key's page where it resolves.
     path("nodes/<path:nodeid>/", nodes.node_by_id, name="node_by_id"),
     path("trends/", trends.trends, name="trends"),
+    path("connect/", connect.connect, name="connect"),
     path("trends/<slug:chart>.csv", trends.trends_csv, name="trends_csv"),
 ]

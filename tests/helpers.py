@@ -63,6 +63,7 @@ def suite_pages(suite, *, entry, report, batch, node) -> dict[str, str]:
         "batch": reverse("batch", args=[slug, batch.pk]),
         "node": node_page(slug, node),
         "flaky": reverse("flaky", args=[slug]),
+        "connect": reverse("connect", args=[slug]),
     }
 
 

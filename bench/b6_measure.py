@@ -23,6 +23,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from flakeboard.rules import plural
+
 from .measure import TIMES, Row, fmt_bytes, fmt_seconds, progress, unavailable
 from .scratch import ROOT
 
@@ -110,10 +112,6 @@ TARGETS = [  # every one's outcome depends only on PATCH_SEED
     "tests/test_slow.py::test_slow_steady",
     "tests/test_heavy.py::test_heavy_one_percent",
 ]
-
-
-def runs_text(runs: int) -> str:
-    return f"{runs} run{'' if runs == 1 else 's'}"
 
 
 def make_project(root: Path, targets: list[str]) -> Path:
@@ -235,11 +233,11 @@ def run(scale: float, backend: str, workdir) -> list[Row]:
     rows = [
         Row(ID, backend, f"measure against the article's script, {what}",
             subject=fmt_seconds(times["measure"]),
-            baseline=f"{fmt_seconds(times['script'])} (scaled from {runs_text(script_runs)})",
+            baseline=f"{fmt_seconds(times['script'])} (scaled from {plural(script_runs, 'run')})",
             goal=f"≥ {SCRIPT_MUST}{TIMES} faster (goal {SCRIPT_GOAL}{TIMES})",
             ratio=times["script"] / times["measure"], limit=SCRIPT_MUST, at_most=False,
             detail=rates, figures=figures).judge(),
-        Row(ID, backend, f"fails counts against the script at {runs_text(script_runs)}, "
+        Row(ID, backend, f"fails counts against the script at {plural(script_runs, 'run')}, "
             "seed-driven targets",
             subject=f"{len(targets) - len(mismatched)} of {len(targets)} identical",
             goal="all identical", ratio=(len(targets) - len(mismatched)) / len(targets),

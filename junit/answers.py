@@ -3,15 +3,13 @@ answer alike (the API and, later, the client's summary read it)."""
 
 from __future__ import annotations
 
+from flakeboard.rules import plural
+
 from .ingest import JUnitOutcome
 from .models import JUnitFile
 from .rules import InfrastructureReason
 
 LEFT_OUT = "its tests are stored, and left out of flaky-test detection"
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def infrastructure_sentence(file: JUnitFile) -> str:
@@ -25,14 +23,14 @@ def infrastructure_sentence(file: JUnitFile) -> str:
 
 
 def summary(file: JUnitFile) -> str:
-    counts = (f"{_plural(file.testcases, 'test')}: {file.passed} passed, {file.failed} failed, "
-              f"{file.error} error, {file.skipped} skipped; {_plural(file.reruns, 'rerun')}.")
+    counts = (f"{plural(file.testcases, 'test')}: {file.passed} passed, {file.failed} failed, "
+              f"{file.error} error, {file.skipped} skipped; {plural(file.reruns, 'rerun')}.")
     if file.infrastructure:
         return f"{counts} {infrastructure_sentence(file)}"
-    found = (f"{_plural(len(file.newly_flaky), 'test')} newly flaky on commit "
+    found = (f"{plural(len(file.newly_flaky), 'test')} newly flaky on commit "
              f"{file.commit}" + (f" (job {file.job})" if file.job else "") + ".")
     if file.differs_by_job:
-        found += (f" {_plural(len(file.differs_by_job), 'test')} passed in one job of the "
+        found += (f" {plural(len(file.differs_by_job), 'test')} passed in one job of the "
                   f"commit and failed in another: differs by job, not flaky.")
     return f"{counts} {found}"
 

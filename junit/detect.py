@@ -162,7 +162,7 @@ def detect(upload: FileContext, results: dict[int, CaseOutcome],
     """Add a file's results ({node: its merged attempts}, in the file's order, with each
     failing one's signature) to the rollups; answer the tests newly flaky on the commit
     and those that differ by job."""
-    ran = {node: r for node, r in results.items() if r.passes or r.failures}
+    ran = {node: r for node, r in results.items() if r.ran}
     jobs = _job_outcomes(upload, ran)
     others = _other_jobs(upload, [n for n, (p, f, _, _) in jobs.items() if f and not p])
     findings = _findings(jobs, others)

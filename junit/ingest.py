@@ -25,21 +25,21 @@ from datetime import datetime
 from typing import Annotated
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import connection
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
 
 from flakeboard import rules as gate_rules
-from ledger.locks import lock_suite
 from ledger.models import Suite
 from ledger.wire import Code, Meta, OptionalMeta, problems, refusal
 from web.bulk import cycle_collector_paused, insert_plain
+from web.stored_once import stored_once
 
 from .detect import FileContext, Findings, detect
 from .models import CaseResult, JUnitFile
 from .nodes import nodes_for_cases
 from .parse import JUnitInvalid, ParsedFile, parse_junit
-from .rules import Outcome, Producer, failing_share, infrastructure_reason, merge_attempts
+from .rules import Outcome, Producer, failing_tests, infrastructure_reason, merge_attempts
 from .signatures import signature
 
 RESULT_COLUMNS = ("suite_id", "file_id", "node_id", "day", "position", "outcome", "attempts",
@@ -96,19 +96,9 @@ def junit_ingest(*, suite: Suite, body: bytes, actor: str, query: dict,
     parsed = parse_junit(body, max_cases=settings.UPLOAD_MAX_RECORDS)
     digest = junit_digest(body, meta)
     now = now or timezone.now()
-    if (stored := _stored(suite, digest)) is not None:
-        return stored
-    try:
-        with transaction.atomic():
-            locked = lock_suite(suite.pk)
-            # An identical upload may have committed while this one waited for the lock.
-            if (stored := _stored(suite, digest)) is not None:
-                return stored
-            return _store(locked, parsed, meta, digest=digest, actor=actor, now=now)
-    except IntegrityError:
-        if (stored := _stored(suite, digest)) is not None:
-            return stored
-        raise
+    return stored_once(
+        suite, lambda: _stored(suite, digest),
+        lambda locked: _store(locked, parsed, meta, digest=digest, actor=actor, now=now))
 
 
 def _store(suite: Suite, parsed: ParsedFile, meta: UploadMeta, *, digest: str, actor: str,
@@ -124,7 +114,8 @@ def _store(suite: Suite, parsed: ParsedFile, meta: UploadMeta, *, digest: str, a
     results = {node: merge_attempts(a, copies_rerun=copies_rerun) for node, a in attempts.items()}
     signatures = {node: signature(r.message) for node, r in results.items() if r.failures}
     share = suite.junit_infrastructure_share
-    reason = infrastructure_reason(list(results.values()), share=share,
+    failing = failing_tests(list(results.values()))
+    reason = infrastructure_reason(failing, share=share,
                                    errors_outside_tests=parsed.errors_outside_tests)
     findings = Findings([], []) if reason else detect(
         FileContext(suite, meta.commit, meta.job, meta.branch, today), results, signatures)
@@ -137,7 +128,7 @@ def _store(suite: Suite, parsed: ParsedFile, meta: UploadMeta, *, digest: str, a
         error=outcomes[Outcome.ERROR], skipped=outcomes[Outcome.SKIPPED],
         reruns=sum(r.reruns for r in results.values()),
         flaky_in_file=sum(r.flaky for r in results.values()),
-        failing_share=float(failing_share(list(results.values()))),
+        failing_share=float(failing.share),
         infrastructure_share=share, infrastructure_reason=reason.value if reason else "",
         newly_flaky=[names[node] for node in findings.newly_flaky],
         differs_by_job=[names[node] for node in findings.differs_by_job],

@@ -33,8 +33,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
+from typing import NamedTuple
 
 from flakeboard import rules as gate_rules
+from flakeboard.rules import share_over_limit
 
 INFRASTRUCTURE_MIN_TESTS = 10
 
@@ -83,6 +85,12 @@ class CaseOutcome:
     message: str  # the first failure's first line; "" when none says
 
     @property
+    def ran(self) -> bool:
+        """Passed or failed at least once: not only skipped. The tests the failing share
+        and the flaky detection count."""
+        return self.passes > 0 or self.failures > 0
+
+    @property
     def reruns(self) -> int:
         return self.attempts - 1
 
@@ -121,23 +129,33 @@ def is_flaky(passes: int, failures: int) -> bool:
     return passes >= 1 and failures >= 1
 
 
-def failing_share(tests: list[CaseOutcome]) -> Fraction:
-    """The share of a file's tests that ran (not only skipped) and never passed."""
-    ran = [t for t in tests if t.passes or t.failures]
-    if not ran:
-        return Fraction(0)
-    return Fraction(sum(t.passes == 0 for t in ran), len(ran))
+class FailingTests(NamedTuple):
+    """Of a file's tests, those that ran and, of those, the ones that never passed: counted
+    once, for the share the file stores and the infrastructure rule reads."""
+
+    ran: int
+    never_passed: int
+
+    @property
+    def share(self) -> Fraction:
+        return Fraction(self.never_passed, self.ran) if self.ran else Fraction(0)
+
+
+def failing_tests(tests: list[CaseOutcome]) -> FailingTests:
+    """A file's failing tests, counted in one pass: the upload stores their share and the
+    infrastructure rule judges it, from the same count."""
+    ran = [t for t in tests if t.ran]
+    return FailingTests(len(ran), sum(t.passes == 0 for t in ran))
 
 
 def infrastructure_reason(
-    tests: list[CaseOutcome], *, errors_outside_tests: int, share: float
+    failing: FailingTests, *, errors_outside_tests: int, share: float
 ) -> InfrastructureReason | None:
     """Why a file is an infrastructure failure, or None. ``share`` is the suite's: a file
     is one when more than that share of its tests fail (exactly: 8 of 10 is not over 0.8)."""
     if errors_outside_tests:
         return InfrastructureReason.ERROR_OUTSIDE_TESTS
-    ran = sum(bool(t.passes or t.failures) for t in tests)
-    if ran >= INFRASTRUCTURE_MIN_TESTS and failing_share(tests) > Fraction(repr(share)):
+    if failing.ran >= INFRASTRUCTURE_MIN_TESTS and share_over_limit(failing.share, share):
         return InfrastructureReason.FAILING_SHARE
     return None
 

@@ -51,14 +51,7 @@ def status_answer(suite: Suite, today: date, absolute: Callable[[str], str] = st
         "summary": rules.status_summary(now),
         "causes": status_causes(suite, now, absolute),
         "entries": counts,
-        "share": {
-            "quarantined": share.quarantined,
-            "test_set_size": share.size,
-            "share": round(share.share, 6),
-            "cap": share.cap,
-            "over_cap": share.over_cap,
-            "headroom": share.headroom,
-        },
+        "share": {**share.answer(), "headroom": share.headroom},
         "ledger_revision": suite.ledger_revision,
         "url": absolute(reverse("overview", args=[suite.slug])),
     }

@@ -17,7 +17,7 @@ from functools import cache
 from typing import NamedTuple
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import connection, transaction
 from django.db.models import BooleanField, ExpressionWrapper, Q
 from django.utils import timezone
 
@@ -27,6 +27,7 @@ from ledger.locks import lock_suite
 from ledger.models import Node, QuarantineEntry, Suite, text_key
 from ledger.selectors import open_entries_by_node, share_figures, tier_rule_specs
 from web.bulk import cycle_collector_paused, insert_plain, plain_rows, update_pks
+from web.stored_once import stored_once
 
 from .models import Measurement, NodeVerdict, Report, VerdictBatch
 from .rollups import Source, rollup_add, upload_counts
@@ -190,8 +191,7 @@ def _insert(model, attnames, rows: list[tuple]) -> None:
 
 
 def _ingest(model, suite, digest, dry_run, evaluate_and_store) -> IngestOutcome:
-    """Shared frame: duplicate check, one transaction under the suite's write lock, and the
-    race of two equal uploads.
+    """Shared frame: the upload stored once (``web.stored_once``), or a dry run.
 
     A dry run takes exactly the upload's path, its writes and its lock included, and then
     rolls them back: it answers what the upload would, because it is the upload.
@@ -202,20 +202,8 @@ def _ingest(model, suite, digest, dry_run, evaluate_and_store) -> IngestOutcome:
             outcome = evaluate_and_store()
             transaction.set_rollback(True)
         return outcome
-    if (stored := _stored(model, suite, digest)) is not None:
-        return stored
-    try:
-        with transaction.atomic():
-            lock_suite(suite.pk)
-            # An identical upload may have committed while this one waited for the lock.
-            if (stored := _stored(model, suite, digest)) is not None:
-                return stored
-            return evaluate_and_store()
-    except IntegrityError:
-        # An identical upload committed first: answer with what it stored.
-        if (stored := _stored(model, suite, digest)) is not None:
-            return stored
-        raise
+    return stored_once(suite, lambda: _stored(model, suite, digest),
+                       lambda _locked: evaluate_and_store())
 
 
 class Decision(NamedTuple):

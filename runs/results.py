@@ -61,17 +61,13 @@ def _upload_answer(outcome: IngestOutcome, page: str) -> dict:
 
 def report_answer(outcome: IngestOutcome) -> dict:
     report = outcome.upload
+    # The figures it was judged with, as stored; where the size came from is said as
+    # stored too (empty for a report stored before it was kept).
+    share = rules.ShareFigures(report.quarantined, report.test_set_size, report.max_share)
     return {
         **_upload_answer(outcome, "report"),
         "status": report.status,
-        "share": {
-            "quarantined": report.quarantined,
-            "test_set_size": report.test_set_size,
-            "size_source": report.size_source or None,
-            "share": round(report.share, 6),
-            "cap": report.max_share,
-            "over_cap": report.cap_exceeded,
-        },
+        "share": {**share.answer(), "size_source": report.size_source or None},
         "counts": {
             "measurements": report.measurement_count,
             "fail": report.fail_count,

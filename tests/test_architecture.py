@@ -97,7 +97,8 @@ def test_the_rules_import_only_the_standard_library():
     assert outside == []
 
 
-def test_the_junit_rules_import_only_the_standard_library_and_the_gates_rules():
+def test_the_junit_rules_import_only_the_standard_library_and_the_rules():
+    """The gate's rules are pure too (above): the junit rules may build on them."""
     outside = sorted(
         f"{name} imports {module}"
         for name in JUNIT_PURE

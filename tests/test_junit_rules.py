@@ -17,7 +17,7 @@ from junit.rules import (
     InfrastructureReason,
     Outcome,
     commit_finding,
-    failing_share,
+    failing_tests,
     infrastructure_reason,
     is_flaky,
     merge_attempts,
@@ -117,12 +117,24 @@ INFRASTRUCTURE = [
 
 @pytest.mark.parametrize(("tests", "outside", "share", "reason"), INFRASTRUCTURE)
 def test_when_a_file_is_an_infrastructure_failure(tests, outside, share, reason):
-    assert infrastructure_reason(tests, errors_outside_tests=outside, share=share) is reason
+    failing = failing_tests(tests)
+    assert infrastructure_reason(failing, errors_outside_tests=outside, share=share) is reason
 
 
 def test_the_minimum_is_ten_tests_that_ran():
     assert INFRASTRUCTURE_MIN_TESTS == 10
-    assert failing_share(run(3, 1, skipped=5)) == 0.75
+    assert failing_tests(run(3, 1, skipped=5)) == (4, 3)
+    assert failing_tests(run(3, 1, skipped=5)).share == 0.75
+    assert failing_tests(run(0, 0, skipped=2)).share == 0
+
+
+# (passes, failures, whether the test ran): skipped, and only skipped, is not running.
+RAN = [(1, 0, True), (0, 1, True), (2, 3, True), (0, 0, False)]
+
+
+@pytest.mark.parametrize(("passes", "failures", "ran"), RAN)
+def test_a_test_ran_when_it_passed_or_failed(passes, failures, ran):
+    assert case(passes, failures).ran is ran
 
 
 OUTCOMES = st.lists(st.sampled_from(list(Outcome)), min_size=1, max_size=8)
@@ -167,8 +179,8 @@ def test_flaky_is_one_job_and_another_job_never_undoes_it(jobs, another):
        st.integers(0, 3), st.floats(0, 1))
 def test_more_failing_tests_never_clear_an_infrastructure_flag(tests, more, share):
     cases = [case(*t) for t in tests]
-    flagged = infrastructure_reason(cases, errors_outside_tests=0, share=share)
-    worse = infrastructure_reason(cases + [case(0, 1)] * more, errors_outside_tests=0,
-                                  share=share)
+    flagged = infrastructure_reason(failing_tests(cases), errors_outside_tests=0, share=share)
+    worse = infrastructure_reason(failing_tests(cases + [case(0, 1)] * more),
+                                  errors_outside_tests=0, share=share)
     if flagged:
         assert worse is flagged

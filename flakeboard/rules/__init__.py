@@ -13,6 +13,7 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``budget``: the budget gate for a measurement and a report (2.2);
 - ``arbiter``: effective signals, the precedence table and the batch aggregate (2.3);
 - ``status``: whether the suite's gate passes now, and why not;
+- ``text``: counts in words (one plural rule);
 - ``checks``: node id, label, owner and evidence checks.
 
 Nothing here reads the clock: callers pass ``today`` (a UTC date).
@@ -77,9 +78,11 @@ from .share import (
     node_is_known,
     quarantined_share,
     share_over_cap,
+    share_over_limit,
 )
 from .stats import UPPER95_TOLERANCE, Z95, runs_needed, upper95, upper95_mismatch
 from .status import GateStatusNow, StatusCause, cause_text, status_summary
+from .text import plural
 from .tiers import (
     MIN_QUARANTINABLE_TIER,
     TierResolution,

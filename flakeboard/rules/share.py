@@ -32,14 +32,21 @@ def quarantined_share(quarantined: int, test_set_size: int) -> float:
     return quarantined / test_set_size
 
 
+def share_over_limit(share: Fraction, limit: float) -> bool:
+    """A share over a limit, compared exactly: the limit as written (0.05, not its binary
+    neighbour), so 1 of 20 is at 0.05 and 3 of 10 at 0.3, and neither is over. One
+    comparison for every limit a share has (the quarantine cap, the JUnit infrastructure
+    share), so that no two of them round differently."""
+    return share > Fraction(repr(float(limit)))
+
+
 def share_over_cap(quarantined: int, test_set_size: int, cap: float) -> bool:
-    """Over the cap, compared exactly: the cap as written (0.05, not its binary neighbour),
-    so 1 of 20 is at a cap of 0.05 and 3 of 10 at 0.3, and neither is over."""
+    """The quarantined share over the cap, compared exactly (``share_over_limit``)."""
     if test_set_size <= 0:
         share = Fraction(1 if quarantined > 0 else 0)
     else:
         share = Fraction(quarantined, test_set_size)
-    return share > Fraction(repr(float(cap)))
+    return share_over_limit(share, cap)
 
 
 class SizeSource(StrEnum):
@@ -89,12 +96,15 @@ class ShareFigures:
         """The figures once one more entry is counted."""
         return ShareFigures(self.quarantined + 1, self.size, self.cap, self.source)
 
-    def as_dict(self) -> dict:
+    def answer(self) -> dict:
+        """The figures as the API spells them, in an upload's answer and in the status
+        endpoint's (``ShareOut``, ``ShareNowOut``): one spelling, so that the two answers
+        cannot drift apart. Each adds what only it says (where the size came from; the
+        headroom)."""
         return {
             "quarantined": self.quarantined,
-            "size": self.size,
-            "size_source": self.source.value,
-            "share": self.share,
+            "test_set_size": self.size,
+            "share": round(self.share, 6),
             "cap": self.cap,
-            "cap_exceeded": self.over_cap,
+            "over_cap": self.over_cap,
         }

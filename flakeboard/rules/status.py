@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from .share import ShareFigures
+from .text import plural
 
 
 class StatusCause(StrEnum):
@@ -56,8 +57,7 @@ CAUSE_TEXT = {
 
 def cause_text(cause: StatusCause, count: int) -> str:
     """"1 expired entry", "3 tier violations"."""
-    one, many = CAUSE_TEXT[cause]
-    return f"{count} {one if count == 1 else many}"
+    return plural(count, *CAUSE_TEXT[cause])
 
 
 def status_summary(status: GateStatusNow) -> str:

@@ -3,15 +3,12 @@ keys ``junit.answers`` makes (an extra one is refused, not silently dropped)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ledger.wire import Meta, NodeId
+from web.api.schemas import Answer
 
 from ..rules import InfrastructureReason, Producer
-
-
-class Answer(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class JUnitCounts(Answer):

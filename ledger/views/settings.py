@@ -240,8 +240,9 @@ def tier_rule_add(request, suite):
     if warned:
         messages.warning(
             request,
-            f"Rule “{glob}” added: {len(warned)} quarantine "
-            f"{'entry is' if len(warned) == 1 else 'entries are'} now tier violations.",
+            f"Rule “{glob}” added: "
+            f"{rules.plural(len(warned), 'quarantine entry is', 'quarantine entries are')} "
+            "now tier violations.",
         )
     else:
         messages.success(request, f"Rule “{glob}” added.")

@@ -8,19 +8,20 @@ keys (an extra one is refused, not silently dropped) with the wire's field types
 from __future__ import annotations
 
 from datetime import date
-from typing import Literal
+from typing import Annotated, Literal
 
 from ninja import Schema
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from flakeboard import rules
 from ledger.wire import FailCount, FixturePinOut, IsoDate, NodeId, PolicyOut, RunCount, Upper95
+from web.api.schemas import Answer
 
-
-class Answer(BaseModel):
-    """A part of an answer: a plain dict in, every key described, no other allowed."""
-
-    model_config = ConfigDict(extra="forbid")
+# A row's ``url``, which ``runs.results.link_nodes`` sets alike for both kinds of row.
+NodePageUrl = Annotated[str | None, Field(
+    description="The node's page on the board, for a row that fails or warns; null for a "
+                "passing one."
+)]
 
 
 class ShareOut(Answer):
@@ -78,10 +79,7 @@ class MeasurementOut(Answer):
                     "null when the report did not say."
     )
     entry: EntryRef | None = Field(description="The ledger entry the gate used, if any.")
-    url: str | None = Field(
-        description="The node's page on the board, for a row that fails or warns; null for "
-                    "a passing one."
-    )
+    url: NodePageUrl
 
 
 class ReportAnswer(Answer):
@@ -106,10 +104,7 @@ class RecordOut(Answer):
     fixture_lock: rules.FixtureLock = Field(description="The effective fixture lock.")
     flake_status: rules.FlakeStatus = Field(description="The effective flake status.")
     entry: EntryRef | None = Field(description="The node's open ledger entry at upload.")
-    url: str | None = Field(
-        description="The node's page on the board, for a row that fails or warns; null for "
-                    "a passing one."
-    )
+    url: NodePageUrl
 
 
 class BatchAnswer(Answer):

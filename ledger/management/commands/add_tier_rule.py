@@ -1,6 +1,7 @@
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from flakeboard import rules
 from ledger.tiers import tier_rule_add
 from web.commands import get_suite, one_line
 
@@ -23,6 +24,6 @@ class Command(BaseCommand):
         self.stdout.write(f"Added tier rule {rule.glob} → {rule.tier}.")
         if violations:
             self.stderr.write(
-                f"Warning: {violations} open entr{'y is' if violations == 1 else 'ies are'} "
+                f"Warning: {rules.plural(violations, 'open entry is', 'open entries are')} "
                 "now tier violations: they leave the served ledger and fail the gate."
             )

@@ -54,7 +54,7 @@ class Command(BaseCommand):
             )
         created = len(outcome.created)
         self.stdout.write(
-            f"Imported {created} entr{'y' if created == 1 else 'ies'}, refused {refused}."
+            f"Imported {rules.plural(created, 'entry', 'entries')}, refused {refused}."
         )
         if refused:
             raise CommandError(

@@ -19,10 +19,11 @@ from django.db import transaction
 
 from flakeboard import rules
 from junit.ingest import junit_ingest
-from ledger.models import QuarantineEntry, Role, Suite
+from ledger.models import ApiToken, QuarantineEntry, Role, Suite
 from ledger.quarantine import quarantine_clear, quarantine_create, quarantine_renew
 from ledger.suites import member_set, suite_create
 from ledger.tiers import tier_rule_add
+from ledger.tokens import token_create
 
 from .ingest import report_ingest, signals_ingest
 
@@ -166,6 +167,9 @@ def build_demo(today: date) -> Suite:
     suite.save()
     for user, role in _users().values():
         member_set(suite=suite, user=user, role=role, actor="demo")
+    # CI's uploads come with a real token of the suite, as Settings lists it.
+    token = token_create(suite=suite, scope="write", actor="@lead", name="ci")[0]
+    ci = token.label
     nodes = _node_ids()
     tier_rule_add(suite=suite, glob="tests/test_properties.py::*", tier=0, actor="@lead")
     tier_rule_add(suite=suite, glob="tests/pinned/*", tier=1, actor="@lead")
@@ -177,17 +181,20 @@ def build_demo(today: date) -> Suite:
         day = start + timedelta(days=i)
         now = datetime.combine(day, time(9, 30), tzinfo=UTC)
         outcome = report_ingest(suite=suite, body=_report_body(nodes["tier2"], rates, i, rng),
-                                actor="token fbw_demo (ci)", now=now)
+                                actor=ci, now=now)
         failing = [m["nodeid"] for m in outcome.rows if m["reason"] == "over_budget"]
         _tend_ledger(suite, day, now + timedelta(hours=2), rng, failing)
         frozen = set(QuarantineEntry.objects.filter(suite=suite).live(day)
                      .values_list("node__nodeid", flat=True))
         for hour in (11, 16):
             signals_ingest(suite=suite, body=_signals_body(all_nodes, i, rng, frozen),
-                           actor="token fbw_demo (ci)",
+                           actor=ci,
                            now=datetime.combine(day, time(hour, rng.randint(0, 59)), tzinfo=UTC))
     _ensure_every_state(suite, today, nodes["tier2"], rng)
-    _junit_history(suite, today, nodes["tier2"], rates, rng)
+    _junit_history(suite, today, nodes["tier2"], rates, rng, ci)
+    used = suite.batches.order_by("created_at").values_list("created_at", flat=True)
+    ApiToken.objects.filter(pk=token.pk).update(created_at=used.first() - timedelta(hours=1),
+                                                last_used_at=used.last())
     return suite
 
 
@@ -208,7 +215,7 @@ def _junit_attempts(name: str, rate: float, rng: random.Random) -> list[str]:
     return cases
 
 
-def _junit_history(suite, today, tier2, rates, rng):
+def _junit_history(suite, today, tier2, rates, rng, actor: str):
     """The JUnit files of the last JUNIT_DAYS days, through the same ingest as the API."""
     for i in range(JUNIT_DAYS):
         day = today - timedelta(days=JUNIT_DAYS - 1 - i)
@@ -218,7 +225,7 @@ def _junit_history(suite, today, tier2, rates, rng):
                             _junit_attempts(name, rates[name], rng))
             xml = (f'<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests">'
                    f'<testsuite name="pytest">{cases}</testsuite></testsuites>').encode()
-            junit_ingest(suite=suite, body=xml, actor="token fbw_demo (ci)",
+            junit_ingest(suite=suite, body=xml, actor=actor,
                          query={"commit": commit, "branch": "main", "job": job},
                          now=datetime.combine(day, time(10, 15), tzinfo=UTC))
 

@@ -152,8 +152,8 @@ def flaky_rows(suite: Suite, window: Window, ranked: list[dict]) -> list[FlakyRo
 
 def junit_branches(suite: Suite) -> list[str]:
     """The branches of the JUnit files kept, for the page's filter."""
-    return sorted(set(JUnitFile.objects.filter(suite=suite).exclude(branch="").values_list(
-        "branch", flat=True)))
+    return list(JUnitFile.objects.filter(suite=suite).exclude(branch="").order_by(
+        "branch").values_list("branch", flat=True).distinct())
 
 
 @dataclass(frozen=True)

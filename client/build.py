@@ -45,7 +45,12 @@ MODULES = (
     ("measure_runs", "a target's runs: Wilson bounds, early stop, classification"),
     ("measure_pool", "measure's pool of pytest worker processes"),
     ("measure", "the measure command: the flake budget's evidence, fast"),
-    ("measure_worker", "this file as the pytest plugin measure's workers load"),
+    ("measure_worker", "measure's workers from the inside"),
+    ("pin", "the fixture manifest and the pin command"),
+    ("arbiter", "the board's precedence table, for judging here"),
+    ("gate_recorder", "gate's pytest run from the inside: each selected node's outcome"),
+    ("gate", "the gate command: a pytest run's signal records, arbitrated"),
+    ("plugin", "this file as the pytest plugin measure's workers and gate load"),
     ("cli", "the command line, the entry point"),
 )
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Flakeboard's CI client: measure the flake targets, fetch the quarantine ledger, upload a
-flake report or signal records, print what the board decided for each node, and exit with
-the gate's code.
+"""Flakeboard's CI client: gate a patch, measure the flake targets, fetch the quarantine
+ledger, upload a flake report or signal records, print what the board decided for each
+node, and exit with the gate's code.
 
 One file, standard library only. Fetch it from the board itself:
 
@@ -14,6 +14,20 @@ One file, standard library only. Fetch it from the board itself:
     python3 flakeboard_ci.py report flake-report.json --commit "$SHA" --branch main
     python3 flakeboard_ci.py signals signals.json --patch "$PATCH_ID"
     python3 flakeboard_ci.py junit junit.xml --commit "$SHA" --job py312 --attempt 1
+    python3 flakeboard_ci.py pin --fixtures tests/fixtures --seed 9137
+    PATCH_SEED=9137 python3 flakeboard_ci.py gate tests/ -m "not slow" --patch "$PATCH_ID" \
+        --commit "$SHA" --fixtures tests/fixtures --upload
+
+`gate` runs pytest once over the selection (the arguments it does not know are pytest's),
+with this file as the plugin that records each selected node's outcome: pass; fail (a
+failure, an error in setup or teardown, a strict xpass); not_run (a skip, a node the session
+stopped before, a file that failed to collect, sent as one node). Each record carries the
+fixture manifest of --fixtures with the PATCH_SEED in force, and `frozen` with its expiry for
+a node with an unexpired ledger entry (read from the board at run time, through --cache when
+it is down; --ledger FILE reads `ledger --full`'s file instead). --deselect-frozen leaves
+those out of the run and the batch. Without --upload it writes signals.json and judges the
+records here with the board's precedence table; an empty selection holds (no_evidence).
+`pin` prints the manifest's digest and the seed, for a lead to set as the suite's pin.
 
 `measure` is the background article's budget script, made fast: the same
 flake_targets.txt, FLAKE_RUNS (default 200) and TODAY (default today, UTC), run i with
@@ -50,13 +64,16 @@ Environment:
     FLAKE_RUNS, TODAY  measure's runs per target and gate date, as the budget script reads them
 
 Exit codes:
-    0  report passes (OK or WARN) / batch accepted / ledger fetched / junit files stored
+    0  report passes (OK or WARN) / batch accepted / ledger fetched / junit files stored /
+       pin printed
     1  report fails / batch rejected
     2  batch on hold
     3  the board could not be reached (network, DNS, timeout, 502-504)
     4  the board refused the request (token, suite, invalid upload, ...): see the message
     64 wrong usage or unreadable input file; for measure also a target that collects
-       nothing or more than one test, no runs, no pytest in the interpreter
+       nothing or more than one test, no runs, no pytest in the interpreter; for gate a
+       pytest that could not run the selection; for pin and gate a symlink among the
+       fixtures (pin also a missing fixture folder)
 """
 
 from __future__ import annotations
@@ -78,11 +95,13 @@ import os
 import queue
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import unicodedata
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -508,29 +527,13 @@ def write_codequality(path, rows, only_failures=False):
 # --- ledger.py: the ledger command and its cache --------------------------------------
 
 
+class NotALedger(ValueError):
+    """A JSON document that is not a ledger as the board serves it."""
+
+
 def cmd_ledger(board, args):
-    cache = LedgerCache(args.cache, board.url, args.suite, args.full) if args.cache else None
-    cached = cache.load() if cache else None
-    try:
-        slug = suite_slug(board, args.suite)
-        query = {"view": "full"} if args.full else None
-        headers = {"If-None-Match": cached["etag"]} if cached and cached["etag"] else None
-        status, raw, answer_headers = board.fetch(
-            "GET", f"/api/v1/suites/{quote(slug)}/ledger", query=query, headers=headers)
-        if status == 304 and cached:
-            print("The cached ledger is current (304 Not Modified).")
-            raw = cached["body"].encode("utf-8")
-        ledger = decoded(raw)
-        try:
-            ledger_entries(ledger, args.full)
-        except ValueError:
-            raise Unreachable("the board's answer is not a ledger") from None
-        if cache:
-            cache.save(raw, answer_headers.get("ETag") or "", slug)
-    except Unreachable as exc:
-        if cache is None:
-            raise
-        ledger, slug = cache.offline(cached, exc, args.offline_max_age)
+    ledger, slug = fetch_ledger(board, args.suite, full=args.full, cache_dir=args.cache,
+                                offline_max_age=args.offline_max_age)
     output = args.output or ("flake_ledger_full.json" if args.full else "flake_ledger.json")
     write_atomically(output, json.dumps(ledger, indent=2, ensure_ascii=False) + "\n")
     entries = ledger_entries(ledger, args.full)
@@ -545,6 +548,46 @@ def cmd_ledger(board, args):
     return 0
 
 
+def fetch_ledger(board, suite, *, full, cache_dir=None, offline_max_age=None, notes=None):
+    """The suite's ledger as the board serves it (the full view when ``full``), and the
+    suite's slug. With ``cache_dir`` the last good ledger is kept there, revalidated, and
+    served when the board cannot be reached if it is younger than ``offline_max_age``
+    seconds; otherwise, and with no cache, Unreachable: the gate fails closed."""
+    cache = LedgerCache(cache_dir, board.url, suite, full) if cache_dir else None
+    cached = cache.load() if cache else None
+    try:
+        slug = suite_slug(board, suite)
+        query = {"view": "full"} if full else None
+        headers = {"If-None-Match": cached["etag"]} if cached and cached["etag"] else None
+        status, raw, answer_headers = board.fetch(
+            "GET", f"/api/v1/suites/{quote(slug)}/ledger", query=query, headers=headers)
+        if status == 304 and cached:
+            print("The cached ledger is current (304 Not Modified).", file=notes or sys.stdout)
+            raw = cached["body"].encode("utf-8")
+        ledger = decoded(raw)
+        try:
+            ledger_entries(ledger, full)
+        except ValueError:
+            raise Unreachable("the board's answer is not a ledger") from None
+        if cache:
+            cache.save(raw, answer_headers.get("ETag") or "", slug)
+    except Unreachable as exc:
+        if cache is None:
+            raise
+        ledger, slug = cache.offline(cached, exc, offline_max_age)
+    return ledger, slug
+
+
+def read_ledger_file(path):
+    """A ledger file as ``ledger`` writes it, and whether it is the full view; NotALedger
+    when it is not one, OSError or ValueError when it cannot be read."""
+    with open(path, encoding="utf-8") as handle:
+        ledger = json.load(handle)
+    full = isinstance(ledger, dict) and isinstance(ledger.get("entries"), list)
+    ledger_entries(ledger, full)
+    return ledger, full
+
+
 def ledger_entries(ledger, full):
     """The ledger's entries by node; ValueError when it is not a ledger."""
     try:
@@ -553,7 +596,7 @@ def ledger_entries(ledger, full):
             return entries
     except (KeyError, TypeError, AttributeError):
         pass
-    raise ValueError("not a ledger")
+    raise NotALedger("not a ledger")
 
 
 def write_atomically(path, text):
@@ -980,6 +1023,15 @@ WORKER_KEY_ENV = "FLAKEBOARD_WORKER_KEY"
 NO_PYTEST = re.compile(r"No module named '?pytest'?$", re.M)
 
 
+def plugin_pytest(python, arguments, environ):
+    """The command and environment of a pytest of ``python`` that loads this file as its
+    plugin (-p flakeboard_ci, found through PYTHONPATH), with the given arguments."""
+    plugin_dir, plugin_file = os.path.split(os.path.abspath(__file__))
+    pythonpath = [p for p in (environ.get("PYTHONPATH"), plugin_dir) if p]
+    env = dict(environ, PYTHONPATH=os.pathsep.join(pythonpath))
+    return [python, "-m", "pytest", "-p", os.path.splitext(plugin_file)[0], *arguments], env
+
+
 class MeasureError(UsageError):
     """Measuring cannot go on: the workers cannot start (exit 64)."""
 
@@ -1040,15 +1092,12 @@ class Pool:
 
     def spawn(self, files, fixed=None, seed=SCRIPT_SEED_BASE):
         ident = next(self.spawned)
-        plugin_dir, plugin_file = os.path.split(os.path.abspath(__file__))
-        pythonpath = [p for p in (os.environ.get("PYTHONPATH"), plugin_dir) if p]
-        env = dict(os.environ, PYTHONHASHSEED="0", PATCH_SEED=str(seed),
-                   PYTHONPATH=os.pathsep.join(pythonpath))
+        command, env = plugin_pytest(self.python, [
+            f"--flakeboard-worker={ident}:{self.listener.address}",
+            f"--basetemp={os.path.join(self.folder, f'tmp{ident}')}",
+            "-q", "--tb=no", "-p", "no:cacheprovider", *files],
+            dict(os.environ, PYTHONHASHSEED="0", PATCH_SEED=str(seed)))
         env[WORKER_KEY_ENV] = self.key.hex()
-        command = [self.python, "-m", "pytest", "-p", os.path.splitext(plugin_file)[0],
-                   f"--flakeboard-worker={ident}:{self.listener.address}",
-                   f"--basetemp={os.path.join(self.folder, f'tmp{ident}')}",
-                   "-q", "--tb=no", "-p", "no:cacheprovider", *files]
         log = os.path.join(self.folder, f"worker{ident}.log")
         with open(log, "wb") as out:
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,
@@ -1355,19 +1404,15 @@ def load_gate_ledger(path):
     """The ledger's entries by node and its policy (a full view has one, else None);
     no entries when the file is absent, UsageError when it is not a ledger."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            ledger = json.load(handle)
+        ledger, full = read_ledger_file(path)
     except FileNotFoundError:
         return {}, None
+    except NotALedger:
+        raise UsageError(f"{path} is not a ledger (flakeboard_ci.py ledger writes one)") from None
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot read the ledger {path}: {exc}") from None
-    full = isinstance(ledger, dict) and isinstance(ledger.get("entries"), list)
-    try:
-        entries = ledger_entries(ledger, full)
-    except ValueError:
-        raise UsageError(f"{path} is not a ledger (flakeboard_ci.py ledger writes one)") from None
     policy = ledger.get("policy") if full else None
-    return entries, policy if isinstance(policy, dict) else None
+    return ledger_entries(ledger, full), policy if isinstance(policy, dict) else None
 
 
 def gate_lines(rows, entries, today, max_upper_rate, min_runs):
@@ -1581,18 +1626,7 @@ def cmd_measure(board, args):
     return present(answer, "report", args)
 
 
-# --- measure_worker.py: this file as the pytest plugin measure's workers load ---------
-
-
-def pytest_addoption(parser):
-    parser.addoption("--flakeboard-worker", metavar="ID:ADDRESS",
-                     help="(flakeboard_ci.py measure's own) run the tests it sends")
-
-
-def pytest_configure(config):
-    address = config.getoption("flakeboard_worker", None)
-    if address:
-        config.pluginmanager.register(MeasureWorker(address), "flakeboard-measure-worker")
+# --- measure_worker.py: measure's workers from the inside -----------------------------
 
 
 def fresh_item(template):
@@ -1698,6 +1732,419 @@ class MeasureWorker:
         conn.send_bytes(json.dumps(message).encode("utf-8"))
 
 
+# --- pin.py: the fixture manifest and the pin command ---------------------------------
+
+
+Manifest = collections.namedtuple("Manifest", "digest files crlf root in_git")
+HASH_CHUNK = 1 << 20
+
+
+class FixturesMissing(UsageError):
+    """A fixture folder is not there: pin refuses it, gate sends the lock as missing."""
+
+
+def repository_root(start):
+    """The folder that holds ``.git`` (a folder, or a file in a worktree), from ``start``
+    upwards, as git finds a checkout's top; ``start`` itself when there is none. Returns the
+    root and whether it is a git checkout."""
+    folder = os.path.abspath(start)
+    while True:
+        if os.path.lexists(os.path.join(folder, ".git")):
+            return folder, True
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return os.path.abspath(start), False
+        folder = parent
+
+
+def manifest_path(path, root):
+    """A file's path in the manifest: relative to the root, ``/``-separated, in NFC."""
+    relative = os.path.relpath(path, root).replace(os.sep, "/")
+    if relative == ".." or relative.startswith("../"):
+        raise UsageError(f"the fixture file {path} is outside the repository root {root}")
+    try:
+        relative.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"the fixture file name {path!r} is not UTF-8: rename it") from None
+    return unicodedata.normalize("NFC", relative)
+
+
+def fixture_files(folders, root):
+    """Every regular file under the folders, by manifest path; UsageError on a symlink or
+    anything else that is not a regular file or a folder, FixturesMissing on a missing
+    folder."""
+    files = {}
+    for given in folders:
+        top = os.path.abspath(given)
+        if not os.path.lexists(top):
+            raise FixturesMissing(f"the fixture folder {given} does not exist")
+        pending = [top]
+        while pending:
+            path = pending.pop()
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                raise UsageError(f"{path} is a symbolic link: the fixture manifest refuses "
+                                 f"links, whose targets differ between checkouts and OSes; "
+                                 f"copy the file in instead")
+            if stat.S_ISDIR(mode):
+                pending.extend(os.path.join(path, name) for name in os.listdir(path))
+            elif stat.S_ISREG(mode):
+                files[manifest_path(path, root)] = path
+            else:
+                raise UsageError(f"{path} is not a regular file or a folder: the fixture "
+                                 f"manifest holds regular files only")
+    return files
+
+
+def file_sha256(path):
+    """The file's sha256 as read, and whether it holds a CRLF line end."""
+    digest, crlf, last = hashlib.sha256(), False, b""
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(HASH_CHUNK), b""):
+            digest.update(chunk)
+            crlf = crlf or b"\r\n" in last[-1:] + chunk
+            last = chunk
+    return digest.hexdigest(), crlf
+
+
+def fixture_manifest(folders, start="."):
+    """The manifest of the fixture folders: each regular file's line ``<sha256>  <path>\\n``,
+    sorted by the path's UTF-8 bytes; the digest is ``sha256:`` and the sha256 of the lines.
+    No timestamps or modes, so the same tree gives the same digest on every checkout."""
+    root, in_git = repository_root(start)
+    files = fixture_files(folders, root)
+    lines, crlf = hashlib.sha256(), []
+    for name in sorted(files, key=lambda path: path.encode("utf-8")):
+        hexdigest, has_crlf = file_sha256(files[name])
+        lines.update(f"{hexdigest}  {name}\n".encode())
+        if has_crlf:
+            crlf.append(name)
+    return Manifest("sha256:" + lines.hexdigest(), len(files), crlf, root, in_git)
+
+
+def cmd_pin(board, args):
+    manifest = fixture_manifest(args.fixtures)
+    for name in manifest.crlf:
+        print(f"flakeboard: warning: {name} holds CRLF line ends: a checkout that rewrites "
+              f"line ends (core.autocrlf) gives another digest", file=sys.stderr)
+    where = "the git checkout" if manifest.in_git else "the current folder (no git checkout)"
+    print(f"fixture_manifest: {manifest.digest}")
+    print(f"seed: {args.seed}")
+    print(f"{manifest.files} file{'s' * (manifest.files != 1)}, paths relative to {where} "
+          f"{manifest.root}. A lead sets these two as the suite's fixture pin (Settings).")
+    return 0
+
+
+# --- arbiter.py: the board's precedence table, for judging here -----------------------
+
+
+VERDICT_EXIT_CODES = {"accept": 0, "reject": 1, "hold": 2}
+LOCK_SEVERITY = {"match": 0, "drifted": 1, "missing": 2}
+
+
+def effective_fixture_lock(claimed, manifest, seed, pin):
+    """The worse of the claimed lock and what the suite's pin (its manifest and seed, or
+    None when the suite has no pin) says of the record's manifest and seed."""
+    if pin is None:
+        return claimed
+    if not manifest:
+        found = "missing"
+    elif manifest != pin["manifest"] or (pin["seed"] is not None and seed != pin["seed"]):
+        found = "drifted"
+    else:
+        found = "match"
+    return max(claimed, found, key=LOCK_SEVERITY.__getitem__)
+
+
+def arbitrate(property_check, fixture_lock, flake_status):
+    """One record's verdict and reason: the first row of the table that matches."""
+    if fixture_lock == "drifted":
+        return "hold", "fixture_drifted"
+    if fixture_lock == "missing":
+        return "hold", "fixture_missing"
+    if flake_status == "frozen":
+        return "hold", "frozen_node"
+    if property_check == "fail":
+        return "reject", "property_fail"
+    if property_check == "not_run":
+        return "hold", "property_not_run"
+    return "accept", "clean"
+
+
+def aggregate(outcomes):
+    """A batch's verdict and reason from its records' (verdict, reason) pairs: none is HOLD
+    no_evidence; else any REJECT, then any HOLD, else ACCEPT, with the reason of the first
+    record that decided it."""
+    verdicts = [verdict for verdict, _ in outcomes]
+    if not verdicts:
+        return "hold", "no_evidence"
+    verdict = next(v for v in ("reject", "hold", "accept") if v in verdicts)
+    return verdict, next(reason for v, reason in outcomes if v == verdict)
+
+
+def local_answer(records, entries):
+    """The gate's records judged here, in the shape of the board's answer to a batch, so
+    that the outputs print it as they print the board's."""
+    rows, outcomes = [], []
+    for record in records:
+        verdict, reason = arbitrate(record["property_check"], record["fixture_lock"],
+                                    record["flake_status"])
+        outcomes.append((verdict, reason))
+        entry = entries.get(record["node"]) if record["flake_status"] == "frozen" else None
+        rows.append({"node": record["node"], "verdict": verdict, "reason": reason,
+                     "flags": [], "fixture_lock": record["fixture_lock"],
+                     "flake_status": record["flake_status"], "entry": entry, "url": None})
+    verdict, reason = aggregate(outcomes)
+    return {"id": None, "url": None, "duplicate": False, "dry_run": False, "local": True,
+            "verdict": verdict, "reason": reason, "exit_code": VERDICT_EXIT_CODES[verdict],
+            "reason_counts": dict(collections.Counter(r for _, r in outcomes)),
+            "records": rows}
+
+
+# --- gate_recorder.py: gate's pytest run from the inside: each selected node's outcome ---
+
+
+# The line of a traceback that names the exception: "SyntaxError: invalid syntax".
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b")
+
+
+def collection_error_line(report):
+    """The first line of the error that stopped a file from collecting."""
+    text = getattr(report, "longreprtext", "") or str(report.longrepr or "")
+    errors = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
+    named = [line for line in errors if EXCEPTION_LINE.match(line)]
+    return named[-1][:300] if named else failure_line(report)
+
+
+class GateRecorder:
+    """Which nodes the run selected and what became of each, as pytest counts them: a
+    failure or an error in setup or teardown fails a node, an xfail that fails passes and
+    a strict xpass fails (pytest reports them so), a skip is not run, and so is a node the
+    session stopped before (-x, --maxfail, an interrupt). The frozen nodes it is given are
+    left out of the run when selected."""
+
+    def __init__(self, path, frozen):
+        self.path, self.frozen = path, set(frozen)
+        self.selected, self.left_out, self.errors = [], [], []
+        self.outcomes, self.failed = {}, set()
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            path = report.nodeid or str(getattr(report, "fspath", "") or "conftest.py")
+            self.errors.append([path, collection_error_line(report)])
+
+    def pytest_collection_finish(self, session):
+        # After every pytest_collection_modifyitems: -k, -m and --deselect have chosen.
+        kept = [item for item in session.items if item.nodeid not in self.frozen]
+        self.left_out = [item for item in session.items if item.nodeid in self.frozen]
+        if self.left_out:
+            session.items[:] = kept
+            session.config.hook.pytest_deselected(items=self.left_out)
+        self.selected = list(collections.OrderedDict.fromkeys(i.nodeid for i in kept))
+
+    def pytest_runtest_logreport(self, report):
+        if report.failed:
+            self.failed.add(report.nodeid)
+        elif report.skipped:
+            xfailed = hasattr(report, "wasxfail")
+            self.outcomes.setdefault(report.nodeid, "pass" if xfailed else "not_run")
+        elif report.when == "call":
+            self.outcomes[report.nodeid] = "pass"
+
+    def outcome(self, node):
+        return "fail" if node in self.failed else self.outcomes.get(node, "not_run")
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        record = {"outcomes": [[node, self.outcome(node)] for node in self.selected],
+                  "collection_errors": self.errors,
+                  "deselected_frozen": [item.nodeid for item in self.left_out],
+                  "exitstatus": int(exitstatus)}
+        with open(self.path, "w", encoding="utf-8") as handle:
+            json.dump(record, handle)
+
+
+# --- gate.py: the gate command: a pytest run's signal records, arbitrated -------------
+
+
+# pytest's own exit codes for a run that never got to the tests' outcomes.
+PYTEST_INTERNAL_ERROR, PYTEST_USAGE_ERROR = 3, 4
+
+
+def ci_run_url(environ):
+    """The CI run's page, when the CI says where it is (GitHub Actions, GitLab CI)."""
+    parts = [environ.get(name, "") for name in
+             ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")]
+    if all(parts):
+        return f"{parts[0].rstrip('/')}/{parts[1]}/actions/runs/{parts[2]}"
+    return environ.get("CI_JOB_URL", "")
+
+
+def patch_seed(environ):
+    """The PATCH_SEED in force, as a number; None when it is not set."""
+    text = environ.get("PATCH_SEED", "").strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"PATCH_SEED must be a whole number (got {text!r})") from None
+
+
+def gate_ledger(board, args, notes):
+    """The full view of the suite's ledger: --ledger FILE's, else the board's (through
+    --cache under its outage rules)."""
+    if args.ledger:
+        try:
+            ledger, full = read_ledger_file(args.ledger)
+        except NotALedger:
+            full = False
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"cannot read the ledger {args.ledger}: {exc}") from None
+        if not full:
+            raise UsageError(f"{args.ledger} is not the full view of a ledger, which holds "
+                             f"the fixture pin: flakeboard_ci.py ledger --full writes it")
+        return ledger
+    ledger, args.suite = fetch_ledger(board, args.suite, full=True, cache_dir=args.cache,
+                                      offline_max_age=args.offline_max_age, notes=notes)
+    return ledger
+
+
+def live_entries(ledger, today):
+    """The ledger's unexpired entries by node: each freezes its node."""
+    return {e["node"]: e for e in ledger["entries"] if e["expires"] >= today}
+
+
+def fixture_state(folders, pin, seed, notes):
+    """The fixture manifest's digest (None without one) and the lock it gives against the
+    suite's pin, as the board will find it."""
+    if not folders:
+        return None, effective_fixture_lock("match", None, seed, pin)
+    try:
+        digest = fixture_manifest(folders).digest
+    except FixturesMissing as exc:
+        print(f"FIXTURES MISSING: {exc}: every node holds (fixture_missing)", file=notes)
+        return None, "missing"
+    lock = effective_fixture_lock("match", digest, seed, pin)
+    if lock == "drifted":
+        print(f"FIXTURES DRIFTED: the manifest {digest} with PATCH_SEED={seed} is not the "
+              f"suite's pin {pin['manifest']} with seed {pin['seed']}: every node holds "
+              f"(fixture_drifted)", file=notes)
+    return digest, lock
+
+
+def run_pytest(pytest_args, leave_out, folder):
+    """Run pytest once over the selection, with this file as the plugin that records each
+    selected node's outcome; what it recorded. Its output goes to stderr."""
+    recorded = os.path.join(folder, "outcomes.json")
+    options = [f"--flakeboard-record={recorded}", "--continue-on-collection-errors"]
+    if leave_out:
+        listed = os.path.join(folder, "leave-out.txt")
+        with open(listed, "w", encoding="utf-8") as handle:
+            handle.write("".join(f"{node}\n" for node in leave_out))
+        options.append(f"--flakeboard-leave-out={listed}")
+    command, env = plugin_pytest(sys.executable, [*options, *pytest_args], dict(os.environ))
+    sys.stdout.flush()
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(),
+                            env=env)
+    try:
+        code = proc.wait()
+    except KeyboardInterrupt:
+        code = proc.wait()  # pytest was interrupted too: what it reached still counts
+    try:
+        with open(recorded, encoding="utf-8") as handle:
+            run = json.load(handle)
+    except (OSError, ValueError):
+        run = None  # pytest stopped before its session ended: a usage error, a crash
+    if run is None or run["exitstatus"] in (PYTEST_INTERNAL_ERROR, PYTEST_USAGE_ERROR):
+        raise UsageError(f"pytest could not run the selection (exit code "
+                         f"{code if run is None else run['exitstatus']}): see its output "
+                         f"above")
+    return run
+
+
+def signal_records(run, digest, lock, seed, frozen):
+    """A record per selected node, and one per file that failed to collect (not run)."""
+    outcomes = list(run["outcomes"]) + [[path, "not_run"] for path, _ in
+                                        run["collection_errors"]]
+    records, seen = [], set()
+    for node, outcome in outcomes:
+        if node in seen:
+            continue
+        seen.add(node)
+        entry = frozen.get(node)
+        records.append({"node": node, "property_check": outcome, "fixture_lock": lock,
+                        "flake_status": "frozen" if entry else "stable",
+                        "fixture_manifest": digest, "seed": seed,
+                        "freeze_expires": entry["expires"] if entry else None})
+    return records
+
+
+def cmd_gate(board, args):
+    environ = os.environ
+    notes = sys.stderr if output_format(args, environ) == "json" else sys.stdout
+    seed = patch_seed(environ)
+    args.evidence = args.evidence or ci_run_url(environ)
+    ledger = gate_ledger(board, args, notes)
+    frozen = live_entries(ledger, time.strftime("%Y-%m-%d", time.gmtime()))
+    digest, lock = fixture_state(args.fixtures, ledger.get("fixture_pin"), seed, notes)
+    folder = tempfile.mkdtemp(prefix="flakeboard-gate-")
+    try:
+        run = run_pytest(args.pytest_args, sorted(frozen) if args.deselect_frozen else [],
+                         folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    for path, line in run["collection_errors"]:
+        print(f"COLLECTION ERROR {path}: {line} (sent as not run: the batch holds)",
+              file=notes)
+    for node in run["deselected_frozen"]:
+        entry = frozen[node]
+        print(f"LEFT OUT {node}: frozen until {entry['expires']} by {entry['owner']} "
+              f"(--deselect-frozen)", file=notes)
+    records = signal_records(run, digest, lock, seed, frozen)
+    envelope = {"patch": args.patch, "commit": args.commit, "evidence": args.evidence,
+                "deselected_frozen": run["deselected_frozen"], "records": records}
+    body = json.dumps(envelope, indent=2, ensure_ascii=False) + "\n"
+    try:
+        write_atomically(args.output, body)
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.output}: {exc.strerror}") from None
+    if not args.upload:
+        print(f"Judged here with the board's precedence table; nothing was uploaded "
+              f"(--upload sends {args.output} as a batch).", file=notes)
+        return present(local_answer(records, frozen), "signals", args)
+    answer = _upload(board, args, "verdicts", body=body.encode("utf-8"), patch=args.patch,
+                     commit=args.commit)
+    return present(answer, "signals", args)
+
+
+# --- plugin.py: this file as the pytest plugin measure's workers and gate load --------
+
+
+def pytest_addoption(parser):
+    parser.addoption("--flakeboard-worker", metavar="ID:ADDRESS",
+                     help="(flakeboard_ci.py measure's own) run the tests it sends")
+    parser.addoption("--flakeboard-record", metavar="PATH",
+                     help="(flakeboard_ci.py gate's own) write each selected node's outcome "
+                          "to PATH")
+    parser.addoption("--flakeboard-leave-out", metavar="PATH",
+                     help="(flakeboard_ci.py gate's own) leave the node ids of PATH, one a "
+                          "line, out of the run")
+
+
+def pytest_configure(config):
+    address = config.getoption("flakeboard_worker", None)
+    if address:
+        config.pluginmanager.register(MeasureWorker(address), "flakeboard-measure-worker")
+    record = config.getoption("flakeboard_record", None)
+    if record:
+        leave_out = config.getoption("flakeboard_leave_out", None)
+        frozen = []
+        if leave_out:
+            with open(leave_out, encoding="utf-8") as handle:
+                frozen = [line for line in handle.read().splitlines() if line]
+        config.pluginmanager.register(GateRecorder(record, frozen), "flakeboard-gate-recorder")
+
+
 # --- cli.py: the command line, the entry point ----------------------------------------
 
 
@@ -1747,6 +2194,56 @@ def measure_parser(commands):
     return measure
 
 
+def pin_and_gate_parsers(commands):
+    pin = commands.add_parser(
+        "pin", help="print the fixture manifest's digest and the seed, to set as the pin",
+        description="One sha256 digest over every regular file of the fixture folders "
+                    "(paths relative to the git checkout's top, else the current folder), "
+                    "the same on every OS and checkout. A lead sets it and the seed as the "
+                    "suite's fixture pin on the board.")
+    pin.add_argument("--fixtures", action="append", required=True, metavar="DIR",
+                     help="a fixture folder (repeatable)")
+    pin.add_argument("--seed", type=int, required=True, help="the PATCH_SEED of the pin")
+
+    gate = commands.add_parser(
+        "gate", allow_abbrev=False,
+        usage="%(prog)s [PYTEST ARGS...] [--patch ID] [--commit SHA] [--fixtures DIR]... "
+              "[--deselect-frozen] [--upload]",
+        help="run the tests once and arbitrate each node's signal records",
+        description="Runs pytest once over the selection (every argument gate does not know "
+                    "is pytest's; after -- all are), and sends each selected node's outcome, "
+                    "the fixture manifest with PATCH_SEED, and its freeze from the ledger as "
+                    "signal records: judged here with the board's precedence table, or by "
+                    "the board with --upload. Exit 0 accept, 1 reject, 2 hold.")
+    gate.add_argument("--patch", default="", help="the candidate patch's id")
+    gate.add_argument("--commit", default="")
+    gate.add_argument("--evidence", default="",
+                      help="a CI run reference or URL (default: the CI run's page, on GitHub "
+                           "Actions and GitLab CI)")
+    gate.add_argument("--fixtures", action="append", default=[], metavar="DIR",
+                      help="a fixture folder of the pin (repeatable)")
+    gate.add_argument("--deselect-frozen", action="store_true",
+                      help="leave the frozen nodes out of the run and the batch (the batch "
+                           "records which)")
+    gate.add_argument("--upload", action="store_true",
+                      help="send the records to the board and exit with its verdict")
+    gate.add_argument("--output", default="signals.json",
+                      help="where the records are written (default signals.json)")
+    gate.add_argument("--ledger", metavar="FILE",
+                      help="read freezes and the pin from this full ledger (ledger --full), "
+                           "not from the board")
+    add_cache_arguments(gate)
+    return gate
+
+
+def add_cache_arguments(command):
+    command.add_argument("--cache", metavar="DIR",
+                         help="keep the last good ledger in DIR, for when the board is down")
+    command.add_argument("--offline-max-age", type=duration, metavar="AGE",
+                         help="serve the cache when the board cannot be reached if it is "
+                              "younger than AGE (6h, 90m, 2d; default 6h with --cache)")
+
+
 def parse_args(argv):
     parser = Parser(
         prog="flakeboard_ci.py",
@@ -1767,11 +2264,7 @@ def parse_args(argv):
                         help="default flake_ledger.json (with --full: flake_ledger_full.json)")
     ledger.add_argument("--full", action="store_true",
                         help="the full view (states, ages, violations), not the script's file")
-    ledger.add_argument("--cache", metavar="DIR",
-                        help="keep the last good ledger in DIR, for when the board is down")
-    ledger.add_argument("--offline-max-age", type=duration, metavar="AGE",
-                        help="serve the cache when the board cannot be reached if it is "
-                             "younger than AGE (6h, 90m, 2d; default 6h with --cache)")
+    add_cache_arguments(ledger)
 
     report = commands.add_parser("report", help="upload flake-report.json and gate it")
     report.add_argument("file", nargs="?", default="flake-report.json")
@@ -1798,7 +2291,8 @@ def parse_args(argv):
                        help="default text; github when $GITHUB_ACTIONS is true")
 
     measure = measure_parser(commands)
-    for upload in (report, signals, measure):
+    gate = pin_and_gate_parsers(commands)
+    for upload in (report, signals, measure, gate):
         upload.add_argument("--dry-run", action="store_true", help="evaluate, store nothing")
         upload.add_argument("--all", action="store_true", help="list every passing node")
         upload.add_argument("--only-failures", action="store_true",
@@ -1808,10 +2302,15 @@ def parse_args(argv):
                                  "gitlab when $GITLAB_CI is true")
         upload.add_argument("--codequality", metavar="PATH",
                             help="also write a GitLab Code Quality report to PATH")
-    args = parser.parse_args(argv)
+    args, pytest_args = parser.parse_known_args(argv)
+    if args.command != "gate" and pytest_args:
+        parser.error(f"unrecognized arguments: {' '.join(pytest_args)}")
+    if "--" in pytest_args:
+        pytest_args.remove("--")
+    args.pytest_args = pytest_args
     if args.command == "junit" and args.attempt < 1:
         parser.error("--attempt must be at least 1")
-    if args.command == "ledger":
+    if args.command in ("ledger", "gate"):
         if args.offline_max_age is not None and not args.cache:
             parser.error("--offline-max-age needs --cache DIR")
         if args.offline_max_age is None:
@@ -1834,11 +2333,13 @@ def board_from(args):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     command = {"ledger": cmd_ledger, "report": cmd_report, "signals": cmd_signals,
-               "measure": cmd_measure, "junit": cmd_junit}
+               "measure": cmd_measure, "junit": cmd_junit, "pin": cmd_pin, "gate": cmd_gate}
+    # measure needs the board only to upload, gate also to read the ledger, pin never.
+    needs_board = {"measure": getattr(args, "upload", False), "pin": False,
+                   "gate": getattr(args, "upload", False) or not getattr(args, "ledger", None)}
     board = None
     try:
-        # measure needs the board only to upload what it measured.
-        if args.command != "measure" or args.upload:
+        if needs_board.get(args.command, True):
             board = board_from(args)
         return command[args.command](board, args)
     except UsageError as exc:

@@ -368,6 +368,7 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
             verdict=verdict.value, reason=reason.value, exit_code=rules.EXIT_CODES[verdict],
             record_count=len(judged_rows), reason_counts=dict(sorted(counts.items())),
             pin_manifest=pin.manifest if pin else "", pin_seed=pin.seed if pin else None,
+            deselected_frozen=list(parsed.deselected_frozen),
         )
         batch.judge(judged)
         if not dry_run:

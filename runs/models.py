@@ -179,6 +179,8 @@ class VerdictBatch(Upload):
     # The suite's fixture pin at upload (empty manifest: no pin).
     pin_manifest = models.CharField(max_length=rules.META_MAX_LENGTH, blank=True)
     pin_seed = models.BigIntegerField(null=True, blank=True)
+    # The frozen nodes the client's gate left out of the run (--deselect-frozen).
+    deselected_frozen = models.JSONField(default=list, blank=True)
 
     class Meta(Upload.Meta):
         verbose_name_plural = "verdict batches"

@@ -133,6 +133,11 @@ class SignalsEnvelope(_Envelope):
     ROWS, NODE = "records", "node"
 
     patch: OptionalMeta = ""
+    deselected_frozen: list[NodeId] = Field(
+        default_factory=list,
+        description="The frozen nodes the client's gate left out of the run and the batch "
+                    "(--deselect-frozen): stored and shown, so that the choice is visible.",
+    )
     records: list[SignalRecordIn]
 
 

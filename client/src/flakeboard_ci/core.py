@@ -1,6 +1,6 @@
-"""Flakeboard's CI client: measure the flake targets, fetch the quarantine ledger, upload a
-flake report or signal records, print what the board decided for each node, and exit with
-the gate's code.
+"""Flakeboard's CI client: gate a patch, measure the flake targets, fetch the quarantine
+ledger, upload a flake report or signal records, print what the board decided for each
+node, and exit with the gate's code.
 
 One file, standard library only. Fetch it from the board itself:
 
@@ -13,6 +13,20 @@ One file, standard library only. Fetch it from the board itself:
     python3 flakeboard_ci.py report flake-report.json --commit "$SHA" --branch main
     python3 flakeboard_ci.py signals signals.json --patch "$PATCH_ID"
     python3 flakeboard_ci.py junit junit.xml --commit "$SHA" --job py312 --attempt 1
+    python3 flakeboard_ci.py pin --fixtures tests/fixtures --seed 9137
+    PATCH_SEED=9137 python3 flakeboard_ci.py gate tests/ -m "not slow" --patch "$PATCH_ID" \
+        --commit "$SHA" --fixtures tests/fixtures --upload
+
+`gate` runs pytest once over the selection (the arguments it does not know are pytest's),
+with this file as the plugin that records each selected node's outcome: pass; fail (a
+failure, an error in setup or teardown, a strict xpass); not_run (a skip, a node the session
+stopped before, a file that failed to collect, sent as one node). Each record carries the
+fixture manifest of --fixtures with the PATCH_SEED in force, and `frozen` with its expiry for
+a node with an unexpired ledger entry (read from the board at run time, through --cache when
+it is down; --ledger FILE reads `ledger --full`'s file instead). --deselect-frozen leaves
+those out of the run and the batch. Without --upload it writes signals.json and judges the
+records here with the board's precedence table; an empty selection holds (no_evidence).
+`pin` prints the manifest's digest and the seed, for a lead to set as the suite's pin.
 
 `measure` is the background article's budget script, made fast: the same
 flake_targets.txt, FLAKE_RUNS (default 200) and TODAY (default today, UTC), run i with
@@ -49,13 +63,16 @@ Environment:
     FLAKE_RUNS, TODAY  measure's runs per target and gate date, as the budget script reads them
 
 Exit codes:
-    0  report passes (OK or WARN) / batch accepted / ledger fetched / junit files stored
+    0  report passes (OK or WARN) / batch accepted / ledger fetched / junit files stored /
+       pin printed
     1  report fails / batch rejected
     2  batch on hold
     3  the board could not be reached (network, DNS, timeout, 502-504)
     4  the board refused the request (token, suite, invalid upload, ...): see the message
     64 wrong usage or unreadable input file; for measure also a target that collects
-       nothing or more than one test, no runs, no pytest in the interpreter
+       nothing or more than one test, no runs, no pytest in the interpreter; for gate a
+       pytest that could not run the selection; for pin and gate a symlink among the
+       fixtures (pin also a missing fixture folder)
 """
 
 from __future__ import annotations

@@ -16,29 +16,13 @@ from .board import decoded, quote, suite_slug
 from .core import Unreachable
 
 
+class NotALedger(ValueError):
+    """A JSON document that is not a ledger as the board serves it."""
+
+
 def cmd_ledger(board, args):
-    cache = LedgerCache(args.cache, board.url, args.suite, args.full) if args.cache else None
-    cached = cache.load() if cache else None
-    try:
-        slug = suite_slug(board, args.suite)
-        query = {"view": "full"} if args.full else None
-        headers = {"If-None-Match": cached["etag"]} if cached and cached["etag"] else None
-        status, raw, answer_headers = board.fetch(
-            "GET", f"/api/v1/suites/{quote(slug)}/ledger", query=query, headers=headers)
-        if status == 304 and cached:
-            print("The cached ledger is current (304 Not Modified).")
-            raw = cached["body"].encode("utf-8")
-        ledger = decoded(raw)
-        try:
-            ledger_entries(ledger, args.full)
-        except ValueError:
-            raise Unreachable("the board's answer is not a ledger") from None
-        if cache:
-            cache.save(raw, answer_headers.get("ETag") or "", slug)
-    except Unreachable as exc:
-        if cache is None:
-            raise
-        ledger, slug = cache.offline(cached, exc, args.offline_max_age)
+    ledger, slug = fetch_ledger(board, args.suite, full=args.full, cache_dir=args.cache,
+                                offline_max_age=args.offline_max_age)
     output = args.output or ("flake_ledger_full.json" if args.full else "flake_ledger.json")
     write_atomically(output, json.dumps(ledger, indent=2, ensure_ascii=False) + "\n")
     entries = ledger_entries(ledger, args.full)
@@ -53,6 +37,46 @@ def cmd_ledger(board, args):
     return 0
 
 
+def fetch_ledger(board, suite, *, full, cache_dir=None, offline_max_age=None, notes=None):
+    """The suite's ledger as the board serves it (the full view when ``full``), and the
+    suite's slug. With ``cache_dir`` the last good ledger is kept there, revalidated, and
+    served when the board cannot be reached if it is younger than ``offline_max_age``
+    seconds; otherwise, and with no cache, Unreachable: the gate fails closed."""
+    cache = LedgerCache(cache_dir, board.url, suite, full) if cache_dir else None
+    cached = cache.load() if cache else None
+    try:
+        slug = suite_slug(board, suite)
+        query = {"view": "full"} if full else None
+        headers = {"If-None-Match": cached["etag"]} if cached and cached["etag"] else None
+        status, raw, answer_headers = board.fetch(
+            "GET", f"/api/v1/suites/{quote(slug)}/ledger", query=query, headers=headers)
+        if status == 304 and cached:
+            print("The cached ledger is current (304 Not Modified).", file=notes or sys.stdout)
+            raw = cached["body"].encode("utf-8")
+        ledger = decoded(raw)
+        try:
+            ledger_entries(ledger, full)
+        except ValueError:
+            raise Unreachable("the board's answer is not a ledger") from None
+        if cache:
+            cache.save(raw, answer_headers.get("ETag") or "", slug)
+    except Unreachable as exc:
+        if cache is None:
+            raise
+        ledger, slug = cache.offline(cached, exc, offline_max_age)
+    return ledger, slug
+
+
+def read_ledger_file(path):
+    """A ledger file as ``ledger`` writes it, and whether it is the full view; NotALedger
+    when it is not one, OSError or ValueError when it cannot be read."""
+    with open(path, encoding="utf-8") as handle:
+        ledger = json.load(handle)
+    full = isinstance(ledger, dict) and isinstance(ledger.get("entries"), list)
+    ledger_entries(ledger, full)
+    return ledger, full
+
+
 def ledger_entries(ledger, full):
     """The ledger's entries by node; ValueError when it is not a ledger."""
     try:
@@ -61,7 +85,7 @@ def ledger_entries(ledger, full):
             return entries
     except (KeyError, TypeError, AttributeError):
         pass
-    raise ValueError("not a ledger")
+    raise NotALedger("not a ledger")
 
 
 def write_atomically(path, text):

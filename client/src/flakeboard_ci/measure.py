@@ -19,7 +19,7 @@ import time
 
 from .board import _upload, quote, suite_slug
 from .core import UsageError
-from .ledger import ledger_entries, spoken, write_atomically
+from .ledger import NotALedger, ledger_entries, read_ledger_file, spoken, write_atomically
 from .measure_pool import Collection, FreshRuns, IsolationChecks, Pool, SharedRuns
 from .measure_runs import (
     CLASSIFICATIONS,
@@ -77,19 +77,15 @@ def load_gate_ledger(path):
     """The ledger's entries by node and its policy (a full view has one, else None);
     no entries when the file is absent, UsageError when it is not a ledger."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            ledger = json.load(handle)
+        ledger, full = read_ledger_file(path)
     except FileNotFoundError:
         return {}, None
+    except NotALedger:
+        raise UsageError(f"{path} is not a ledger (flakeboard_ci.py ledger writes one)") from None
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot read the ledger {path}: {exc}") from None
-    full = isinstance(ledger, dict) and isinstance(ledger.get("entries"), list)
-    try:
-        entries = ledger_entries(ledger, full)
-    except ValueError:
-        raise UsageError(f"{path} is not a ledger (flakeboard_ci.py ledger writes one)") from None
     policy = ledger.get("policy") if full else None
-    return entries, policy if isinstance(policy, dict) else None
+    return ledger_entries(ledger, full), policy if isinstance(policy, dict) else None
 
 
 def gate_lines(rows, entries, today, max_upper_rate, min_runs):

@@ -24,6 +24,15 @@ WORKER_KEY_ENV = "FLAKEBOARD_WORKER_KEY"
 NO_PYTEST = re.compile(r"No module named '?pytest'?$", re.M)
 
 
+def plugin_pytest(python, arguments, environ):
+    """The command and environment of a pytest of ``python`` that loads this file as its
+    plugin (-p flakeboard_ci, found through PYTHONPATH), with the given arguments."""
+    plugin_dir, plugin_file = os.path.split(os.path.abspath(__file__))
+    pythonpath = [p for p in (environ.get("PYTHONPATH"), plugin_dir) if p]
+    env = dict(environ, PYTHONPATH=os.pathsep.join(pythonpath))
+    return [python, "-m", "pytest", "-p", os.path.splitext(plugin_file)[0], *arguments], env
+
+
 class MeasureError(UsageError):
     """Measuring cannot go on: the workers cannot start (exit 64)."""
 
@@ -84,15 +93,12 @@ class Pool:
 
     def spawn(self, files, fixed=None, seed=SCRIPT_SEED_BASE):
         ident = next(self.spawned)
-        plugin_dir, plugin_file = os.path.split(os.path.abspath(__file__))
-        pythonpath = [p for p in (os.environ.get("PYTHONPATH"), plugin_dir) if p]
-        env = dict(os.environ, PYTHONHASHSEED="0", PATCH_SEED=str(seed),
-                   PYTHONPATH=os.pathsep.join(pythonpath))
+        command, env = plugin_pytest(self.python, [
+            f"--flakeboard-worker={ident}:{self.listener.address}",
+            f"--basetemp={os.path.join(self.folder, f'tmp{ident}')}",
+            "-q", "--tb=no", "-p", "no:cacheprovider", *files],
+            dict(os.environ, PYTHONHASHSEED="0", PATCH_SEED=str(seed)))
         env[WORKER_KEY_ENV] = self.key.hex()
-        command = [self.python, "-m", "pytest", "-p", os.path.splitext(plugin_file)[0],
-                   f"--flakeboard-worker={ident}:{self.listener.address}",
-                   f"--basetemp={os.path.join(self.folder, f'tmp{ident}')}",
-                   "-q", "--tb=no", "-p", "no:cacheprovider", *files]
         log = os.path.join(self.folder, f"worker{ident}.log")
         with open(log, "wb") as out:
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,

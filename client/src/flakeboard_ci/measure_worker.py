@@ -1,6 +1,6 @@
 """measure's workers from the inside: the served file is also the pytest plugin each worker
-process loads (-p flakeboard_ci), which runs the tests it is sent on fresh copies of the
-collected items."""
+process loads (-p flakeboard_ci, plugin.py), which runs the tests it is sent on fresh copies
+of the collected items."""
 
 from __future__ import annotations
 
@@ -11,17 +11,6 @@ import multiprocessing.connection
 import os
 
 from .measure_pool import WORKER_KEY_ENV
-
-
-def pytest_addoption(parser):
-    parser.addoption("--flakeboard-worker", metavar="ID:ADDRESS",
-                     help="(flakeboard_ci.py measure's own) run the tests it sends")
-
-
-def pytest_configure(config):
-    address = config.getoption("flakeboard_worker", None)
-    if address:
-        config.pluginmanager.register(MeasureWorker(address), "flakeboard-measure-worker")
 
 
 def fresh_item(template):

@@ -1,0 +1,171 @@
+"""The gate command: run the selection's tests once, turn each selected node's outcome, the
+fixture pin and the ledger's freezes into signal records (SPEC 3.2), and arbitrate them,
+here or on the board (--upload)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from .arbiter import effective_fixture_lock, local_answer
+from .board import _upload
+from .core import UsageError
+from .ledger import NotALedger, fetch_ledger, read_ledger_file, write_atomically
+from .measure_pool import plugin_pytest
+from .outputs import output_format, present
+from .pin import FixturesMissing, fixture_manifest
+
+# pytest's own exit codes for a run that never got to the tests' outcomes.
+PYTEST_INTERNAL_ERROR, PYTEST_USAGE_ERROR = 3, 4
+
+
+def ci_run_url(environ):
+    """The CI run's page, when the CI says where it is (GitHub Actions, GitLab CI)."""
+    parts = [environ.get(name, "") for name in
+             ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")]
+    if all(parts):
+        return f"{parts[0].rstrip('/')}/{parts[1]}/actions/runs/{parts[2]}"
+    return environ.get("CI_JOB_URL", "")
+
+
+def patch_seed(environ):
+    """The PATCH_SEED in force, as a number; None when it is not set."""
+    text = environ.get("PATCH_SEED", "").strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"PATCH_SEED must be a whole number (got {text!r})") from None
+
+
+def gate_ledger(board, args, notes):
+    """The full view of the suite's ledger: --ledger FILE's, else the board's (through
+    --cache under its outage rules)."""
+    if args.ledger:
+        try:
+            ledger, full = read_ledger_file(args.ledger)
+        except NotALedger:
+            full = False
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"cannot read the ledger {args.ledger}: {exc}") from None
+        if not full:
+            raise UsageError(f"{args.ledger} is not the full view of a ledger, which holds "
+                             f"the fixture pin: flakeboard_ci.py ledger --full writes it")
+        return ledger
+    ledger, args.suite = fetch_ledger(board, args.suite, full=True, cache_dir=args.cache,
+                                      offline_max_age=args.offline_max_age, notes=notes)
+    return ledger
+
+
+def live_entries(ledger, today):
+    """The ledger's unexpired entries by node: each freezes its node."""
+    return {e["node"]: e for e in ledger["entries"] if e["expires"] >= today}
+
+
+def fixture_state(folders, pin, seed, notes):
+    """The fixture manifest's digest (None without one) and the lock it gives against the
+    suite's pin, as the board will find it."""
+    if not folders:
+        return None, effective_fixture_lock("match", None, seed, pin)
+    try:
+        digest = fixture_manifest(folders).digest
+    except FixturesMissing as exc:
+        print(f"FIXTURES MISSING: {exc}: every node holds (fixture_missing)", file=notes)
+        return None, "missing"
+    lock = effective_fixture_lock("match", digest, seed, pin)
+    if lock == "drifted":
+        print(f"FIXTURES DRIFTED: the manifest {digest} with PATCH_SEED={seed} is not the "
+              f"suite's pin {pin['manifest']} with seed {pin['seed']}: every node holds "
+              f"(fixture_drifted)", file=notes)
+    return digest, lock
+
+
+def run_pytest(pytest_args, leave_out, folder):
+    """Run pytest once over the selection, with this file as the plugin that records each
+    selected node's outcome; what it recorded. Its output goes to stderr."""
+    recorded = os.path.join(folder, "outcomes.json")
+    options = [f"--flakeboard-record={recorded}", "--continue-on-collection-errors"]
+    if leave_out:
+        listed = os.path.join(folder, "leave-out.txt")
+        with open(listed, "w", encoding="utf-8") as handle:
+            handle.write("".join(f"{node}\n" for node in leave_out))
+        options.append(f"--flakeboard-leave-out={listed}")
+    command, env = plugin_pytest(sys.executable, [*options, *pytest_args], dict(os.environ))
+    sys.stdout.flush()
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(),
+                            env=env)
+    try:
+        code = proc.wait()
+    except KeyboardInterrupt:
+        code = proc.wait()  # pytest was interrupted too: what it reached still counts
+    try:
+        with open(recorded, encoding="utf-8") as handle:
+            run = json.load(handle)
+    except (OSError, ValueError):
+        run = None  # pytest stopped before its session ended: a usage error, a crash
+    if run is None or run["exitstatus"] in (PYTEST_INTERNAL_ERROR, PYTEST_USAGE_ERROR):
+        raise UsageError(f"pytest could not run the selection (exit code "
+                         f"{code if run is None else run['exitstatus']}): see its output "
+                         f"above")
+    return run
+
+
+def signal_records(run, digest, lock, seed, frozen):
+    """A record per selected node, and one per file that failed to collect (not run)."""
+    outcomes = list(run["outcomes"]) + [[path, "not_run"] for path, _ in
+                                        run["collection_errors"]]
+    records, seen = [], set()
+    for node, outcome in outcomes:
+        if node in seen:
+            continue
+        seen.add(node)
+        entry = frozen.get(node)
+        records.append({"node": node, "property_check": outcome, "fixture_lock": lock,
+                        "flake_status": "frozen" if entry else "stable",
+                        "fixture_manifest": digest, "seed": seed,
+                        "freeze_expires": entry["expires"] if entry else None})
+    return records
+
+
+def cmd_gate(board, args):
+    environ = os.environ
+    notes = sys.stderr if output_format(args, environ) == "json" else sys.stdout
+    seed = patch_seed(environ)
+    args.evidence = args.evidence or ci_run_url(environ)
+    ledger = gate_ledger(board, args, notes)
+    frozen = live_entries(ledger, time.strftime("%Y-%m-%d", time.gmtime()))
+    digest, lock = fixture_state(args.fixtures, ledger.get("fixture_pin"), seed, notes)
+    folder = tempfile.mkdtemp(prefix="flakeboard-gate-")
+    try:
+        run = run_pytest(args.pytest_args, sorted(frozen) if args.deselect_frozen else [],
+                         folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    for path, line in run["collection_errors"]:
+        print(f"COLLECTION ERROR {path}: {line} (sent as not run: the batch holds)",
+              file=notes)
+    for node in run["deselected_frozen"]:
+        entry = frozen[node]
+        print(f"LEFT OUT {node}: frozen until {entry['expires']} by {entry['owner']} "
+              f"(--deselect-frozen)", file=notes)
+    records = signal_records(run, digest, lock, seed, frozen)
+    envelope = {"patch": args.patch, "commit": args.commit, "evidence": args.evidence,
+                "deselected_frozen": run["deselected_frozen"], "records": records}
+    body = json.dumps(envelope, indent=2, ensure_ascii=False) + "\n"
+    try:
+        write_atomically(args.output, body)
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.output}: {exc.strerror}") from None
+    if not args.upload:
+        print(f"Judged here with the board's precedence table; nothing was uploaded "
+              f"(--upload sends {args.output} as a batch).", file=notes)
+        return present(local_answer(records, frozen), "signals", args)
+    answer = _upload(board, args, "verdicts", body=body.encode("utf-8"), patch=args.patch,
+                     commit=args.commit)
+    return present(answer, "signals", args)

@@ -1,0 +1,69 @@
+"""gate's pytest run from the inside: the served file, loaded as the plugin of the one pytest
+run gate starts, records the outcome of every selected node (and the files that failed to
+collect) to a JSON file for gate to read."""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+
+from .measure_worker import failure_line
+
+# The line of a traceback that names the exception: "SyntaxError: invalid syntax".
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b")
+
+
+def collection_error_line(report):
+    """The first line of the error that stopped a file from collecting."""
+    text = getattr(report, "longreprtext", "") or str(report.longrepr or "")
+    errors = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
+    named = [line for line in errors if EXCEPTION_LINE.match(line)]
+    return named[-1][:300] if named else failure_line(report)
+
+
+class GateRecorder:
+    """Which nodes the run selected and what became of each, as pytest counts them: a
+    failure or an error in setup or teardown fails a node, an xfail that fails passes and
+    a strict xpass fails (pytest reports them so), a skip is not run, and so is a node the
+    session stopped before (-x, --maxfail, an interrupt). The frozen nodes it is given are
+    left out of the run when selected."""
+
+    def __init__(self, path, frozen):
+        self.path, self.frozen = path, set(frozen)
+        self.selected, self.left_out, self.errors = [], [], []
+        self.outcomes, self.failed = {}, set()
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            path = report.nodeid or str(getattr(report, "fspath", "") or "conftest.py")
+            self.errors.append([path, collection_error_line(report)])
+
+    def pytest_collection_finish(self, session):
+        # After every pytest_collection_modifyitems: -k, -m and --deselect have chosen.
+        kept = [item for item in session.items if item.nodeid not in self.frozen]
+        self.left_out = [item for item in session.items if item.nodeid in self.frozen]
+        if self.left_out:
+            session.items[:] = kept
+            session.config.hook.pytest_deselected(items=self.left_out)
+        self.selected = list(collections.OrderedDict.fromkeys(i.nodeid for i in kept))
+
+    def pytest_runtest_logreport(self, report):
+        if report.failed:
+            self.failed.add(report.nodeid)
+        elif report.skipped:
+            xfailed = hasattr(report, "wasxfail")
+            self.outcomes.setdefault(report.nodeid, "pass" if xfailed else "not_run")
+        elif report.when == "call":
+            self.outcomes[report.nodeid] = "pass"
+
+    def outcome(self, node):
+        return "fail" if node in self.failed else self.outcomes.get(node, "not_run")
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        record = {"outcomes": [[node, self.outcome(node)] for node in self.selected],
+                  "collection_errors": self.errors,
+                  "deselected_frozen": [item.nodeid for item in self.left_out],
+                  "exitstatus": int(exitstatus)}
+        with open(self.path, "w", encoding="utf-8") as handle:
+            json.dump(record, handle)

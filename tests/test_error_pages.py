@@ -19,6 +19,7 @@ def test_an_owner_opening_settings_gets_a_403_in_the_layout(client_for, owner, s
     assert '<h1 id="error-heading">Not allowed</h1>' in html
     assert "This needs the lead role in acme." in html
     assert 'class="topbar"' in html and "@finley" in html
+    assert f'<a href="/suites/{suite.slug}/">Back to the suite' in html
 
 
 def test_an_unknown_suite_lists_the_suites_the_user_can_open(client_for, owner, suite,

@@ -29,9 +29,13 @@ def bad_request(request, exception=None):
 
 def permission_denied(request, exception=None):
     reason = str(exception) if exception and str(exception) else ""
+    # A 403 under /suites/<slug>/ comes to a member (an outsider gets 404): back to its pages.
+    parts = request.path.split("/")
+    back = f"/suites/{parts[2]}/" if len(parts) > 3 and parts[1] == "suites" else None
     return _answer(request, 403, "forbidden", "Not allowed",
                    reason or "Your role does not allow this.",
-                   hint="A lead of the suite can change your role on its Settings page.")
+                   hint="A lead of the suite can change your role on its Settings page.",
+                   back=back)
 
 
 def page_not_found(request, exception=None):

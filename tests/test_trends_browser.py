@@ -112,3 +112,39 @@ def test_every_chart_is_drawn_and_htmx_redraws_them(live_server, client, suite, 
                 {"label": d["label"], "data": d["data"]} for d in spec["datasets"]
             ]
     assert live_charts == len(redrawn)
+
+
+def test_a_custom_day_can_be_typed_and_applies_on_enter(live_server, client, suite, lead,
+                                                        today):
+    """Typing a date digit by digit swaps nothing (each keystroke that completes a valid
+    date fires a change event); Enter applies it, and the address holds just the range."""
+    from playwright.sync_api import sync_playwright
+
+    _history(suite, today)
+    client.force_login(lead)
+    session = client.cookies[settings.SESSION_COOKIE_NAME].value
+    page_url = reverse("trends", args=[suite.slug])
+    first = today - timedelta(days=20)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+        context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": session,
+                              "url": live_server.url}])
+        page = context.new_page()
+        page.goto(f"{live_server.url}{page_url}?range=custom")
+        page.wait_for_load_state("networkidle")
+        asked = []
+        page.on("request", lambda r: asked.append(r.url) if page_url in r.url else None)
+        page.locator("#id_from").focus()  # the month, the first of its parts
+        page.keyboard.type(first.strftime("%m%d%Y"), delay=40)
+        page.wait_for_timeout(300)
+        typed_requests = list(asked)
+        with page.expect_response(lambda r: page_url in r.url):
+            page.keyboard.press("Enter")
+        page.wait_for_url(f"**from={first.isoformat()}**")
+        summary = page.locator(".range-summary").inner_text()
+        address = page.url
+        browser.close()
+    assert typed_requests == []
+    assert summary.startswith(f"{first.isoformat()} to {today.isoformat()}")
+    assert address.endswith(f"?range=custom&from={first.isoformat()}&to={today.isoformat()}")

@@ -23,8 +23,9 @@ from tests.properties import db_property
 # --- range, bucket and htmx -------------------------------------------------------------
 
 
-def _get(client, suite, **query):
-    return client.get(reverse("trends", args=[suite.slug]), query)
+def _get(client, suite, htmx=False, **query):
+    headers = {"HX-Request": "true"} if htmx else {}
+    return client.get(reverse("trends", args=[suite.slug]), query, headers=headers)
 
 
 def test_presets_and_the_default_bucket(client_for, suite, viewer, today):
@@ -40,6 +41,20 @@ def test_presets_and_the_default_bucket(client_for, suite, viewer, today):
     assert (period.days, period.bucket) == (365, "week")
     period = _get(client, suite, range="7", bucket="week").context["period"]
     assert (period.days, period.bucket, period.query) == (7, "week", "range=7&bucket=week")
+
+
+def test_switching_range_pushes_the_canonical_query_and_lets_the_range_pick_the_bucket(
+        client_for, suite, viewer):
+    # The form sends every field along: the days of the last range and its bucket as shown.
+    sent = {"range": "365", "from": "2026-01-01", "to": "2026-01-30", "bucket": ""}
+    response = _get(client_for(viewer), suite, htmx=True, **sent)
+    period = response.context["period"]
+    assert (period.days, period.bucket) == (365, "week")
+    assert response["HX-Push-Url"] == reverse("trends", args=[suite.slug]) + "?range=365"
+    assert '<option value="" selected>per day, per week beyond 90 days</option>' in (
+        response.content.decode())
+    asked = _get(client_for(viewer), suite, htmx=True, range="365", bucket="day")
+    assert asked["HX-Push-Url"].endswith("?range=365&bucket=day")
 
 
 def test_a_custom_range_is_kept_in_the_url(client_for, suite, viewer, today):

@@ -33,6 +33,7 @@ from ..trends import BUCKETS, trend_charts
 
 PRESETS = (7, DEFAULT_RANGE_DAYS, 90, 365)
 WEEKLY_AFTER_DAYS = 90  # a longer range is drawn per week unless the day is asked for
+AUTO_BUCKET = f"per day, per week beyond {WEEKLY_AFTER_DAYS} days"
 
 
 @dataclass(frozen=True)
@@ -42,11 +43,15 @@ class Period:
     bucket: str
     include_clean: bool
     preset: str  # "7", "30", "90", "365" or "custom"
+    bucket_asked: str = ""  # "" when the bucket follows the range (AUTO_BUCKET)
 
     @property
     def query(self) -> str:
-        """The URL query that shows this period again."""
-        params = {"range": self.preset, "bucket": self.bucket}
+        """The URL query that shows this period again: the canonical one, with no date of
+        a preset range and no bucket the range chose itself."""
+        params = {"range": self.preset}
+        if self.bucket_asked:
+            params["bucket"] = self.bucket_asked
         if self.preset == "custom":
             params.update({"from": self.start.isoformat(), "to": self.end.isoformat()})
         if self.include_clean:
@@ -68,7 +73,7 @@ class TrendsForm(forms.Form):
         error_messages={"invalid_choice": "Choose one of the listed ranges."},
     )
     bucket = forms.ChoiceField(
-        choices=[(b, f"per {b}") for b in BUCKETS],
+        choices=[("", AUTO_BUCKET)] + [(b, f"per {b}") for b in BUCKETS],
         required=False,
         error_messages={"invalid_choice": "Choose per day or per week."},
     )
@@ -111,7 +116,8 @@ class TrendsForm(forms.Form):
         dates: DayRange = data["dates"]
         preset = "custom" if self.custom else data["range"] or str(DEFAULT_RANGE_DAYS)
         bucket = data["bucket"] or ("week" if dates.days > WEEKLY_AFTER_DAYS else "day")
-        return Period(dates.start, dates.end, bucket, data["with_clean"], preset)
+        return Period(dates.start, dates.end, bucket, data["with_clean"], preset,
+                      data["bucket"] or "")
 
     def messages(self) -> list[str]:
         return [message for errors in self.errors.values() for message in errors]
@@ -162,7 +168,7 @@ def trends(request, suite, form, period, today):
     custom = form.custom
     if period is not None:
         shown = {"range": period.preset, "from": period.start.isoformat(),
-                 "to": period.end.isoformat(), "bucket": period.bucket,
+                 "to": period.end.isoformat(), "bucket": period.bucket_asked,
                  "with_clean": period.include_clean}
     else:  # the query as sent, for the visitor to correct
         shown = {name: form[name].value() for name in ("range", "from", "to", "bucket",
@@ -181,6 +187,9 @@ def trends(request, suite, form, period, today):
         "charts": _charts(suite, period, today) if period is not None else None,
     }
     response = render_page(request, "runs/trends.html", context, partial="charts")
+    if period is not None and wants_partial(request):
+        # The address bar gets the canonical query, not the form's every field.
+        response["HX-Push-Url"] = f"{request.path}?{period.query}"
     if period is None:
         response.status_code = 400
         if wants_partial(request):

@@ -57,9 +57,11 @@ class ReportRow:
 
     @property
     def quarantinable(self) -> bool:
-        """A failing tier-2 row whose node holds no open entry."""
+        """A tier-2 row over budget whose node holds no open entry: what a quarantine is
+        for. A row with too few runs needs more runs, not an entry."""
         open_entry = self.entry is not None and self.entry.cleared_at is None
-        return self.failing and not self.tier_refused and not open_entry
+        over = self.measurement.reason == rules.Reason.OVER_BUDGET
+        return over and not self.tier_refused and not open_entry
 
     @property
     def mismatch(self) -> bool:

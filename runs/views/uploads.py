@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET
 
 from flakeboard import rules
 from ledger.models import Role
+from ledger.selectors import share_figures
 from web.access import can, suite_for
 from web.pages import EntryRow, entry_row, list_page, query_choice, share_context
 
@@ -73,6 +74,7 @@ def report_detail(request, suite, pk):
         "evidence_is_link": rules.evidence_is_link(report.evidence),
         "ok_count": report.measurement_count - report.fail_count - report.warn_count,
         "over_cap": report.cap_exceeded,
+        "cap_room": can_edit and share_figures(suite, today).headroom > 0,
         **share_context(report.share, report.max_share),
         "status": status,
         "statuses": STATUSES,

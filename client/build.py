@@ -49,6 +49,8 @@ MODULES = (
     ("pin", "the fixture manifest and the pin command"),
     ("arbiter", "the board's precedence table, for judging here"),
     ("gate_recorder", "gate's pytest run from the inside: each selected node's outcome"),
+    ("patch_class", "gate --diff: the patch's class, from its added lines"),
+    ("gate_measure", "gate --measure: tier 2 measured with the class's repeat budget"),
     ("gate", "the gate command: a pytest run's signal records, arbitrated"),
     ("plugin", "this file as the pytest plugin measure's workers and gate load"),
     ("cli", "the command line, the entry point"),

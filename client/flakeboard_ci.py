@@ -27,6 +27,13 @@ a node with an unexpired ledger entry (read from the board at run time, through 
 it is down; --ledger FILE reads `ledger --full`'s file instead). --deselect-frozen leaves
 those out of the run and the batch. Without --upload it writes signals.json and judges the
 records here with the board's precedence table; an empty selection holds (no_evidence).
+--diff RANGE classifies the patch by the added lines of `git diff --unified=0 RANGE`'s
+source files that touch concurrency or time (RISKY_PATTERNS): low (none), medium (1 to
+MEDIUM_MAX_LINES), high (more); the class and its count go into the batch. --measure then
+asks the board for the selection's tiers, measures the tier-2 nodes that ran in process, as
+`measure` does, with min_runs, 2 x or 4 x min_runs runs by class (low without --diff), writes
+--report and gates it (here, or on the board beside the batch with --upload): exit 1 when
+the batch rejects or the report fails, else 2 when the batch holds, else 0.
 `pin` prints the manifest's digest and the seed, for a lead to set as the suite's pin.
 
 `measure` is the background article's budget script, made fast: the same
@@ -72,8 +79,8 @@ Exit codes:
     4  the board refused the request (token, suite, invalid upload, ...): see the message
     64 wrong usage or unreadable input file; for measure also a target that collects
        nothing or more than one test, no runs, no pytest in the interpreter; for gate a
-       pytest that could not run the selection; for pin and gate a symlink among the
-       fixtures (pin also a missing fixture folder)
+       pytest that could not run the selection or a --diff git cannot give; for pin and
+       gate a symlink among the fixtures (pin also a missing fixture folder)
 """
 
 from __future__ import annotations
@@ -1963,6 +1970,196 @@ class GateRecorder:
             json.dump(record, handle)
 
 
+# --- patch_class.py: gate --diff: the patch's class, from its added lines -------------
+
+
+# The files whose added lines count: source code. Test files count too: a sleep, a timeout
+# or a thread added to a test is the commonest way a test becomes flaky, and a test is
+# exactly what the repeat budget measures.
+SOURCE_SUFFIXES = (
+    ".py", ".pyi", ".pyx", ".pxd",  # Python, Cython
+    ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".rs", ".go",  # extensions and services
+    ".java", ".kt", ".js", ".mjs", ".ts", ".rb",
+)
+
+# What touches concurrency or time: each a name and a regular expression, matched without
+# regard to case against an added line. A line counts once, however many match; each
+# pattern it matches is counted in the breakdown. The lock pattern wants the word (lock,
+# RLock, _lock, locked), so that block and clock are not locks.
+RISKY_PATTERNS = (
+    ("async", r"\basync\b"),
+    ("await", r"\bawait\b"),
+    ("asyncio", r"\b(?:asyncio|anyio|trio|gevent|eventlet)\b"),
+    ("thread", r"thread"),
+    ("lock", r"(?:\b|_)(?:r|dead)?lock(?:s|ed|ing)?(?:\b|_)"),
+    ("semaphore", r"semaphore|barrier"),
+    ("concurrent", r"concurren"),
+    ("multiprocessing", r"multiprocessing|\bfork\b"),
+    ("time.", r"\btime\."),
+    ("sleep", r"sleep"),
+    ("datetime.now", r"\b(?:datetime|date|timezone)\.(?:now|today|utcnow)\b"),
+    ("random", r"random"),
+    ("retry", r"retr(?:y|ies|ied|ying)"),
+    ("timeout", r"time_?out"),
+)
+_RISKY = [(name, re.compile(pattern, re.IGNORECASE)) for name, pattern in RISKY_PATTERNS]
+
+# The classes by risky lines: low has none, medium 1 to MEDIUM_MAX_LINES, high more.
+MEDIUM_MAX_LINES = 5
+# gate --measure's runs per tier-2 node: the suite's min_runs times the class's factor.
+CLASS_RUNS_FACTOR = {"low": 1, "medium": 2, "high": 4}
+
+
+class PatchRisk:
+    """What a diff's added source lines hold: how many touch concurrency or time, which
+    patterns they matched, in which files, and so the patch's class."""
+
+    def __init__(self, lines, patterns, files):
+        self.lines = lines
+        self.patterns = patterns  # pattern name -> lines it matched
+        self.files = files  # path -> risky lines added to it
+
+    @property
+    def patch_class(self):
+        if self.lines == 0:
+            return "low"
+        return "medium" if self.lines <= MEDIUM_MAX_LINES else "high"
+
+    def summary(self):
+        named = ", ".join(f"{name} {count}" for name, count in self.patterns.most_common())
+        where = ", ".join(sorted(self.files))
+        line = (f"PATCH CLASS {self.patch_class}: {self.lines} added source "
+                f"line{'s' * (self.lines != 1)} touching concurrency or time")
+        return line + (f" ({named}) in {where}" if self.lines else "")
+
+
+def is_source(path):
+    return path is not None and path.lower().endswith(SOURCE_SUFFIXES)
+
+
+def _new_path(header):
+    """The path of a '+++ ' line: None for a deleted file."""
+    path = header[4:].rstrip("\n")
+    if path.startswith('"') and path.endswith('"'):
+        path = path[1:-1]  # git quotes a path with unusual characters
+    if path == "/dev/null":
+        return None
+    return path[2:] if path.startswith("b/") else path
+
+
+def classify_diff(text):
+    """The PatchRisk of a unified diff (as `git diff` writes it): only the added lines of
+    hunks of source files count, never the file headers."""
+    lines, patterns, files = 0, collections.Counter(), collections.Counter()
+    path, in_hunk = None, False
+    for line in text.splitlines():
+        if line.startswith("diff --git "):
+            path, in_hunk = None, False
+        elif not in_hunk and line.startswith("+++ "):
+            path = _new_path(line)
+        elif line.startswith("@@"):
+            in_hunk = True
+        elif in_hunk and line.startswith("+") and is_source(path):
+            matched = [name for name, pattern in _RISKY if pattern.search(line, 1)]
+            if matched:
+                lines += 1
+                patterns.update(matched)
+                files[path] += 1
+    return PatchRisk(lines, patterns, files)
+
+
+def git_diff(revisions):
+    """`git diff --unified=0 REVISIONS`' text; UsageError when git cannot give it."""
+    command = ["git", "diff", "--unified=0", "--no-color", "--no-ext-diff",
+               "--src-prefix=a/", "--dst-prefix=b/", revisions, "--"]
+    try:
+        done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
+                              check=False)
+    except OSError as exc:
+        raise UsageError(f"--diff needs git, which cannot be run: {exc}") from None
+    if done.returncode != 0:
+        why = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise UsageError(f"git diff {revisions} failed (exit code {done.returncode}): "
+                         f"{why[0] if why else 'no message'}")
+    return done.stdout.decode("utf-8", "replace")
+
+
+# --- gate_measure.py: gate --measure: tier 2 measured with the class's repeat budget ---
+
+
+# How many node ids one tiers request asks about: well under the board's upload limit.
+TIERS_CHUNK = 5000
+REPEAT_BUDGET_TIER = 2
+# measure's own defaults for what gate has no option for: one worker per CPU, the early
+# stop, in process, no timeout.
+MEASURE_DEFAULTS = argparse.Namespace(workers=None, exact=False, fresh=False,
+                                      run_timeout=None)
+
+
+def node_tiers(board, args, nodes):
+    """Each node's tier by the suite's tier rules, as the board answers it."""
+    args.suite = suite_slug(board, args.suite)
+    tiers = {}
+    for start in range(0, len(nodes), TIERS_CHUNK):
+        chunk = nodes[start:start + TIERS_CHUNK]
+        answer, _ = board.call("POST", f"/api/v1/suites/{quote(args.suite)}/tiers",
+                               body=json.dumps(chunk).encode("utf-8"))
+        tiers.update((row["node"], row["tier"]) for row in answer["tiers"])
+    return tiers
+
+
+def class_budget(ledger, patch_class):
+    """The suite's max_upper_rate and min_runs (a full ledger's policy, else the script's),
+    and the runs per node of the patch's class."""
+    policy = ledger.get("policy") or {}
+    min_runs = policy.get("min_runs") or SCRIPT_RUNS
+    max_upper_rate = policy.get("max_upper_rate") or SCRIPT_MAX_UPPER_RATE
+    return max_upper_rate, min_runs, min_runs * CLASS_RUNS_FACTOR[patch_class]
+
+
+def measure_tier_2(board, args, ledger, records, patch_class, notes):
+    """Measure the selection's tier-2 nodes that ran, and print the report's gate: the
+    board's (--upload), else judged here against the ledger. Its exit code; None when no
+    tier-2 node was selected (then there is no report)."""
+    ran = [r["node"] for r in records if r["property_check"] != "not_run"]
+    tiers = node_tiers(board, args, ran)
+    chosen = [node for node in ran if tiers.get(node) == REPEAT_BUDGET_TIER]
+    if not chosen:
+        print("MEASURE: no tier-2 node was selected; nothing to measure, no report.",
+              file=notes)
+        return None
+    max_upper_rate, min_runs, runs = class_budget(ledger, patch_class)
+    print(f"MEASURE {len(chosen)} tier-2 node{'s' * (len(chosen) != 1)}, {runs} runs each "
+          f"({patch_class} patch: {CLASS_RUNS_FACTOR[patch_class]} x min_runs {min_runs})",
+          file=notes, flush=True)
+    targets = [Target(name, runs, SCRIPT_SEED_BASE) for name in chosen]
+    progress = Progress(sys.stderr)
+    slots = run_measurement(targets, MEASURE_DEFAULTS, max_upper_rate, progress)
+    progress.summary(targets, slots)
+    rows = [target.row() for target in targets]
+    write_atomically(args.report, json.dumps(rows, indent=2))
+    if not args.upload:
+        today = time.strftime("%Y-%m-%d", time.gmtime())
+        lines, code = gate_lines(rows, ledger_entries(ledger, True), today, max_upper_rate,
+                                 min_runs)
+        _print_lines(lines)
+        return code
+    envelope = {"measurements": [dict(t.row(), classification=t.classification)
+                                 for t in targets],
+                "commit": args.commit, "evidence": args.evidence,
+                "selected_total": len(records)}
+    answer = _upload(board, args, "reports", body=json.dumps(envelope).encode("utf-8"))
+    return present(answer, "report", args)
+
+
+def combined_exit_code(batch_code, report_code):
+    """gate --measure's one exit code: 1 when the batch rejects or the report fails, else 2
+    when the batch holds, else 0."""
+    if 1 in (batch_code, report_code):
+        return 1
+    return 2 if batch_code == 2 else 0
+
+
 # --- gate.py: the gate command: a pytest run's signal records, arbitrated -------------
 
 
@@ -2084,6 +2281,10 @@ def cmd_gate(board, args):
     notes = sys.stderr if output_format(args, environ) == "json" else sys.stdout
     seed = patch_seed(environ)
     args.evidence = args.evidence or ci_run_url(environ)
+    risk = None
+    if args.diff:
+        risk = classify_diff(git_diff(args.diff))
+        print(risk.summary(), file=notes)
     ledger = gate_ledger(board, args, notes)
     frozen = live_entries(ledger, time.strftime("%Y-%m-%d", time.gmtime()))
     digest, lock = fixture_state(args.fixtures, ledger.get("fixture_pin"), seed, notes)
@@ -2103,6 +2304,8 @@ def cmd_gate(board, args):
     records = signal_records(run, digest, lock, seed, frozen)
     envelope = {"patch": args.patch, "commit": args.commit, "evidence": args.evidence,
                 "deselected_frozen": run["deselected_frozen"], "records": records}
+    if risk is not None:
+        envelope.update(patch_class=risk.patch_class, risky_lines=risk.lines)
     body = json.dumps(envelope, indent=2, ensure_ascii=False) + "\n"
     try:
         write_atomically(args.output, body)
@@ -2111,10 +2314,21 @@ def cmd_gate(board, args):
     if not args.upload:
         print(f"Judged here with the board's precedence table; nothing was uploaded "
               f"(--upload sends {args.output} as a batch).", file=notes)
-        return present(local_answer(records, frozen), "signals", args)
-    answer = _upload(board, args, "verdicts", body=body.encode("utf-8"), patch=args.patch,
-                     commit=args.commit)
-    return present(answer, "signals", args)
+        code = present(local_answer(records, frozen), "signals", args)
+    else:
+        answer = _upload(board, args, "verdicts", body=body.encode("utf-8"),
+                         patch=args.patch, commit=args.commit)
+        code = present(answer, "signals", args)
+    if not args.measure:
+        return code
+    patch_class = risk.patch_class if risk is not None else "low"
+    try:
+        report_code = measure_tier_2(board, args, ledger, records, patch_class, notes)
+    except KeyboardInterrupt:
+        print("flakeboard: gate's measurement was interrupted; no report was written.",
+              file=sys.stderr)
+        return 130
+    return code if report_code is None else combined_exit_code(code, report_code)
 
 
 # --- plugin.py: this file as the pytest plugin measure's workers and gate load --------
@@ -2208,13 +2422,15 @@ def pin_and_gate_parsers(commands):
     gate = commands.add_parser(
         "gate", allow_abbrev=False,
         usage="%(prog)s [PYTEST ARGS...] [--patch ID] [--commit SHA] [--fixtures DIR]... "
-              "[--deselect-frozen] [--upload]",
+              "[--deselect-frozen] [--diff RANGE] [--measure] [--upload]",
         help="run the tests once and arbitrate each node's signal records",
         description="Runs pytest once over the selection (every argument gate does not know "
                     "is pytest's; after -- all are), and sends each selected node's outcome, "
                     "the fixture manifest with PATCH_SEED, and its freeze from the ledger as "
                     "signal records: judged here with the board's precedence table, or by "
-                    "the board with --upload. Exit 0 accept, 1 reject, 2 hold.")
+                    "the board with --upload. Exit 0 accept, 1 reject, 2 hold; with "
+                    "--measure 1 when the batch rejects or the report fails, else 2 when "
+                    "the batch holds, else 0.")
     gate.add_argument("--patch", default="", help="the candidate patch's id")
     gate.add_argument("--commit", default="")
     gate.add_argument("--evidence", default="",
@@ -2225,8 +2441,19 @@ def pin_and_gate_parsers(commands):
     gate.add_argument("--deselect-frozen", action="store_true",
                       help="leave the frozen nodes out of the run and the batch (the batch "
                            "records which)")
+    gate.add_argument("--diff", metavar="RANGE",
+                      help="classify the patch by git diff RANGE's added source lines that "
+                           "touch concurrency or time (low, medium, high), sent with the "
+                           "batch")
+    gate.add_argument("--measure", action="store_true",
+                      help="then measure the selection's tier-2 nodes (the suite's tier "
+                           "rules) with min_runs, 2 x or 4 x min_runs runs by the patch's "
+                           "class (low without --diff), and gate the report too")
+    gate.add_argument("--report", default="flake-report.json",
+                      help="where --measure writes the report (default flake-report.json)")
     gate.add_argument("--upload", action="store_true",
-                      help="send the records to the board and exit with its verdict")
+                      help="send the records (and --measure's report) to the board and exit "
+                           "with its verdict")
     gate.add_argument("--output", default="signals.json",
                       help="where the records are written (default signals.json)")
     gate.add_argument("--ledger", metavar="FILE",
@@ -2334,9 +2561,11 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     command = {"ledger": cmd_ledger, "report": cmd_report, "signals": cmd_signals,
                "measure": cmd_measure, "junit": cmd_junit, "pin": cmd_pin, "gate": cmd_gate}
-    # measure needs the board only to upload, gate also to read the ledger, pin never.
+    # measure needs the board only to upload, gate also to read the ledger and the tiers,
+    # pin never.
     needs_board = {"measure": getattr(args, "upload", False), "pin": False,
-                   "gate": getattr(args, "upload", False) or not getattr(args, "ledger", None)}
+                   "gate": (getattr(args, "upload", False) or getattr(args, "measure", False)
+                            or not getattr(args, "ledger", None))}
     board = None
     try:
         if needs_board.get(args.command, True):

@@ -3,6 +3,7 @@
 from junit.api.uploads import router as junit_router
 from ledger.api.ledger import router as ledger_router
 from ledger.api.status import router as status_router
+from ledger.api.tiers import router as tiers_router
 from runs.api.targets import router as targets_router
 from runs.api.trends import router as trends_router
 from runs.api.uploads import router as uploads_router
@@ -29,3 +30,4 @@ api.add_router("", uploads_router)
 api.add_router("", trends_router)
 api.add_router("", junit_router)
 api.add_router("", targets_router)
+api.add_router("", tiers_router)

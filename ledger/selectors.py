@@ -24,6 +24,18 @@ def tier_resolution(suite: Suite, nodeid: str, node: Node | None = None) -> rule
     return rules.resolve_tier(nodeid, tier_rule_specs(suite), stated)
 
 
+def tier_resolutions(suite: Suite, nodeids: list[str]) -> list[rules.TierResolution]:
+    """Each node id's tier by the suite's rules, a known node's stated tier counting, in the
+    order given. Reads only: an unknown id is not stored for having been asked about."""
+    specs = tier_rule_specs(suite)
+    stated: dict[str, int | None] = {}
+    wanted = sorted(set(nodeids))
+    for start in range(0, len(wanted), ID_CHUNK):
+        found = Node.objects.filter(suite=suite).named(*wanted[start : start + ID_CHUNK])
+        stated.update(found.values_list("nodeid", "stated_tier"))
+    return [rules.resolve_tier(nodeid, specs, stated.get(nodeid)) for nodeid in nodeids]
+
+
 def violation_facts(nodeid: str, tier: int, stated_tier: int | None,
                     specs: list[rules.TierRuleSpec]) -> dict:
     """Why an entry is a tier violation: the node's tier now and the glob of the rule that

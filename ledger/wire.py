@@ -147,6 +147,48 @@ class WireProblem:
         return (", ".join(where) + ": " if where else "") + self.message
 
 
+MAX_ERRORS = 50
+
+
+class UploadInvalid(Exception):
+    """The upload is refused whole; nothing of it is stored."""
+
+    def __init__(self, code: str, found: list[WireProblem], total: int | None = None):
+        self.code = code
+        self.problems = found[:MAX_ERRORS]
+        self.total = len(found) if total is None else total  # all, not only those listed
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        first = str(self.problems[0]) if self.problems else self.code
+        more = self.total - 1
+        return first + (f" (and {more} more problem{'s' * (more > 1)})" if more > 0 else "")
+
+
+def load_json(body: bytes | str) -> object:
+    """Parse JSON, keeping NaN and Infinity as floats so the row check can name them."""
+    try:
+        return json.loads(body, parse_constant=float)
+    except (ValueError, RecursionError) as exc:
+        raise UploadInvalid(
+            "invalid_json", [WireProblem(Code.INVALID_JSON, f"The body is not valid JSON: {exc}")]
+        ) from None
+
+
+def refuse_too_many(rows: list, name: str, max_records: int, field: str | None = None) -> None:
+    """More rows than one upload may hold: refused before the rows are validated, since
+    the bytes alone do not bound the work."""
+    if len(rows) > max_records:
+        raise UploadInvalid(Code.TOO_MANY_RECORDS.value, [WireProblem(
+            Code.TOO_MANY_RECORDS,
+            f"the upload holds {len(rows):,} {name}, over the limit of "
+            f"{max_records:,} per upload (UPLOAD_MAX_RECORDS; the body is also limited "
+            f"in bytes, by UPLOAD_MAX_BYTES)",
+            field=field,
+        )])
+
+
 def _sentence(error: dict) -> str:
     kind, got, ctx = error["type"], error.get("input"), error.get("ctx") or {}
     if kind == "missing":

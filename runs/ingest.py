@@ -369,6 +369,7 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
             record_count=len(judged_rows), reason_counts=dict(sorted(counts.items())),
             pin_manifest=pin.manifest if pin else "", pin_seed=pin.seed if pin else None,
             deselected_frozen=list(parsed.deselected_frozen),
+            patch_class=parsed.patch_class or "", risky_lines=parsed.risky_lines,
         )
         batch.judge(judged)
         if not dry_run:

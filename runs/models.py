@@ -181,6 +181,15 @@ class VerdictBatch(Upload):
     pin_seed = models.BigIntegerField(null=True, blank=True)
     # The frozen nodes the client's gate left out of the run (--deselect-frozen).
     deselected_frozen = models.JSONField(default=list, blank=True)
+    # The client's gate --diff: the patch's class and the added lines that made it.
+    patch_class = models.CharField(
+        max_length=6, blank=True, choices=[(c.value, c.value) for c in rules.PatchClass],
+        help_text="How much the patch touches concurrency or time (empty: not said).",
+    )
+    risky_lines = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="The patch's added source lines that touch concurrency or time.",
+    )
 
     class Meta(Upload.Meta):
         verbose_name_plural = "verdict batches"

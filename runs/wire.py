@@ -9,14 +9,14 @@ model validates both forms, the whole list in one call; each error becomes a
 
 from __future__ import annotations
 
-import json
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, Strict, ValidationError, model_validator
 from pydantic.dataclasses import dataclass
 
 from flakeboard import rules
 from ledger.wire import (
+    MAX_ERRORS,
     Code,
     FailCount,
     Meta,
@@ -27,40 +27,17 @@ from ledger.wire import (
     RunCount,
     Seed,
     StatedTier,
+    UploadInvalid,
     Upper95,
     WireProblem,
     kind_of,
+    load_json,
     problems,
     refuse_repeats,
+    refuse_too_many,
 )
 
-MAX_ERRORS = 50
-
-
-class UploadInvalid(Exception):
-    """The upload is refused whole; nothing of it is stored."""
-
-    def __init__(self, code: str, found: list[WireProblem], total: int | None = None):
-        self.code = code
-        self.problems = found[:MAX_ERRORS]
-        self.total = len(found) if total is None else total  # all, not only those listed
-        super().__init__(self.message)
-
-    @property
-    def message(self) -> str:
-        first = str(self.problems[0]) if self.problems else self.code
-        more = self.total - 1
-        return first + (f" (and {more} more problem{'s' * (more > 1)})" if more > 0 else "")
-
-
-def load_json(body: bytes | str) -> object:
-    """Parse JSON, keeping NaN and Infinity as floats so the row check can name them."""
-    try:
-        return json.loads(body, parse_constant=float)
-    except (ValueError, RecursionError) as exc:
-        raise UploadInvalid(
-            "invalid_json", [WireProblem(Code.INVALID_JSON, f"The body is not valid JSON: {exc}")]
-        ) from None
+RiskyLines = Annotated[int, Strict(), Field(ge=0, le=rules.COUNT_MAX)]
 
 
 # --- rows ----------------------------------------------------------------------------------
@@ -138,6 +115,14 @@ class SignalsEnvelope(_Envelope):
         description="The frozen nodes the client's gate left out of the run and the batch "
                     "(--deselect-frozen): stored and shown, so that the choice is visible.",
     )
+    patch_class: rules.PatchClass | None = Field(
+        None, description="The client's gate --diff: how much the patch touches concurrency "
+                          "or time. Stored and shown; a riskier class only made the client "
+                          "measure more.",
+    )
+    risky_lines: RiskyLines | None = Field(
+        None, description="The patch's added source lines that touch concurrency or time.",
+    )
     records: list[SignalRecordIn]
 
 
@@ -159,15 +144,8 @@ def _parse[E: _Envelope](envelope: type[E], body: bytes, query: dict,
             f"the body must be a list or an object with {envelope.ROWS!r} (got {kind_of(data)})",
         )])
     rows = data.get(envelope.ROWS)
-    if max_records is not None and isinstance(rows, list) and len(rows) > max_records:
-        # Refused before the rows are validated: the bytes alone do not bound the work.
-        raise UploadInvalid(Code.TOO_MANY_RECORDS.value, [WireProblem(
-            Code.TOO_MANY_RECORDS,
-            f"the upload holds {len(rows):,} {envelope.ROWS}, over the limit of "
-            f"{max_records:,} per upload (UPLOAD_MAX_RECORDS; the body is also limited "
-            f"in bytes, by UPLOAD_MAX_BYTES)",
-            field=envelope.ROWS,
-        )])
+    if max_records is not None and isinstance(rows, list):
+        refuse_too_many(rows, envelope.ROWS, max_records, field=envelope.ROWS)
     try:
         return envelope.model_validate(data)
     except ValidationError as exc:

@@ -34,6 +34,7 @@ POST api:junit                     401 401 401 401 401 401 403 201 403 401
 GET  api:trends                    401 401 401 401 401 401 200 200 403 401
 GET  api:status                    401 401 401 401 401 401 200 200 403 401
 GET  api:targets                   401 401 401 401 401 401 200 200 403 401
+POST api:tiers                     401 401 401 401 401 401 200 200 403 401
 GET  api:openapi                   200 200 200 200 200 200 200 200 200 200
 """)
 # Why each caller is refused, where the table refuses it.
@@ -60,6 +61,7 @@ def api_request(method: str, action: str, w) -> Request:
         "api:trends": Request(f"{suite}/trends"),
         "api:status": Request(f"{suite}/status"),
         "api:targets": Request(f"{suite}/targets"),
+        "api:tiers": Request(f"{suite}/tiers", json=["tests/test_0.py::test_ok"]),
         "api:openapi": Request(f"{API}/openapi.json"),
     }[action]
 

@@ -39,10 +39,11 @@ CASES = MANIFEST["cases"]
 API_CASES = [case for case in CASES if case["endpoint"] != "import_ledger"]
 IMPORT_CASES = [case for case in CASES if case["endpoint"] == "import_ledger"]
 ONE_OVER_CASES = [case for case in CASES if "one_over" in case]
-# The real node ids under nodeids/ and the real JUnit files under junit/ are no bad input:
-# tests/test_nodeid_corpus.py and the tests/test_junit_*.py modules read them.
+# The real node ids under nodeids/, the real JUnit files under junit/ and the diffs under
+# diffs/ are no bad input: tests/test_nodeid_corpus.py, the tests/test_junit_*.py modules
+# and tests/test_ci_gate_diff.py read them.
 NOT_CASES = {"manifest.json"}
-NOT_CASE_DIRS = {"nodeids", "junit"}
+NOT_CASE_DIRS = {"nodeids", "junit", "diffs"}
 
 
 def case_id(case: dict) -> str:

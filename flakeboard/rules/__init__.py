@@ -101,6 +101,7 @@ from .vocab import (
     Flag,
     FlakeStatus,
     GateStatus,
+    PatchClass,
     PropertyCheck,
     Reason,
     Tier,

@@ -96,6 +96,17 @@ class Classification(StrEnum):
     REPEAT_UNSAFE = "repeat_unsafe"
 
 
+class PatchClass(StrEnum):
+    """How much of a patch touches concurrency or time, as the client's gate --diff counts
+    its added lines: low (none), medium (a few), high (many). A riskier class only asks for
+    more repeat-budget evidence, never less; the board stores and shows it, and decides
+    nothing by it."""
+
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
 class EntryState(StrEnum):
     ACTIVE = "active"
     EXPIRING = "expiring"

@@ -17,8 +17,8 @@ from django.utils import timezone
 from ninja import Query, Router
 
 from web.api.auth import Scope, suite_for_token
-from web.api.bodies import raw_body
-from web.api.errors import ApiError, ErrorOut
+from web.api.bodies import raw_json_body
+from web.api.errors import ErrorOut, refused
 from web.api.openapi import json_body
 
 from ..ingest import IngestOutcome, report_ingest, signals_ingest
@@ -49,22 +49,6 @@ DRY_RUN = "Evaluate and answer, store nothing."
 EVIDENCE = "For a bare list: a CI run reference or an http(s) URL."
 
 
-def _is_json(content_type: str) -> bool:
-    return content_type == "application/json" or content_type.endswith("+json")
-
-
-def upload_body(request) -> bytes:
-    """The raw JSON body, refused when too large (413) or not declared JSON (415)."""
-    return raw_body(request, accepts=_is_json, expected="application/json")
-
-
-def refused(exc: UploadInvalid) -> ApiError:
-    """Not JSON is 400; more rows than an upload may hold is 413; JSON that is not a valid
-    upload is 422. Nothing was stored."""
-    status = {"invalid_json": 400, "too_many_records": 413}.get(exc.code, 422)
-    return ApiError(status, exc.code, exc.message, [p.as_dict() for p in exc.problems])
-
-
 def upload(
     request,
     slug: str,
@@ -80,7 +64,7 @@ def upload(
     exit-code header; 201 with the Location of a stored upload, 200 for a dry run or a
     duplicate."""
     suite = suite_for_token(request, slug, Scope.WRITE)
-    body = upload_body(request)
+    body = raw_json_body(request)
     try:
         outcome = ingest(
             suite=suite, body=body, actor=request.auth.label, dry_run=dry_run, query=query,

@@ -44,3 +44,12 @@ def raw_body(request, *, accepts: Callable[[str], bool], expected: str) -> bytes
     if len(body) > limit:
         raise too_large(limit)
     return body
+
+
+def is_json(content_type: str) -> bool:
+    return content_type == "application/json" or content_type.endswith("+json")
+
+
+def raw_json_body(request) -> bytes:
+    """The raw JSON body, refused when too large (413) or not declared JSON (415)."""
+    return raw_body(request, accepts=is_json, expected="application/json")

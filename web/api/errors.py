@@ -40,6 +40,14 @@ class ApiError(Exception):
         self.headers = headers or {}
 
 
+def refused(exc) -> ApiError:
+    """An upload refused whole (``ledger.wire.UploadInvalid``): not JSON is 400; more rows
+    than an upload may hold is 413; JSON that is not a valid upload is 422. Nothing was
+    stored."""
+    status = {"invalid_json": 400, "too_many_records": 413}.get(exc.code, 422)
+    return ApiError(status, exc.code, exc.message, [p.as_dict() for p in exc.problems])
+
+
 def error_response(
     api: NinjaAPI, request: HttpRequest, status: int, code: str, message: str, details=()
 ) -> HttpResponse:

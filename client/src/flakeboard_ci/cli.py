@@ -87,13 +87,15 @@ def pin_and_gate_parsers(commands):
     gate = commands.add_parser(
         "gate", allow_abbrev=False,
         usage="%(prog)s [PYTEST ARGS...] [--patch ID] [--commit SHA] [--fixtures DIR]... "
-              "[--deselect-frozen] [--upload]",
+              "[--deselect-frozen] [--diff RANGE] [--measure] [--upload]",
         help="run the tests once and arbitrate each node's signal records",
         description="Runs pytest once over the selection (every argument gate does not know "
                     "is pytest's; after -- all are), and sends each selected node's outcome, "
                     "the fixture manifest with PATCH_SEED, and its freeze from the ledger as "
                     "signal records: judged here with the board's precedence table, or by "
-                    "the board with --upload. Exit 0 accept, 1 reject, 2 hold.")
+                    "the board with --upload. Exit 0 accept, 1 reject, 2 hold; with "
+                    "--measure 1 when the batch rejects or the report fails, else 2 when "
+                    "the batch holds, else 0.")
     gate.add_argument("--patch", default="", help="the candidate patch's id")
     gate.add_argument("--commit", default="")
     gate.add_argument("--evidence", default="",
@@ -104,8 +106,19 @@ def pin_and_gate_parsers(commands):
     gate.add_argument("--deselect-frozen", action="store_true",
                       help="leave the frozen nodes out of the run and the batch (the batch "
                            "records which)")
+    gate.add_argument("--diff", metavar="RANGE",
+                      help="classify the patch by git diff RANGE's added source lines that "
+                           "touch concurrency or time (low, medium, high), sent with the "
+                           "batch")
+    gate.add_argument("--measure", action="store_true",
+                      help="then measure the selection's tier-2 nodes (the suite's tier "
+                           "rules) with min_runs, 2 x or 4 x min_runs runs by the patch's "
+                           "class (low without --diff), and gate the report too")
+    gate.add_argument("--report", default="flake-report.json",
+                      help="where --measure writes the report (default flake-report.json)")
     gate.add_argument("--upload", action="store_true",
-                      help="send the records to the board and exit with its verdict")
+                      help="send the records (and --measure's report) to the board and exit "
+                           "with its verdict")
     gate.add_argument("--output", default="signals.json",
                       help="where the records are written (default signals.json)")
     gate.add_argument("--ledger", metavar="FILE",
@@ -213,9 +226,11 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     command = {"ledger": cmd_ledger, "report": cmd_report, "signals": cmd_signals,
                "measure": cmd_measure, "junit": cmd_junit, "pin": cmd_pin, "gate": cmd_gate}
-    # measure needs the board only to upload, gate also to read the ledger, pin never.
+    # measure needs the board only to upload, gate also to read the ledger and the tiers,
+    # pin never.
     needs_board = {"measure": getattr(args, "upload", False), "pin": False,
-                   "gate": getattr(args, "upload", False) or not getattr(args, "ledger", None)}
+                   "gate": (getattr(args, "upload", False) or getattr(args, "measure", False)
+                            or not getattr(args, "ledger", None))}
     board = None
     try:
         if needs_board.get(args.command, True):

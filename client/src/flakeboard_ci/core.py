@@ -26,6 +26,13 @@ a node with an unexpired ledger entry (read from the board at run time, through 
 it is down; --ledger FILE reads `ledger --full`'s file instead). --deselect-frozen leaves
 those out of the run and the batch. Without --upload it writes signals.json and judges the
 records here with the board's precedence table; an empty selection holds (no_evidence).
+--diff RANGE classifies the patch by the added lines of `git diff --unified=0 RANGE`'s
+source files that touch concurrency or time (RISKY_PATTERNS): low (none), medium (1 to
+MEDIUM_MAX_LINES), high (more); the class and its count go into the batch. --measure then
+asks the board for the selection's tiers, measures the tier-2 nodes that ran in process, as
+`measure` does, with min_runs, 2 x or 4 x min_runs runs by class (low without --diff), writes
+--report and gates it (here, or on the board beside the batch with --upload): exit 1 when
+the batch rejects or the report fails, else 2 when the batch holds, else 0.
 `pin` prints the manifest's digest and the seed, for a lead to set as the suite's pin.
 
 `measure` is the background article's budget script, made fast: the same
@@ -71,8 +78,8 @@ Exit codes:
     4  the board refused the request (token, suite, invalid upload, ...): see the message
     64 wrong usage or unreadable input file; for measure also a target that collects
        nothing or more than one test, no runs, no pytest in the interpreter; for gate a
-       pytest that could not run the selection; for pin and gate a symlink among the
-       fixtures (pin also a missing fixture folder)
+       pytest that could not run the selection or a --diff git cannot give; for pin and
+       gate a symlink among the fixtures (pin also a missing fixture folder)
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The gate command: run the selection's tests once, turn each selected node's outcome, the
 fixture pin and the ledger's freezes into signal records (SPEC 3.2), and arbitrate them,
-here or on the board (--upload)."""
+here or on the board (--upload); with --diff the patch's class goes into the batch, and
+with --measure its tier-2 nodes are measured with the class's repeat budget."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ import time
 from .arbiter import effective_fixture_lock, local_answer
 from .board import _upload
 from .core import UsageError
+from .gate_measure import combined_exit_code, measure_tier_2
 from .ledger import NotALedger, fetch_ledger, read_ledger_file, write_atomically
 from .measure_pool import plugin_pytest
 from .outputs import output_format, present
+from .patch_class import classify_diff, git_diff
 from .pin import FixturesMissing, fixture_manifest
 
 # pytest's own exit codes for a run that never got to the tests' outcomes.
@@ -138,6 +141,10 @@ def cmd_gate(board, args):
     notes = sys.stderr if output_format(args, environ) == "json" else sys.stdout
     seed = patch_seed(environ)
     args.evidence = args.evidence or ci_run_url(environ)
+    risk = None
+    if args.diff:
+        risk = classify_diff(git_diff(args.diff))
+        print(risk.summary(), file=notes)
     ledger = gate_ledger(board, args, notes)
     frozen = live_entries(ledger, time.strftime("%Y-%m-%d", time.gmtime()))
     digest, lock = fixture_state(args.fixtures, ledger.get("fixture_pin"), seed, notes)
@@ -157,6 +164,8 @@ def cmd_gate(board, args):
     records = signal_records(run, digest, lock, seed, frozen)
     envelope = {"patch": args.patch, "commit": args.commit, "evidence": args.evidence,
                 "deselected_frozen": run["deselected_frozen"], "records": records}
+    if risk is not None:
+        envelope.update(patch_class=risk.patch_class, risky_lines=risk.lines)
     body = json.dumps(envelope, indent=2, ensure_ascii=False) + "\n"
     try:
         write_atomically(args.output, body)
@@ -165,7 +174,18 @@ def cmd_gate(board, args):
     if not args.upload:
         print(f"Judged here with the board's precedence table; nothing was uploaded "
               f"(--upload sends {args.output} as a batch).", file=notes)
-        return present(local_answer(records, frozen), "signals", args)
-    answer = _upload(board, args, "verdicts", body=body.encode("utf-8"), patch=args.patch,
-                     commit=args.commit)
-    return present(answer, "signals", args)
+        code = present(local_answer(records, frozen), "signals", args)
+    else:
+        answer = _upload(board, args, "verdicts", body=body.encode("utf-8"),
+                         patch=args.patch, commit=args.commit)
+        code = present(answer, "signals", args)
+    if not args.measure:
+        return code
+    patch_class = risk.patch_class if risk is not None else "low"
+    try:
+        report_code = measure_tier_2(board, args, ledger, records, patch_class, notes)
+    except KeyboardInterrupt:
+        print("flakeboard: gate's measurement was interrupted; no report was written.",
+              file=sys.stderr)
+        return 130
+    return code if report_code is None else combined_exit_code(code, report_code)

@@ -1,0 +1,89 @@
+"""gate --measure: after the run, the selection's tier-2 nodes (by the suite's tier rules,
+asked of the board) measured with the repeat budget of the patch's class, in process as
+`measure` does, and the report judged here or uploaded beside the batch."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from .board import _upload, quote, suite_slug
+from .ledger import ledger_entries, write_atomically
+from .measure import Progress, gate_lines, run_measurement
+from .measure_runs import SCRIPT_MAX_UPPER_RATE, SCRIPT_RUNS, SCRIPT_SEED_BASE, Target
+from .outputs import _print_lines, present
+from .patch_class import CLASS_RUNS_FACTOR
+
+# How many node ids one tiers request asks about: well under the board's upload limit.
+TIERS_CHUNK = 5000
+REPEAT_BUDGET_TIER = 2
+# measure's own defaults for what gate has no option for: one worker per CPU, the early
+# stop, in process, no timeout.
+MEASURE_DEFAULTS = argparse.Namespace(workers=None, exact=False, fresh=False,
+                                      run_timeout=None)
+
+
+def node_tiers(board, args, nodes):
+    """Each node's tier by the suite's tier rules, as the board answers it."""
+    args.suite = suite_slug(board, args.suite)
+    tiers = {}
+    for start in range(0, len(nodes), TIERS_CHUNK):
+        chunk = nodes[start:start + TIERS_CHUNK]
+        answer, _ = board.call("POST", f"/api/v1/suites/{quote(args.suite)}/tiers",
+                               body=json.dumps(chunk).encode("utf-8"))
+        tiers.update((row["node"], row["tier"]) for row in answer["tiers"])
+    return tiers
+
+
+def class_budget(ledger, patch_class):
+    """The suite's max_upper_rate and min_runs (a full ledger's policy, else the script's),
+    and the runs per node of the patch's class."""
+    policy = ledger.get("policy") or {}
+    min_runs = policy.get("min_runs") or SCRIPT_RUNS
+    max_upper_rate = policy.get("max_upper_rate") or SCRIPT_MAX_UPPER_RATE
+    return max_upper_rate, min_runs, min_runs * CLASS_RUNS_FACTOR[patch_class]
+
+
+def measure_tier_2(board, args, ledger, records, patch_class, notes):
+    """Measure the selection's tier-2 nodes that ran, and print the report's gate: the
+    board's (--upload), else judged here against the ledger. Its exit code; None when no
+    tier-2 node was selected (then there is no report)."""
+    ran = [r["node"] for r in records if r["property_check"] != "not_run"]
+    tiers = node_tiers(board, args, ran)
+    chosen = [node for node in ran if tiers.get(node) == REPEAT_BUDGET_TIER]
+    if not chosen:
+        print("MEASURE: no tier-2 node was selected; nothing to measure, no report.",
+              file=notes)
+        return None
+    max_upper_rate, min_runs, runs = class_budget(ledger, patch_class)
+    print(f"MEASURE {len(chosen)} tier-2 node{'s' * (len(chosen) != 1)}, {runs} runs each "
+          f"({patch_class} patch: {CLASS_RUNS_FACTOR[patch_class]} x min_runs {min_runs})",
+          file=notes, flush=True)
+    targets = [Target(name, runs, SCRIPT_SEED_BASE) for name in chosen]
+    progress = Progress(sys.stderr)
+    slots = run_measurement(targets, MEASURE_DEFAULTS, max_upper_rate, progress)
+    progress.summary(targets, slots)
+    rows = [target.row() for target in targets]
+    write_atomically(args.report, json.dumps(rows, indent=2))
+    if not args.upload:
+        today = time.strftime("%Y-%m-%d", time.gmtime())
+        lines, code = gate_lines(rows, ledger_entries(ledger, True), today, max_upper_rate,
+                                 min_runs)
+        _print_lines(lines)
+        return code
+    envelope = {"measurements": [dict(t.row(), classification=t.classification)
+                                 for t in targets],
+                "commit": args.commit, "evidence": args.evidence,
+                "selected_total": len(records)}
+    answer = _upload(board, args, "reports", body=json.dumps(envelope).encode("utf-8"))
+    return present(answer, "report", args)
+
+
+def combined_exit_code(batch_code, report_code):
+    """gate --measure's one exit code: 1 when the batch rejects or the report fails, else 2
+    when the batch holds, else 0."""
+    if 1 in (batch_code, report_code):
+        return 1
+    return 2 if batch_code == 2 else 0

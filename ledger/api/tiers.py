@@ -1,0 +1,93 @@
+"""POST /api/v1/suites/{suite}/tiers: each node id's tier by the suite's tier rules, and the
+rule that decided it. CI asks before it measures tier 2 (``flakeboard_ci.py gate
+--measure``); the ids travel in the body, since thousands of them do not fit a URL. A
+lookup stores nothing."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from ninja import Router, Schema
+from pydantic import Field, TypeAdapter, ValidationError
+
+from web.api.auth import Scope, suite_for_token
+from web.api.bodies import raw_json_body
+from web.api.errors import ErrorOut, refused
+from web.api.openapi import json_body
+
+from ..selectors import tier_resolutions
+from ..wire import (
+    MAX_ERRORS,
+    Code,
+    NodeId,
+    UploadInvalid,
+    WireProblem,
+    kind_of,
+    load_json,
+    problems,
+    refuse_too_many,
+)
+
+router = Router(tags=["ledger"])
+
+NodeIds = TypeAdapter(list[NodeId])
+
+
+class NodeTier(Schema):
+    node: str
+    tier: int = Field(ge=0, le=2)
+    rule: str | None = Field(
+        description="The glob of the tier rule that decided the tier; null when no rule "
+        "matched (tier 2) or when a tier an upload stated for the node decided it."
+    )
+    stated: bool = Field(description="A tier 0 or 1 an upload stated for the node decided it.")
+
+
+class TiersAnswer(Schema):
+    suite: str
+    tiers: list[NodeTier] = Field(description="One row per node id asked, in their order.")
+
+
+def parse_nodeids(body: bytes, max_records: int) -> list[str]:
+    """The body's node ids, whole; UploadInvalid naming the row of each bad one."""
+    data = load_json(body)
+    if not isinstance(data, list):
+        raise UploadInvalid("validation_failed", [WireProblem(
+            Code.INVALID_SHAPE, f"the body must be a list of node ids (got {kind_of(data)})",
+        )])
+    refuse_too_many(data, "node ids", max_records)
+    try:
+        return NodeIds.validate_python(data)
+    except ValidationError as exc:
+        found = [
+            WireProblem(p.code, p.message, p.row, "node")
+            for p in problems(exc, limit=MAX_ERRORS)
+        ]
+        raise UploadInvalid("validation_failed", found, exc.error_count()) from None
+
+
+@router.post(
+    "/suites/{suite}/tiers",
+    response={200: TiersAnswer, 400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 413: ErrorOut,
+              415: ErrorOut, 422: ErrorOut},
+    summary="The tiers of these nodes, and the rules that decided them",
+    description=(
+        "A JSON list of node ids in the body (at most as many as an upload's rows); each "
+        "gets its tier by the suite's tier rules (tier 0 rules win over tier 1, tier 1 over "
+        "tier 2; no rule: tier 2), a tier 0 or 1 an upload stated for a known node counting "
+        "too, with the glob of the rule that decided it. Nothing is stored. Needs a read "
+        "(or write) token of the suite."
+    ),
+    openapi_extra=json_body(list[NodeId], description="The node ids, as pytest prints them."),
+)
+def tiers(request, suite: str):
+    suite = suite_for_token(request, suite, Scope.READ)
+    try:
+        nodeids = parse_nodeids(raw_json_body(request), settings.UPLOAD_MAX_RECORDS)
+    except UploadInvalid as exc:
+        raise refused(exc) from None
+    resolved = tier_resolutions(suite, nodeids)
+    return {"suite": suite.slug, "tiers": [
+        {"node": nodeid, "tier": int(r.tier), "rule": r.rule.glob if r.rule else None,
+         "stated": r.stated}
+        for nodeid, r in zip(nodeids, resolved, strict=True)
+    ]}

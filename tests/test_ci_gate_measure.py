@@ -1,0 +1,98 @@
+"""`flakeboard_ci.py gate --measure`: after the one run, the selection's tier-2 nodes (the
+board's tiers endpoint) measured with min_runs, 2 x or 4 x min_runs runs by the patch's
+class, the report judged here or uploaded beside the batch, and one exit code: 1 when the
+batch rejects or the report fails, else 2 when the batch holds, else 0."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ledger.models import Suite
+from ledger.tiers import tier_rule_add
+from runs.models import Report, VerdictBatch
+from tests.measure_projects import make_project, seed_test
+from tests.test_ci_gate_diff import GIT_ENV, git
+
+MIN_RUNS = 5
+PROPERTIES = "def test_sum():\n    assert 2 + 3 == 3 + 2\n"
+
+
+@pytest.fixture
+def project(tmp_path, suite):
+    """Tier-0 properties and two tier-2 tests; a small min_runs and a budget five runs
+    without a failure meet."""
+    make_project(tmp_path, {"test_props.py": PROPERTIES,
+                            "test_io.py": seed_test("test_retry") + seed_test("test_parse")})
+    Suite.objects.filter(pk=suite.pk).update(min_runs=MIN_RUNS, max_upper_rate=0.5)
+    tier_rule_add(suite=suite, glob="test_props.py::*", tier=0, actor="@lea")
+    return tmp_path
+
+
+@pytest.fixture
+def gate(run):
+    def run_gate(*args, **env):
+        return run("gate", "--measure", *args, "-p", "no:cacheprovider",
+                   PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PATCH_SEED="9137", **GIT_ENV, **env)
+
+    return run_gate
+
+
+def risky_commit(project, lines: int) -> None:
+    """The project in git: its base, then a commit adding ``lines`` risky lines."""
+    git(project, "init", "-q")
+    git(project, "add", ".")
+    git(project, "commit", "-q", "-m", "base")
+    (project / "worker.py").write_text("".join(f"TIMEOUT_{i} = {i}\n" for i in range(lines)))
+    git(project, "add", ".")
+    git(project, "commit", "-q", "-m", "change")
+
+
+@pytest.mark.parametrize(("risky", "patch_class", "runs"), [
+    (0, "low", MIN_RUNS), (1, "medium", 2 * MIN_RUNS), (6, "high", 4 * MIN_RUNS),
+])
+def test_tier_2_nodes_run_the_classs_repeat_budget(gate, project, risky, patch_class, runs):
+    risky_commit(project, risky)
+    done = gate("--diff", "HEAD~1", "--upload")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"MEASURE 2 tier-2 nodes, {runs} runs each ({patch_class} patch" in done.stdout
+    report = Report.objects.get()
+    measured = {m.node.nodeid: m.n for m in report.measurements.select_related("node")}
+    assert measured == {"test_io.py::test_retry": runs, "test_io.py::test_parse": runs}
+    assert report.selected_total == 3
+    assert VerdictBatch.objects.get().patch_class == patch_class
+
+
+def test_without_diff_the_low_budget_is_judged_here(gate, project):
+    done = gate()
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = json.loads((project / "flake-report.json").read_text())
+    assert {row["nodeid"]: row["n"] for row in rows} == \
+        {"test_io.py::test_retry": MIN_RUNS, "test_io.py::test_parse": MIN_RUNS}
+    assert "OK   test_io.py::test_retry: upper95=" in done.stdout
+    assert not Report.objects.exists()
+
+
+def test_an_accepted_batch_with_a_failing_report_exits_1(gate, project):
+    # Passes with the batch's PATCH_SEED 9137, fails with every even seed of the repeats.
+    source = seed_test("test_retry", "seed % 2 == 0") + seed_test("test_parse")
+    (project / "test_io.py").write_text("import os\n\n\n" + source)
+    done = gate("--upload")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert VerdictBatch.objects.get().verdict == "accept"
+    assert Report.objects.get().exit_code == 1
+
+
+def test_a_held_batch_with_a_passing_report_exits_2(gate, project):
+    done = gate("--fixtures", "fixtures-gone", "--upload")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert VerdictBatch.objects.get().verdict == "hold"
+    assert Report.objects.get().exit_code == 0
+
+
+def test_no_tier_2_node_selected_means_no_report(gate, project):
+    done = gate("test_props.py", "--upload")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no tier-2 node was selected" in done.stdout
+    assert not Report.objects.exists()

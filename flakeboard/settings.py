@@ -230,6 +230,7 @@ FLAKEBOARD_DEFAULT_POLICY = {
     "min_runs": envint("DEFAULT_MIN_RUNS", 200),
     "max_quarantined_share": envfloat("DEFAULT_MAX_QUARANTINED_SHARE", 0.05),
     "max_quarantine_days": envint("DEFAULT_MAX_QUARANTINE_DAYS", 30),
+    "clear_after_clean_measurements": envint("DEFAULT_CLEAR_AFTER_CLEAN_MEASUREMENTS", 3),
 }
 
 # Security headers. The CSP forbids inline scripts: every script is a static file.

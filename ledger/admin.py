@@ -94,9 +94,11 @@ class SuiteAdmin(admin.ModelAdmin):
     ]
 
     def get_readonly_fields(self, request, obj=None):
-        # The JUnit infrastructure share (80% unless changed) is a suite setting too: like
-        # the policy, it is not changed here, unaudited.
-        fixed = ["ledger_revision", "created_at", "junit_infrastructure_share"]
+        # The JUnit infrastructure share (80% unless changed) and the count that makes an
+        # entry ready to clear are suite settings too: like the policy, they are not
+        # changed here, unaudited (a new suite takes the deployment's default).
+        fixed = ["ledger_revision", "created_at", "junit_infrastructure_share",
+                 "clear_after_clean_measurements"]
         return fixed if obj is None else [*fixed, "settings_page", *self.audited_fields]
 
     @admin.display(description="Settings page")

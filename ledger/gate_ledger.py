@@ -84,6 +84,8 @@ def _entry_facts(entry: QuarantineEntry, today: date) -> dict:
         "age_days": entry.age_days(today),
         "created": entry.created_at.date().isoformat(),
         "upper95_mismatch": entry.upper95_mismatch,
+        "ready_to_clear": entry.ready_to_clear,
+        "ready_since": entry.ready_since.isoformat() if entry.ready_since else None,
     }
 
 
@@ -115,6 +117,7 @@ def ledger_full(suite: Suite, *, today: date, now: datetime) -> dict:
         "ledger_revision": suite.ledger_revision,
         **policy_document(suite),
         "policy_hash": policy_hash(suite),
+        "clear_after_clean_measurements": suite.clear_after_clean_measurements,
         "counts": counts,
         "entries": served,
         "violations": violations,

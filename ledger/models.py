@@ -93,6 +93,12 @@ class Suite(models.Model):
         validators=[MinValueValidator(1), MaxValueValidator(365)],
         help_text="How far ahead an entry's expiry may be set.",
     )
+    clear_after_clean_measurements = models.PositiveSmallIntegerField(
+        default=PolicyDefault("clear_after_clean_measurements"),
+        validators=[MinValueValidator(1), MaxValueValidator(rules.CLEAR_AFTER_MAX)],
+        help_text="An open entry is ready to clear when its node's last this many "
+                  "measurements since the entry was created were each within budget.",
+    )
     fixture_manifest = models.CharField(
         max_length=200, blank=True, help_text="The pinned fixture manifest digest (empty: no pin)."
     )
@@ -252,6 +258,10 @@ class EntryQuerySet(models.QuerySet):
     def in_state(self, state: rules.EntryState, today: date):
         return self.filter(predicates.entry_state_q(state, today))
 
+    def ready_to_clear(self):
+        """Open entries whose node's latest measurements say it is fixed (issue 20)."""
+        return self.filter(predicates.READY_TO_CLEAR)
+
 
 class QuarantineEntry(models.Model):
     suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="entries")
@@ -273,6 +283,19 @@ class QuarantineEntry(models.Model):
     updated_at = models.DateTimeField()
     cleared_at = models.DateTimeField(null=True, blank=True)
     cleared_note = models.TextField(blank=True)
+    # Release when fixed: set and unset at ingest (ledger.clearance), never by hand. A flag,
+    # not a state: an entry can be expiring and ready at once.
+    ready_to_clear = models.BooleanField(
+        default=False,
+        help_text="The node's last measurements since the entry was created were each "
+                  "within budget (the suite's clear_after_clean_measurements of them).",
+    )
+    ready_since = models.DateTimeField(null=True, blank=True)
+    trail = models.JSONField(
+        default=list, blank=True,
+        help_text="The node's latest measurements since the entry was created, oldest first "
+                  "(at most 20): report, n, fails, within budget.",
+    )
 
     objects = EntryQuerySet.as_manager()
 
@@ -309,6 +332,17 @@ class QuarantineEntry(models.Model):
             cleared=self.cleared_at is not None,
             tier_violation=self.tier_violation,
         )
+
+    @property
+    def trail_clean(self) -> list[bool]:
+        return [seen["clean"] for seen in self.trail]
+
+    def outlook(self, policy: rules.Policy) -> rules.ClearanceOutlook:
+        """What a fresh measurement needs to clear the entry, at the node's recent rate:
+        its latest measurements since the entry was made, or else the one it was made on."""
+        recent = [(seen["n"], seen["fails"]) for seen in self.trail[-rules.RECENT_MEASUREMENTS:]]
+        rate = rules.recent_rate(recent or [(self.n, self.fails)])
+        return rules.clearance_outlook(policy, rate)
 
     def age_days(self, today: date) -> int:
         return (today - self.created_at.date()).days

@@ -30,6 +30,7 @@ OPEN = Q(cleared_at__isnull=True)
 CLEARED = Q(cleared_at__isnull=False)
 FOR_GATE = OPEN & quarantinable_q()
 VIOLATING = OPEN & ~quarantinable_q()
+READY_TO_CLEAR = OPEN & Q(ready_to_clear=True)
 
 
 def entry_state_q(state: rules.EntryState, today: date) -> Q:

@@ -185,14 +185,19 @@ def quarantine_renew(
 
 
 def quarantine_clear(
-    *, entry: QuarantineEntry, note: str, actor: str, now: datetime | None = None
+    *, entry: QuarantineEntry, note: str, actor: str, now: datetime | None = None,
+    if_ready: bool = False,
 ) -> QuarantineEntry:
-    """Close an entry: it leaves the served ledger and stays in history."""
+    """Close an entry: it leaves the served ledger and stays in history. ``if_ready``
+    (the one-click clearance) refuses an entry that is not ready to clear any more."""
     errors = _Errors()
     if not note or not note.strip():
         errors.add("note", "Say why the entry is cleared (fixed, deleted, …).", "note_required")
     with transaction.atomic():
         entry = _locked_open_entry(entry, errors)
+        if if_ready and not entry.ready_to_clear:
+            errors.add(NON_FIELD_ERRORS, "This entry is not ready to clear: its node's latest "
+                       "measurements are not all within budget.", "not_ready")
         errors.raise_if_any()
         before = entry_snapshot(entry)
         entry.cleared_at = entry.updated_at = now or timezone.now()

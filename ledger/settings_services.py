@@ -13,15 +13,18 @@ from numbers import Integral, Real
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
+from django.utils import timezone
 
 from flakeboard import rules
 
 from .audit import bump_ledger_revision, record_event
+from .clearance import ready_flags_refresh
 from .locks import lock_suite
 from .models import AuditEvent, Membership, Role, Suite
 from .suites import member_remove, member_set
 
-POLICY_FIELDS = ("max_upper_rate", "min_runs", "max_quarantined_share", "max_quarantine_days")
+POLICY_FIELDS = ("max_upper_rate", "min_runs", "max_quarantined_share", "max_quarantine_days",
+                 "clear_after_clean_measurements")
 PIN_FIELDS = ("fixture_manifest", "fixture_seed")
 
 
@@ -94,17 +97,27 @@ def policy_update(
     min_runs: int,
     max_quarantined_share: float,
     max_quarantine_days: int,
+    clear_after_clean_measurements: int | None = None,
     note: str = "",
 ) -> Suite:
-    """Set the suite's policy numbers; refused with every out-of-bounds field named."""
+    """Set the suite's policy numbers; refused with every out-of-bounds field named.
+    Without ``clear_after_clean_measurements`` the suite keeps its count; a new count sets
+    every open entry's ready-to-clear flag again."""
     values = {
         "max_upper_rate": max_upper_rate,
         "min_runs": min_runs,
         "max_quarantined_share": max_quarantined_share,
         "max_quarantine_days": max_quarantine_days,
     }
+    if clear_after_clean_measurements is not None:
+        values["clear_after_clean_measurements"] = clear_after_clean_measurements
     _check_bounds(suite, values)
-    return _update(suite=suite, values=values, actor=actor, note=note or "policy", bump=True)
+    with transaction.atomic():
+        locked = _update(suite=suite, values=values, actor=actor, note=note or "policy",
+                         bump=True)
+        if clear_after_clean_measurements is not None:
+            ready_flags_refresh(suite=locked, now=timezone.now())
+    return locked
 
 
 def fixture_pin_set(*, suite: Suite, actor: str, manifest: str, seed: int | None) -> Suite:

@@ -10,6 +10,7 @@ urlpatterns = [
     path("ledger/<int:pk>/", entries.entry_page, name="entry"),
     path("ledger/<int:pk>/renew/", entries.entry_renew, name="entry_renew"),
     path("ledger/<int:pk>/clear/", entries.entry_clear, name="entry_clear"),
+    path("ledger/<int:pk>/clear-ready/", entries.entry_clear_ready, name="entry_clear_ready"),
     path("badge.svg", badge.badge, name="badge"),
     path("settings/", settings.settings_page, name="settings"),
     path("settings/policy/", settings.policy, name="settings_policy"),

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from flakeboard import rules
 from ledger.audit import bump_ledger_revision
+from ledger.clearance import measurements_seen
 from ledger.locks import lock_suite
 from ledger.models import Node, QuarantineEntry, Suite, text_key
 from ledger.selectors import open_entries_by_node, share_figures, tier_rule_specs
@@ -268,10 +269,12 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
         mismatch = cache(rules.upper95_mismatch)
         flags_text = JsonText()
         stored_at = connection.ops.adapt_datetimefield_value(now)
-        rows, answers, outcomes = [], [], []
+        rows, answers, outcomes, measured = [], [], [], {}
         for position, row in enumerate(parsed.measurements):
             node_pk = nodes[row.nodeid].pk
             entry_id, facts, state, entry_answer = entries.get(node_pk, NO_ENTRY)
+            if entry_id is not None:
+                measured[entry_id] = (row.n, row.fails)
             outcome = gate(row.n, row.fails, facts)
             outcomes.append(outcome)
             flags = [rules.Flag.UPPER95_MISMATCH.value] if mismatch(
@@ -307,6 +310,8 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
             report.save()
             _insert(Measurement, MEASUREMENT_COLUMNS,
                     [(r[0], report.pk, *r[2:]) for r in rows])
+            # Release when fixed: each entry's trail and ready flag, in this transaction.
+            measurements_seen(suite=judged, report=report.pk, measured=measured, now=now)
             rollup_add(
                 suite=suite, source=Source.REPORTS, day=today,
                 counts=upload_counts((o.reason for o in outcomes), result.reason),

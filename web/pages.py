@@ -110,6 +110,8 @@ class EntryRow:
     entry: QuarantineEntry
     state: rules.EntryState
     today: date
+    # Beside the state, never instead of it; False for an entry as it was at an upload.
+    ready_to_clear: bool = False
 
     @property
     def state_label(self) -> str:
@@ -129,4 +131,6 @@ class EntryRow:
 
 
 def entry_row(entry: QuarantineEntry, today: date) -> EntryRow:
-    return EntryRow(entry, entry.state(today), today)
+    state = entry.state(today)
+    ready = entry.ready_to_clear and state is not rules.EntryState.CLEARED
+    return EntryRow(entry, state, today, ready)

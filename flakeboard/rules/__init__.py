@@ -11,6 +11,7 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``share``: the known-node window, the quarantined share and its cap (2.2);
 - ``tiers``: tier resolution and what may be quarantined (2.5);
 - ``budget``: the budget gate for a measurement and a report (2.2);
+- ``clearance``: when an entry is ready to clear, and what a fresh measurement needs;
 - ``arbiter``: effective signals, the precedence table and the batch aggregate (2.3);
 - ``status``: whether the suite's gate passes now, and why not;
 - ``text``: counts in words (one plural rule);
@@ -38,6 +39,7 @@ from .budget import (
     gate_report,
     policy_hash,
     policy_numbers,
+    within_budget,
 )
 from .checks import (
     Problem,
@@ -48,6 +50,19 @@ from .checks import (
     label_problem,
     nodeid_problem,
     owner_problem,
+)
+from .clearance import (
+    CLEAR_AFTER_DEFAULT,
+    CLEAR_AFTER_MAX,
+    RECENT_MEASUREMENTS,
+    ClearanceOutlook,
+    allowed_failures,
+    clean_streak,
+    clearance_outlook,
+    pass_chance,
+    ready_to_clear,
+    recent_rate,
+    trail_after,
 )
 from .entries import (
     EXPIRING_WITHIN_DAYS,

@@ -22,6 +22,11 @@ class Policy:
     max_quarantine_days: int = 30
 
 
+def within_budget(n: int, fails: int, policy: Policy) -> bool:
+    """Step 2 of the gate: enough runs, and the Wilson bound at or below the budget."""
+    return n >= policy.min_runs and upper95(fails, n) <= policy.max_upper_rate
+
+
 def policy_numbers(policy: Policy) -> dict:
     return asdict(policy)
 
@@ -56,8 +61,7 @@ def gate_measurement(
         entry = None
     if entry is not None and entry.expires < today:
         return BudgetOutcome(GateStatus.FAIL, Reason.QUARANTINE_EXPIRED)
-    enough_runs = n >= policy.min_runs
-    if upper95(fails, n) <= policy.max_upper_rate and enough_runs:
+    if within_budget(n, fails, policy):
         return BudgetOutcome(GateStatus.OK, Reason.WITHIN_BUDGET)
     if entry is None:
         if violating:

@@ -38,6 +38,12 @@ class LedgerEntryFull(LedgerEntry):
     upper95_mismatch: bool = Field(
         description="The bound reported when the entry was made differed from the server's."
     )
+    ready_to_clear: bool = Field(
+        description="Ready to clear: the node's last clear_after_clean_measurements "
+        "measurements since the entry was made were each within budget. A flag beside the "
+        "state, not a state."
+    )
+    ready_since: datetime | None = Field(description="When the entry became ready to clear.")
 
 
 class TierViolation(LedgerEntryFull):
@@ -74,6 +80,10 @@ class LedgerFull(Schema):
     policy_hash: str = Field(
         description="sha256 of the policy and the fixture pin: with the revision and the "
         "day, what a gate result depends on."
+    )
+    clear_after_clean_measurements: int = Field(
+        ge=1, description="How many measurements in a row within budget, since an entry was "
+        "made, make it ready to clear."
     )
     counts: EntryStateCounts
     entries: list[LedgerEntryFull] = Field(

@@ -152,6 +152,7 @@ class LedgerFilterForm(forms.Form):
     )
     owner = forms.ChoiceField(required=False)
     mine = forms.BooleanField(label="Only mine", required=False)
+    ready = forms.BooleanField(label="Only ready to clear", required=False)
     sort = forms.ChoiceField(label="Sort by", choices=SORTS, required=False)
 
     def __init__(self, *args, owners: list[str], **kwargs):
@@ -174,6 +175,8 @@ class LedgerFilterForm(forms.Form):
             entries = entries.filter(owner=owner)
         if self.value("mine"):
             entries = entries.filter(owner=handle)
+        if self.value("ready"):
+            entries = entries.ready_to_clear()
         if text := self.value("q"):
             entries = entries.filter(
                 Q(node__nodeid__icontains=text) | Q(owner__icontains=text)
@@ -187,7 +190,7 @@ class LedgerFilterForm(forms.Form):
 
     @property
     def active_filters(self) -> bool:
-        return any(self.value(name) for name in ("q", "owner", "mine"))
+        return any(self.value(name) for name in ("q", "owner", "mine", "ready"))
 
 
 def owners_of(suite) -> list[str]:

@@ -47,6 +47,10 @@ class PolicyForm(forms.Form):
         widget=forms.NumberInput(attrs={"step": "any"}),
     )
     max_quarantine_days = _policy_field("max_quarantine_days", forms.IntegerField)
+    # Not required: a form sent without it (an older page, a script) keeps the count.
+    clear_after_clean_measurements = _policy_field(
+        "clear_after_clean_measurements", forms.IntegerField, required=False
+    )
     note = forms.CharField(
         required=False, max_length=500, help_text="Why the numbers change (kept in the audit)."
     )

@@ -13,13 +13,15 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from flakeboard import rules
 from web.access import actor_label, can, suite_for, user_handle
-from web.pages import entry_row, render_page, share_context, wants_partial
+from web.pages import entry_row, percent, render_page, share_context, wants_partial
 
+from ..clearance import clearing_note
 from ..forms.entries import ClearForm, QuarantineForm, RenewForm
 from ..models import QuarantineEntry, Role
 from ..quarantine import quarantine_clear, quarantine_create, quarantine_renew
@@ -70,6 +72,23 @@ def _row_context(request, suite, entry, today, **extra) -> dict:
     }
 
 
+def _chance(chance: float) -> str:
+    return "under 0.1%" if 0 < chance < 0.001 else percent(chance)
+
+
+def _outlook(suite, entry) -> dict:
+    """What it takes to clear the entry, and how its figures read."""
+    outlook = entry.outlook(suite.policy)
+    return {
+        "outlook": outlook,
+        "budget_pct": percent(suite.max_upper_rate),
+        "rate_pct": None if outlook.rate is None else percent(outlook.rate),
+        "chance_pct": None if outlook.chance is None else _chance(outlook.chance),
+        "clear_after": suite.clear_after_clean_measurements,
+        "clean_so_far": rules.clean_streak(entry.trail_clean),
+    }
+
+
 def _page_context(request, suite, entry, today, **extra) -> dict:
     context = _row_context(request, suite, entry, today)
     context["events"] = list(entry.events.order_by("at", "pk"))
@@ -77,6 +96,8 @@ def _page_context(request, suite, entry, today, **extra) -> dict:
         context["resolution"] = tier_resolution(suite, entry.node.nodeid, entry.node)
     context["renew_form"] = _renew_form(suite, entry, today)
     context["clear_form"] = _clear_form(suite, entry, today)
+    if context["row"].is_open:
+        context.update(_outlook(suite, entry))
     context.update(extra)
     return context
 
@@ -206,3 +227,30 @@ def entry_clear(request, entry, form, today):
         entry=entry, note=form.cleaned_data["note"], actor=actor_label(request.user)
     )
     return entry, "Cleared: the entry has left the ledger and stays in its history."
+
+
+@login_required
+@require_POST
+def entry_clear_ready(request, suite, pk):
+    """One click: clear a ready entry, with the measurements that made it ready (each
+    linked to its report) as the note's evidence. The clear service refuses an entry that
+    is not ready any more."""
+    suite = suite_for(request, suite, Role.OWNER)
+    entry = _entry(suite, pk)
+    place = _place(request)
+
+    def report_url(report: int) -> str:
+        return request.build_absolute_uri(reverse("report", args=[suite.slug, report]))
+
+    note = clearing_note(entry, suite.clear_after_clean_measurements, report_url)
+    try:
+        entry = quarantine_clear(entry=entry, note=note, actor=actor_label(request.user),
+                                 if_ready=True)
+    except ValidationError as exc:
+        if place is None:
+            messages.error(request, " ".join(exc.messages))
+            return redirect("entry", suite.slug, entry.pk)
+        notice = " ".join(exc.messages)
+    else:
+        notice = "Cleared as fixed: its clean measurements are the note's evidence."
+    return _finished(request, suite, entry, timezone.now().date(), place, notice)

@@ -1,0 +1,110 @@
+"""Release when fixed (issue 20): when an open entry is ready to clear, and what it takes.
+
+The gate judges each measurement on its own and never pools them, so "fixed" means: the
+node's last K measurements since the entry was created were each within budget. And what
+it takes to clear is one fresh measurement that passes: its size, and the chance that it
+passes at the node's recent failure rate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .budget import Policy
+from .stats import runs_needed, upper95
+
+CLEAR_AFTER_DEFAULT = 3
+# The most measurements a suite may ask for, and so the most an entry keeps as its trail:
+# its last K are all the ready rule ever reads.
+CLEAR_AFTER_MAX = 20
+# How many of the node's latest measurements its recent failure rate is pooled over.
+RECENT_MEASUREMENTS = 5
+
+
+def ready_to_clear(clean_since_created: Sequence[bool], k: int) -> bool:
+    """An open entry is ready when its node's last ``k`` measurements since the entry was
+    created (oldest first) were each within budget; fewer than ``k`` is not ready."""
+    if k < 1:
+        raise ValueError("k is a count of measurements: 1 or more")
+    return len(clean_since_created) >= k and all(clean_since_created[-k:])
+
+
+def clean_streak(clean_since_created: Sequence[bool]) -> int:
+    """How many of the latest measurements in a row were within budget."""
+    streak = 0
+    for clean in reversed(clean_since_created):
+        if not clean:
+            break
+        streak += 1
+    return streak
+
+
+def trail_after(trail: Sequence, seen, keep: int = CLEAR_AFTER_MAX) -> list:
+    """An entry's trail of measurements with one more seen, at most ``keep`` of them: the
+    last ``keep`` decide readiness for every k up to ``keep``."""
+    return [*trail, seen][-keep:]
+
+
+def allowed_failures(n: int, max_upper_rate: float) -> int | None:
+    """The most failures a measurement of ``n`` runs may hold and stay within the budget's
+    bound, or None when even none would not (``n`` is too small)."""
+    if n < 1 or upper95(0, n) > max_upper_rate:
+        return None
+    low, high = 0, n  # upper95 grows with fails: the last f within the rate
+    while low < high:
+        middle = (low + high + 1) // 2
+        if upper95(middle, n) <= max_upper_rate:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def pass_chance(p: float, n: int, allowed: int | None) -> float:
+    """The binomial chance of at most ``allowed`` failures in ``n`` runs that each fail
+    with probability ``p``; 0 when no count of failures is allowed."""
+    if allowed is None or allowed < 0:
+        return 0.0
+    if allowed >= n or p <= 0:
+        return 1.0
+    if p >= 1:
+        return 0.0
+    log_p, log_q = math.log(p), math.log1p(-p)
+    log_n = math.lgamma(n + 1)
+    terms = (
+        math.exp(log_n - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * log_p
+                 + (n - k) * log_q)
+        for k in range(allowed + 1)
+    )
+    return min(1.0, max(0.0, math.fsum(terms)))
+
+
+def recent_rate(measurements: Iterable[tuple[int, int]]) -> float | None:
+    """The failure rate pooled over (n, fails) measurements; None without any run."""
+    runs = fails = 0
+    for n, failed in measurements:
+        runs += n
+        fails += failed
+    return fails / runs if runs else None
+
+
+@dataclass(frozen=True)
+class ClearanceOutlook:
+    """What a fresh measurement needs to clear an entry, and its chance to pass."""
+
+    min_runs: int  # the policy's smallest measurement
+    clean_runs: int  # the fewest runs with no failure whose bound is within the budget
+    runs: int  # the size to measure: the larger of the two
+    allowed_failures: int | None  # at that size
+    rate: float | None  # the node's recent failure rate
+    chance: float | None  # that a measurement of that size passes at that rate
+
+
+def clearance_outlook(policy: Policy, rate: float | None) -> ClearanceOutlook:
+    clean_runs = runs_needed(policy.max_upper_rate)
+    runs = max(policy.min_runs, clean_runs)
+    allowed = allowed_failures(runs, policy.max_upper_rate)
+    chance = None if rate is None else pass_chance(rate, runs, allowed)
+    return ClearanceOutlook(policy.min_runs, clean_runs, runs, allowed, rate, chance)

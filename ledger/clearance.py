@@ -1,0 +1,94 @@
+"""Release when fixed (issue 20): the ready-to-clear flag, kept up to date at ingest.
+
+The ledger never reads ``runs``: an upload hands the measurements of the nodes that hold
+an open entry to ``measurements_seen``, inside its own transaction. Each entry keeps a
+short trail of its node's measurements since it was created (report, n, fails, within
+budget), which is all the ready rule reads, the entry page's "what it takes to clear"
+starts from, and a one-click clearance cites as evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+
+from django.db import transaction
+
+from flakeboard import rules
+
+from .audit import bump_ledger_revision
+from .models import QuarantineEntry, Suite
+
+CHUNK = 5000  # ids per IN list: far under SQLite's variable limit
+FLAG_FIELDS = ["ready_to_clear", "ready_since"]
+
+
+def _flag(entry: QuarantineEntry, k: int, now: datetime) -> bool:
+    """Set the entry's flag from its trail; True when it flipped."""
+    ready = rules.ready_to_clear(entry.trail_clean, k)
+    flipped = ready != entry.ready_to_clear
+    entry.ready_to_clear = ready
+    entry.ready_since = (entry.ready_since or now) if ready else None
+    return flipped
+
+
+def _saved(suite: Suite, entries: list[QuarantineEntry], fields: list[str], flipped: bool):
+    QuarantineEntry.objects.bulk_update(entries, fields, batch_size=500)
+    if flipped:
+        # The full ledger view shows the flag: a new revision, so no stale copy is served.
+        bump_ledger_revision(suite)
+
+
+def measurements_seen(
+    *, suite: Suite, report: int, measured: Mapping[int, tuple[int, int]], now: datetime
+) -> int:
+    """One report's measurements of nodes with an open entry, as ``{entry id: (n, fails)}``:
+    each joins its entry's trail, judged against the suite's policy (``suite`` as the upload
+    read it), and the entry's flag follows. Answers how many flags flipped.
+
+    Called by the upload inside its transaction, under the suite's lock; two queries per
+    report whatever its size (the entries, one bulk update), none without an entry.
+    """
+    if not measured:
+        return 0
+    policy, k = suite.policy, suite.clear_after_clean_measurements
+    ids = sorted(measured)
+    entries = [
+        entry
+        for start in range(0, len(ids), CHUNK)
+        for entry in QuarantineEntry.objects.open()
+        .filter(pk__in=ids[start : start + CHUNK])
+        .only("pk", "trail", *FLAG_FIELDS)
+    ]
+    flipped = 0
+    for entry in entries:
+        n, fails = measured[entry.pk]
+        seen = {"report": report, "n": n, "fails": fails,
+                "clean": rules.within_budget(n, fails, policy)}
+        entry.trail = rules.trail_after(entry.trail, seen)
+        flipped += _flag(entry, k, now)
+    _saved(suite, entries, ["trail", *FLAG_FIELDS], bool(flipped))
+    return flipped
+
+
+def ready_flags_refresh(*, suite: Suite, now: datetime) -> int:
+    """Every open entry's flag again, after the suite's clear_after_clean_measurements
+    changed (the trails stay: they hold enough for any count the policy allows)."""
+    with transaction.atomic():
+        entries = list(QuarantineEntry.objects.filter(suite=suite).open()
+                       .only("pk", "trail", *FLAG_FIELDS))
+        k = suite.clear_after_clean_measurements
+        changed = [entry for entry in entries if _flag(entry, k, now)]
+        _saved(suite, changed, FLAG_FIELDS, bool(changed))
+    return len(changed)
+
+
+def clearing_note(entry: QuarantineEntry, k: int, report_url: Callable[[int], str]) -> str:
+    """The note of a one-click clearance: the measurements that made the entry ready, each
+    with a link to its report, as the evidence the audit keeps."""
+    cited = entry.trail[-k:]
+    lines = [f"Ready to clear: the last {rules.plural(len(cited), 'measurement')} since the "
+             "entry was made were each within budget."]
+    lines += [f"- {seen['fails']} of {seen['n']} runs failed: {report_url(seen['report'])}"
+              for seen in cited]
+    return "\n".join(lines)

@@ -12,6 +12,8 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
+from flakeboard.email_url import mailer
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -72,6 +74,7 @@ INSTALLED_APPS = [
     "ledger",
     "runs",
     "junit",  # passive evidence: JUnit XML from every CI job
+    "notify",  # the owners' digests (manage.py notify)
 ]
 
 # The ledger fast path (ledger/api/fastpath.py) answers CI's ledger GET before sessions,
@@ -224,6 +227,17 @@ JUNIT_RETENTION_DAYS = envint("JUNIT_RETENTION_DAYS", 30)
 if JUNIT_RETENTION_DAYS < 1:
     raise ImproperlyConfigured("JUNIT_RETENTION_DAYS is a count of days: 1 or more.")
 
+# E-mail (the notify command's digests): EMAIL_URL names the backend and server; links in
+# a digest are absolute, on the board's public address.
+MAILERS = {"default": mailer(env("EMAIL_URL", "console:"))}
+# Mail is optional: a board deployed without EMAIL_URL prints what it would send, and
+# `check --deploy` passes; an EMAIL_URL that names a development backend is still flagged.
+SILENCED_SYSTEM_CHECKS = [] if env("EMAIL_URL") else ["mail.E001"]
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "Flakeboard <flakeboard@localhost>")
+BASE_URL = env("BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+if not BASE_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured("BASE_URL is the board's public address: http(s)://host[:port].")
+
 # Default policy numbers for new suites (each suite's lead can change its own).
 FLAKEBOARD_DEFAULT_POLICY = {
     "max_upper_rate": envfloat("DEFAULT_MAX_UPPER_RATE", 0.02),
@@ -258,7 +272,7 @@ if not DEBUG:
     if not SECURE_HSTS_PRELOAD:
         # Preloading commits the whole domain to HTTPS in browsers for good: the owner of
         # the domain opts in with SECURE_HSTS_PRELOAD, so its absence is not a warning.
-        SILENCED_SYSTEM_CHECKS = ["security.W021"]
+        SILENCED_SYSTEM_CHECKS.append("security.W021")
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 LOGGING = {

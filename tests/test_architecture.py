@@ -1,8 +1,9 @@
 """The layout shows the architecture, and the imports keep it.
 
 Dependencies point one way: ``runs`` → ``junit`` (passive evidence) → ``ledger`` →
-``flakeboard.rules``. ``runs`` reads junit's selectors (the targets file, the node page's
-passive history, the overview's tile); junit never imports ``runs``. ``web`` is the
+``flakeboard.rules``, and ``notify`` (the owners' digests) → ``ledger``. ``runs`` reads
+junit's selectors (the targets file, the node page's passive history, the overview's
+tile); junit never imports ``runs``. ``web`` is the
 plumbing both apps' pages, API and commands share (access checks, page rendering and
 lists, token auth, the API error shape, the commands' suite lookup); it stands on
 ``ledger``'s models and never reaches up into ``runs`` or into an app's views, API or
@@ -22,14 +23,17 @@ MAX_CONFIG_LINES = 300
 
 # (package, modules it must not import, why)
 FORBIDDEN = [
-    ("ledger", ["runs", "junit"], "runs and junit build on the ledger, never the other way"),
+    ("ledger", ["runs", "junit", "notify"],
+     "runs, junit and notify build on the ledger, never the other way"),
     ("runs", ["ledger.views", "ledger.api", "ledger.management", "junit.views", "junit.api",
               "junit.management"],
      "shared web plumbing lives in web, not inside an app; runs reads junit's selectors"),
     ("junit", ["runs", "ledger.views", "ledger.api", "ledger.management"],
      "junit builds on the ledger and web; runs builds on junit, never the other way"),
-    ("web", ["runs", "junit", "ledger.views", "ledger.api", "ledger.management"],
+    ("web", ["runs", "junit", "notify", "ledger.views", "ledger.api", "ledger.management"],
      "web sits below the apps' views, API and commands"),
+    ("notify", ["runs", "junit", "ledger.views", "ledger.api", "ledger.management"],
+     "notify → ledger → rules: the digests read the ledger's states, never the uploads"),
 ]
 # The junit app's rules, signatures and node-id mapping: pure Python, like the gate's rules.
 JUNIT_PURE = ["junit/rules.py", "junit/signatures.py", "junit/nodeids.py"]

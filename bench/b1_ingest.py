@@ -180,15 +180,12 @@ def run(scale: float, backend: str, workdir) -> list[Row]:
         goal=f"≤ {LIMIT:g}{TIMES} baseline", ratio=subject_s / baseline_s, limit=LIMIT,
         detail=f"{count / subject_s:,.0f} records/s through the service; baseline json.loads "
                f"+ {connection.vendor} executemany into a table with "
-               f"{len(raw.indexes)} indexes; CPU of this process: subject "
-               f"{fmt_seconds(times.cpu_median('subject'))}, baseline "
-               f"{fmt_seconds(times.cpu_median('baseline'))}; peak RSS of this process "
+               f"{len(raw.indexes)} indexes; CPU of this process: {times.cpu_text()}; "
+               f"peak RSS of this process "
                f"{fmt_bytes(memory['peak'])}, {fmt_bytes(grown)} of it for the ingest "
                f"({grown / len(bodies[0]):.1f}{TIMES} the {fmt_bytes(len(bodies[0]))} body; "
                f"goal ≤ 10{TIMES})",
-        figures={"records": count, "subject_s": times.wall["subject"],
-                 "baseline_s": times.wall["baseline"], "subject_cpu_s": times.cpu["subject"],
-                 "baseline_cpu_s": times.cpu["baseline"], "body_bytes": len(bodies[0]),
+        figures={"records": count, **times.figures(), "body_bytes": len(bodies[0]),
                  "peak_rss_bytes": memory["peak"], "rss_before_bytes": memory["before"],
                  "peak_rss_increase_bytes": grown,
                  "peak_rss_increase_over_body": grown / len(bodies[0]), "profile": profile},

@@ -16,8 +16,6 @@ import json
 from datetime import timedelta
 
 from django.db import connection
-from django.test import Client
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from flakeboard import rules
@@ -25,20 +23,10 @@ from ledger.models import AuditEvent
 from runs.models import Measurement, NodeVerdict, ReasonRollup, Report, VerdictBatch
 
 from . import data
-from .measure import (
-    ERROR,
-    Row,
-    fmt_seconds,
-    interleaved,
-    progress,
-    repeats,
-    routable,
-    scaled,
-    unavailable,
-)
+from .measure import Row, progress, scaled
+from .pages import page_rows
 
 ID = "B4"
-MS_LIMIT, QUERY_LIMIT = 150, 12
 ROWS_PER_UPLOAD = 1_000
 MEASUREMENT_COLUMNS = ("report_id", "suite_id", "node_id", "position", "created_at", "n",
                        "fails", "upper95", "reported_upper95", "seed_base", "classification",
@@ -142,41 +130,4 @@ def run(scale: float, backend: str, workdir) -> list[Row]:
         "report page (1k-row report)": f"/suites/{suite.slug}/reports/{report.pk}/",
         "batch page (1k-record batch)": f"/suites/{suite.slug}/verdicts/{batch.pk}/",
     }
-    rows, live = [], {}
-    client = Client()
-    client.force_login(data.staff_user())
-    for name, path in pages.items():
-        if not routable(path):
-            rows.append(unavailable(ID, backend, name, f"the page {path}"))
-            continue
-        answer = client.get(path)
-        if answer.status_code != 200:
-            rows.append(Row(ID, backend, name, status=ERROR,
-                            detail=f"{path} answered {answer.status_code}"))
-            continue
-        with CaptureQueriesContext(connection) as queries:
-            client.get(path)
-        live[name] = (path, len(queries), len(answer.content))
-
-    def fetch(path):
-        def one(_):
-            assert client.get(path).status_code == 200
-        return one
-
-    rounds = repeats(scale, 11, least=3)
-    progress(f"{ID}: {rounds} rounds of {len(live)} pages, interleaved")
-    times = interleaved({name: fetch(path) for name, (path, _, _) in live.items()}, rounds)
-    for name, (path, count, size) in live.items():
-        seconds = times.median(name)
-        row = Row(
-            ID, backend, name, subject=f"{fmt_seconds(seconds)}, {count} queries",
-            goal=f"≤ {MS_LIMIT} ms, ≤ {QUERY_LIMIT} queries",
-            ratio=seconds * 1000 / MS_LIMIT, limit=1.0,
-            detail=f"{path}: {size:,} bytes; query ratio {count / QUERY_LIMIT:.2f}; CPU "
-                   f"of this process {fmt_seconds(times.cpu_median(name))}",
-            figures={"seconds": times.wall[name], "cpu_seconds": times.cpu[name],
-                     "queries": count, "bytes": size, **world},
-        )
-        rows.append(row.judge(count <= QUERY_LIMIT))
-    order = list(pages)
-    return sorted(rows, key=lambda row: order.index(row.what))
+    return page_rows(ID, backend, pages, scale=scale, figures=world)

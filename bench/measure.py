@@ -73,6 +73,15 @@ class Timings:
     def cpu_median(self, name: str) -> float:
         return median(self.cpu[name])
 
+    def cpu_text(self) -> str:
+        """Each subject's median CPU time: ``subject 1.20 s, baseline 80.0 ms``."""
+        return ", ".join(f"{name} {fmt_seconds(self.cpu_median(name))}" for name in self.cpu)
+
+    def figures(self) -> dict[str, list[float]]:
+        """Every run's seconds for a row's figures: ``<name>_s``, then ``<name>_cpu_s``."""
+        return {**{f"{name}_s": runs for name, runs in self.wall.items()},
+                **{f"{name}_cpu_s": runs for name, runs in self.cpu.items()}}
+
 
 def interleaved(subjects: dict[str, Callable[[int], object]], repeats: int) -> Timings:
     """Run each callable once per round, in rotating order, and time every run.

@@ -172,9 +172,12 @@ class NodeDay(DayRollup):
         ]
         indexes = [
             models.Index(fields=["node", "day"], name="nodeday_node_day"),
-            # The flaky-tests page's ranking reads only the days a test was flaky on.
+            # The flaky-tests page's ranking reads only the days a test was flaky on: by
+            # suite and day, or (a text filter on the node id) by node.
             models.Index(fields=["suite", "day"], condition=models.Q(flaky_failures__gt=0),
                          name="nodeday_flaky_days"),
+            models.Index(fields=["node", "day"], condition=models.Q(flaky_failures__gt=0),
+                         name="nodeday_flaky_node_days"),
         ]
 
     def __str__(self):

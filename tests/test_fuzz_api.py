@@ -157,6 +157,8 @@ ANSWERS = {
     "GET /api/v1/suites/{suite}/status": {"200", "401", "403"},
     "POST /api/v1/suites/{suite}/junit": {"200", "201", "400", "401", "403", "413", "415",
                                           "422"},
+    "GET /api/v1/suites/{suite}/targets": {"200", "401", "403", "422"},
+    "POST /api/v1/suites/{suite}/tiers": {"200", "400", "401", "403", "413", "415", "422"},
 }
 
 

@@ -15,4 +15,8 @@ class Migration(migrations.Migration):
             model_name='nodeday',
             index=models.Index(condition=models.Q(('flaky_failures__gt', 0)), fields=['suite', 'day'], name='nodeday_flaky_days'),
         ),
+        migrations.AddIndex(
+            model_name='nodeday',
+            index=models.Index(condition=models.Q(('flaky_failures__gt', 0)), fields=['node', 'day'], name='nodeday_flaky_node_days'),
+        ),
     ]

@@ -166,7 +166,8 @@ def test_hostile_content_is_shown_as_text_and_never_runs(board, suite, owner, le
     _inert(board, *HOSTILE, SCRIPT, IMG, JS)
     for node in HOSTILE:
         page.goto(report["url"])
-        board.follow(page.get_by_role("row").filter(has_text=node).get_by_role("link", name=node))
+        board.follow(page.get_by_role("row").filter(has_text=node).get_by_role(
+            "link", name=node, exact=True))
         expect(page.get_by_role("heading", level=1)).to_contain_text(node)
         _inert(board, node)
     _visit(board, f"/suites/{slug}/trends/")

@@ -1,6 +1,7 @@
 """The JSON API CI calls, under /api/v1/ (SPEC 5); its OpenAPI document and docs beside it."""
 
 from junit.api.uploads import router as junit_router
+from ledger.api.codeowners import router as codeowners_router
 from ledger.api.ledger import router as ledger_router
 from ledger.api.status import router as status_router
 from ledger.api.tiers import router as tiers_router
@@ -31,3 +32,4 @@ api.add_router("", trends_router)
 api.add_router("", junit_router)
 api.add_router("", targets_router)
 api.add_router("", tiers_router)
+api.add_router("", codeowners_router)

@@ -115,6 +115,11 @@ class Suite(models.Model):
         help_text="Anyone with its address may see the status badge (for a README); "
                   "otherwise only the suite's members.",
     )
+    # Who owns which path (issue 20): default owners of nodes, never part of the gate.
+    codeowners = models.TextField(
+        blank=True,
+        help_text="The repository's CODEOWNERS file: each node's default owners.",
+    )
     # Bumped by every change to what the served ledger holds: the gate endpoint's ETag.
     ledger_revision = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .views import badge, entries, ledger, settings
+from .views import badge, entries, ledger, owners, settings
 
 urlpatterns = [
     path("ledger/", ledger.ledger, name="ledger"),
@@ -11,11 +11,13 @@ urlpatterns = [
     path("ledger/<int:pk>/renew/", entries.entry_renew, name="entry_renew"),
     path("ledger/<int:pk>/clear/", entries.entry_clear, name="entry_clear"),
     path("ledger/<int:pk>/clear-ready/", entries.entry_clear_ready, name="entry_clear_ready"),
+    path("owners/", owners.owners, name="owners"),
     path("badge.svg", badge.badge, name="badge"),
     path("settings/", settings.settings_page, name="settings"),
     path("settings/policy/", settings.policy, name="settings_policy"),
     path("settings/badge/", settings.badge, name="settings_badge"),
     path("settings/junit/", settings.junit_share, name="settings_junit"),
+    path("settings/codeowners/", settings.codeowners, name="settings_codeowners"),
     path("settings/runs-needed/", settings.runs_needed, name="settings_runs_needed"),
     path("settings/fixture-pin/", settings.fixture_pin, name="settings_fixture_pin"),
     path("settings/tier-rules/", settings.tier_rule_add, name="settings_tier_rule_add"),

@@ -64,6 +64,8 @@ def client_as(caller: str, world) -> Client:
 def send(client: Client, method: str, request: Request, *, csrf: bool = True):
     if method == "GET":
         return client.get(request.path)
+    if method == "PUT":
+        return client.put(request.path, request.json, content_type=request.content_type)
     if request.json is not None:
         return client.post(request.path, request.json, content_type=request.content_type)
     data = dict(request.data)

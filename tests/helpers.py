@@ -64,6 +64,7 @@ def suite_pages(suite, *, entry, report, batch, node) -> dict[str, str]:
         "node": node_page(slug, node),
         "flaky": reverse("flaky", args=[slug]),
         "connect": reverse("connect", args=[slug]),
+        "owners": reverse("owners", args=[slug]),
     }
 
 

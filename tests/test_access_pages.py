@@ -46,6 +46,7 @@ GET  trends_csv                    302 404 200 200 200 200 302 302 302 302
 GET  badge                         404 404 200 200 200 200 404 404 404 404
 GET  flaky                         302 404 200 200 200 200 302 302 302 302
 GET  connect                       302 404 200 200 200 200 302 302 302 302
+GET  owners                        302 404 200 200 200 200 302 302 302 302
 POST flaky_measure                 302 404 403 302 302 302 302 302 302 302
 GET  settings                      302 404 403 403 200 200 302 302 302 302
 GET  settings_runs_needed          302 404 403 403 200 200 302 302 302 302
@@ -53,6 +54,7 @@ POST settings_policy               302 404 403 403 302 302 302 302 302 302
 POST settings_fixture_pin          302 404 403 403 302 302 302 302 302 302
 POST settings_badge                302 404 403 403 302 302 302 302 302 302
 POST settings_junit                302 404 403 403 302 302 302 302 302 302
+POST settings_codeowners           302 404 403 403 302 302 302 302 302 302
 POST settings_tier_rule_add        302 404 403 403 302 302 302 302 302 302
 GET  settings_tier_rule_preview    302 404 403 403 200 200 302 302 302 302
 POST settings_tier_rule_remove     302 404 403 403 302 302 302 302 302 302
@@ -110,6 +112,8 @@ def page_request(method: str, action: str, w) -> Request:
         "settings_badge": Request(reverse("settings_badge", args=[s]), {"public_badge": "on"}),
         "settings_junit": Request(reverse("settings_junit", args=[s]), {
             "junit_infrastructure_share": "0.7"}),
+        "settings_codeowners": Request(reverse("settings_codeowners", args=[s]), {
+            "codeowners": "tests/ @finley\n"}),
         "settings_tier_rule_add": Request(reverse("settings_tier_rule_add", args=[s]), {
             "glob": "tests/test_golden.py::*", "tier": "1"}),
         "settings_tier_rule_remove": Request(

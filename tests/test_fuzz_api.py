@@ -159,6 +159,7 @@ ANSWERS = {
                                           "422"},
     "GET /api/v1/suites/{suite}/targets": {"200", "401", "403", "422"},
     "POST /api/v1/suites/{suite}/tiers": {"200", "400", "401", "403", "413", "415", "422"},
+    "PUT /api/v1/suites/{suite}/codeowners": {"200", "400", "401", "403", "413", "415", "422"},
 }
 
 

@@ -117,8 +117,9 @@ def test_the_import_command_refuses(sized, tmp_path, today, tier, how):
 
 def test_the_api_has_no_route_that_creates_an_entry():
     """The API writes uploads only (the gate's, and JUnit files, which never touch the
-    ledger); quarantines are made by people, on the pages. The tiers lookup is a POST for
-    its long body only, and stores nothing (tests/test_access_api.py checks)."""
+    ledger) and the suite's CODEOWNERS (owners, never an entry); quarantines are made by
+    people, on the pages. The tiers lookup is a POST for its long body only, and stores
+    nothing (tests/test_access_api.py checks)."""
     document = api.get_openapi_schema(path_prefix="/api/v1/")
     lookups = {"/api/v1/suites/{suite}/tiers"}
     writes = sorted(
@@ -126,8 +127,8 @@ def test_the_api_has_no_route_that_creates_an_entry():
         for method in operations if method in ("post", "put", "patch", "delete")
         and path not in lookups
     )
-    assert writes == ["/api/v1/suites/{suite}/junit", "/api/v1/suites/{suite}/reports",
-                      "/api/v1/suites/{suite}/verdicts"]
+    assert writes == ["/api/v1/suites/{suite}/codeowners", "/api/v1/suites/{suite}/junit",
+                      "/api/v1/suites/{suite}/reports", "/api/v1/suites/{suite}/verdicts"]
 
 
 @given(

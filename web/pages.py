@@ -12,6 +12,7 @@ from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
 
 from flakeboard import rules
+from ledger.codeowners import owner_outside_codeowners
 from ledger.forms.entries import STATE_LABELS
 from ledger.models import QuarantineEntry
 
@@ -112,6 +113,8 @@ class EntryRow:
     today: date
     # Beside the state, never instead of it; False for an entry as it was at an upload.
     ready_to_clear: bool = False
+    # The owner is not among the code owners CODEOWNERS gives the node's file.
+    outside_codeowners: bool = False
 
     @property
     def state_label(self) -> str:
@@ -130,7 +133,12 @@ class EntryRow:
         return self.entry.age_days(self.today)
 
 
-def entry_row(entry: QuarantineEntry, today: date) -> EntryRow:
+def entry_row(entry: QuarantineEntry, today: date,
+              codeowners: rules.Codeowners | None = None) -> EntryRow:
+    """The entry as a row; with the suite's ``codeowners``, an open entry's owner is
+    checked against its node's code owners."""
     state = entry.state(today)
-    ready = entry.ready_to_clear and state is not rules.EntryState.CLEARED
-    return EntryRow(entry, state, today, ready)
+    is_open = state is not rules.EntryState.CLEARED
+    ready = entry.ready_to_clear and is_open
+    outside = is_open and codeowners is not None and owner_outside_codeowners(codeowners, entry)
+    return EntryRow(entry, state, today, ready, outside)

@@ -11,6 +11,7 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``share``: the known-node window, the quarantined share and its cap (2.2);
 - ``tiers``: tier resolution and what may be quarantined (2.5);
 - ``budget``: the budget gate for a measurement and a report (2.2);
+- ``codeowners``: who owns a path by a CODEOWNERS file (GitHub's rules);
 - ``clearance``: when an entry is ready to clear, and what a fresh measurement needs;
 - ``arbiter``: effective signals, the precedence table and the batch aggregate (2.3);
 - ``status``: whether the suite's gate passes now, and why not;
@@ -63,6 +64,17 @@ from .clearance import (
     ready_to_clear,
     recent_rate,
     trail_after,
+)
+from .codeowners import (
+    CODEOWNERS_MAX_BYTES,
+    Codeowners,
+    CodeownersInvalid,
+    CodeownersRule,
+    codeowners_of,
+    is_team,
+    node_path,
+    owner_listed,
+    parse_codeowners,
 )
 from .entries import (
     EXPIRING_WITHIN_DAYS,

@@ -16,6 +16,7 @@ from django.db.models import Q
 
 from flakeboard import rules
 
+from ..codeowners import entries_owned_by
 from ..models import QuarantineEntry
 
 STATE_LABELS = {
@@ -151,13 +152,18 @@ class LedgerFilterForm(forms.Form):
         widget=forms.TextInput(attrs={"type": "search", "placeholder": "node id, evidence, note"}),
     )
     owner = forms.ChoiceField(required=False)
+    codeowner = forms.ChoiceField(label="Code owner", required=False)
     mine = forms.BooleanField(label="Only mine", required=False)
     ready = forms.BooleanField(label="Only ready to clear", required=False)
     sort = forms.ChoiceField(label="Sort by", choices=SORTS, required=False)
 
-    def __init__(self, *args, owners: list[str], **kwargs):
+    def __init__(self, *args, owners: list[str],
+                 codeowners: rules.Codeowners | None = None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.codeowners = codeowners or rules.Codeowners()
         self.fields["owner"].choices = [("", "Any owner"), *((o, o) for o in owners)]
+        named = sorted(self.codeowners.owners, key=str.casefold)
+        self.fields["codeowner"].choices = [("", "Any code owner"), *((o, o) for o in named)]
 
     def value(self, name: str):
         """A field's cleaned value, or its default when absent or invalid."""
@@ -173,6 +179,8 @@ class LedgerFilterForm(forms.Form):
             entries = entries.in_state(rules.EntryState(state), today)
         if owner := self.value("owner"):
             entries = entries.filter(owner=owner)
+        if codeowner := self.value("codeowner"):
+            entries = entries_owned_by(self.codeowners, entries, codeowner)
         if self.value("mine"):
             entries = entries.filter(owner=handle)
         if self.value("ready"):
@@ -190,7 +198,7 @@ class LedgerFilterForm(forms.Form):
 
     @property
     def active_filters(self) -> bool:
-        return any(self.value(name) for name in ("q", "owner", "mine", "ready"))
+        return any(self.value(name) for name in ("q", "owner", "codeowner", "mine", "ready"))
 
 
 def owners_of(suite) -> list[str]:

@@ -136,3 +136,37 @@ class TokenForm(forms.Form):
         initial=ApiToken.Scope.READ,
         help_text="read: fetch the ledger and trends; write: also upload reports and verdicts.",
     )
+
+
+class CodeownersForm(forms.Form):
+    """The suite's CODEOWNERS, pasted or uploaded (an uploaded file wins). The service
+    checks it: its size and each line."""
+
+    codeowners = forms.CharField(
+        label="CODEOWNERS", required=False, strip=False,
+        help_text="Paste the file: each line a pattern and its owners (@user, @org/team or "
+                  "an e-mail). Empty: no CODEOWNERS.",
+        widget=forms.Textarea(attrs={"rows": 10, "spellcheck": "false", "class": "code"}),
+    )
+    upload = forms.FileField(
+        label="Or upload the file", required=False,
+        help_text="The repository's CODEOWNERS (.github/CODEOWNERS, CODEOWNERS or "
+                  "docs/CODEOWNERS).",
+    )
+
+    @classmethod
+    def for_suite(cls, suite: Suite) -> CodeownersForm:
+        return cls(initial={"codeowners": suite.codeowners})
+
+    def clean(self):
+        data = super().clean()
+        upload = data.get("upload")
+        if upload is not None:
+            if upload.size > rules.CODEOWNERS_MAX_BYTES:
+                raise forms.ValidationError(
+                    f"The file is over {rules.CODEOWNERS_MAX_BYTES} bytes, the most GitHub reads.")
+            try:
+                data["codeowners"] = upload.read().decode("utf-8")
+            except UnicodeDecodeError:
+                raise forms.ValidationError("The uploaded file is not UTF-8 text.") from None
+        return data

@@ -22,8 +22,9 @@ from web.access import actor_label, can, suite_for, user_handle
 from web.pages import entry_row, percent, render_page, share_context, wants_partial
 
 from ..clearance import clearing_note
+from ..codeowners import default_owner, node_owners, suite_codeowners
 from ..forms.entries import ClearForm, QuarantineForm, RenewForm
-from ..models import QuarantineEntry, Role
+from ..models import Node, QuarantineEntry, Role
 from ..quarantine import quarantine_clear, quarantine_create, quarantine_renew
 from ..selectors import share_figures, tier_resolution
 
@@ -58,7 +59,7 @@ def _clear_form(suite, entry, today, data=None) -> ClearForm:
 
 
 def _row_context(request, suite, entry, today, **extra) -> dict:
-    row = entry_row(entry, today)
+    row = entry_row(entry, today, suite_codeowners(suite))
     can_edit = can(request.role, Role.OWNER) and row.is_open
     return {
         "suite": suite,
@@ -92,6 +93,7 @@ def _outlook(suite, entry) -> dict:
 def _page_context(request, suite, entry, today, **extra) -> dict:
     context = _row_context(request, suite, entry, today)
     context["events"] = list(entry.events.order_by("at", "pk"))
+    context["code_owners"] = node_owners(suite, entry.node.nodeid)
     if context["row"].state is rules.EntryState.TIER_VIOLATION:
         context["resolution"] = tier_resolution(suite, entry.node.nodeid, entry.node)
     context["renew_form"] = _renew_form(suite, entry, today)
@@ -112,6 +114,16 @@ def entry_page(request, suite, pk):
         context = _row_context(request, suite, entry, today)
         return render_page(request, LEDGER, context, partial="row")
     return render(request, ENTRY, _page_context(request, suite, entry, today))
+
+
+def _offered_owner(request, suite) -> str:
+    """The owner the create form offers: the query's, else the first code owner of a known
+    node (CODEOWNERS), else the user who is signed in."""
+    if owner := request.GET.get("owner"):
+        return owner
+    nodeid = request.GET.get("node")
+    known = nodeid and Node.objects.filter(suite=suite).named(nodeid).exists()
+    return (known and default_owner(suite, nodeid)) or user_handle(request.user)
 
 
 @login_required
@@ -135,7 +147,7 @@ def entry_new(request, suite):
                 return redirect("entry", suite.slug, entry.pk)
     else:
         _, latest = rules.expiry_bounds(today, suite.max_quarantine_days)
-        initial = {"owner": user_handle(request.user), "expires": latest}
+        initial = {"owner": _offered_owner(request, suite), "expires": latest}
         initial.update((key, request.GET[key]) for key in PREFILL if request.GET.get(key))
         form = QuarantineForm(initial=initial, **bounds)
     share = share_figures(suite, today)

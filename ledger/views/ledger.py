@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET
 from web.access import can, suite_for, user_handle
 from web.pages import entry_row, list_page, share_context
 
+from ..codeowners import suite_codeowners
 from ..forms.entries import LedgerFilterForm, owners_of
 from ..models import QuarantineEntry, Role
 from ..selectors import entry_counts, share_figures
@@ -19,7 +20,8 @@ from ..selectors import entry_counts, share_figures
 def ledger(request, suite):
     suite = suite_for(request, suite)
     today = timezone.now().date()
-    form = LedgerFilterForm(request.GET, owners=owners_of(suite))
+    codeowners = suite_codeowners(suite)
+    form = LedgerFilterForm(request.GET, owners=owners_of(suite), codeowners=codeowners)
     entries = form.entries(
         QuarantineEntry.objects.filter(suite=suite).select_related("node"),
         today=today,
@@ -43,5 +45,5 @@ def ledger(request, suite):
             "handle": user_handle(request.user),
             "can_edit": can(request.role, Role.OWNER),
         },
-        rows=lambda page: [entry_row(entry, today) for entry in page],
+        rows=lambda page: [entry_row(entry, today, codeowners) for entry in page],
     )

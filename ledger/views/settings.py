@@ -20,8 +20,10 @@ from flakeboard import rules
 from web.access import actor_label, suite_for
 from web.pages import wants_partial
 
+from ..codeowners import codeowners_set, suite_codeowners
 from ..forms.settings import (
     BadgeForm,
+    CodeownersForm,
     FixturePinForm,
     JUnitShareForm,
     MemberForm,
@@ -105,6 +107,8 @@ def _page(request, suite, **overrides):
         "pin_form": FixturePinForm.for_suite(suite),
         "badge_form": BadgeForm.for_suite(suite),
         "junit_form": JUnitShareForm.for_suite(suite),
+        "codeowners_form": CodeownersForm.for_suite(suite),
+        "codeowners": suite_codeowners(suite),
         "badge_url": request.build_absolute_uri(reverse("badge", args=[suite.slug])),
         "overview_url": request.build_absolute_uri(reverse("overview", args=[suite.slug])),
         "rule_form": TierRuleForm(),
@@ -194,6 +198,20 @@ def junit_share(request, suite):
 
     form = JUnitShareForm(request.POST)
     return _saved(request, suite, form, save, section="junit", form_name="junit_form")
+
+
+@_for_leads("POST")
+def codeowners(request, suite):
+    def save(data):
+        parsed = codeowners_set(suite=suite, text=data["codeowners"],
+                                actor=actor_label(request.user))
+        if not parsed.rules:
+            return "No CODEOWNERS: nodes have no default owner."
+        return (f"CODEOWNERS saved: {rules.plural(len(parsed), 'rule')}, "
+                f"{rules.plural(len(parsed.owners), 'owner')}.")
+
+    form = CodeownersForm(request.POST, request.FILES)
+    return _saved(request, suite, form, save, section="codeowners", form_name="codeowners_form")
 
 
 def _preview(suite, glob: str, tier: int):

@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET
 
 from flakeboard import rules
 from junit.selectors import passive_history
+from ledger.codeowners import suite_codeowners
 from ledger.models import Node, Role
 from web.access import can, suite_for
 from web.pages import entry_row, render_page, wants_partial
@@ -48,7 +49,8 @@ def node_detail(request, suite, key):
         return render_page(request, "runs/node.html", context, partial="latest")
     today = timezone.now().date()
     history = selectors.node_history(suite, node)
-    entries = [entry_row(entry, today) for entry in history.entries]
+    codeowners = suite_codeowners(suite)
+    entries = [entry_row(entry, today, codeowners) for entry in history.entries]
     context = {
         "suite": suite,
         "nav": "node",
@@ -59,6 +61,7 @@ def node_detail(request, suite, key):
         "measurements_desc": history.measurements[::-1],
         "passive": passive_history(node, today),
         "budget": suite.max_upper_rate,
+        "code_owners": codeowners.owners_of_node(node.nodeid),
         "can_edit": can(request.role, Role.OWNER),
     }
     return render(request, "runs/node.html", context)

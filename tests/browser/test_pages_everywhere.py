@@ -55,6 +55,7 @@ def demo_pages(suite, role: str) -> dict[str, tuple[str, int]]:
         "trends": reverse("trends", args=[slug]),
         "flaky": reverse("flaky", args=[slug]),
         "connect": reverse("connect", args=[slug]),
+        "owners": reverse("owners", args=[slug]),
         "not found": "/suites/no-such-suite/",
     }
     answers = {name: (path, 404 if name == "not found" else 200) for name, path in pages.items()}

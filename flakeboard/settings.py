@@ -237,6 +237,8 @@ DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "Flakeboard <flakeboard@localhost
 BASE_URL = env("BASE_URL", "http://127.0.0.1:8000").rstrip("/")
 if not BASE_URL.startswith(("http://", "https://")):
     raise ImproperlyConfigured("BASE_URL is the board's public address: http(s)://host[:port].")
+# Webhooks never reach loopback, private or other non-public addresses unless this is set.
+WEBHOOKS_ALLOW_PRIVATE_IPS = envbool("WEBHOOKS_ALLOW_PRIVATE_IPS", False)
 
 # Default policy numbers for new suites (each suite's lead can change its own).
 FLAKEBOARD_DEFAULT_POLICY = {

@@ -22,6 +22,7 @@ urlpatterns = [
     path("suites/<slug:suite>/", include("ledger.urls")),
     path("suites/<slug:suite>/", include("runs.urls")),
     path("suites/<slug:suite>/", include("junit.urls")),
+    path("suites/<slug:suite>/", include("notify.urls")),
 ]
 
 handler400 = "web.error_pages.bad_request"

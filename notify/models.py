@@ -1,4 +1,5 @@
-"""What the owners were told, and when: one row per event, recipient and day."""
+"""What the owners were told, and when: one row per event, recipient and day; and each
+suite's webhook with the log of what was posted to it."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class Delivery(models.Model):
 
     class Channel(models.TextChoices):
         EMAIL = "email", "E-mail"
+        WEBHOOK = "webhook", "Webhook"
 
     channel = models.CharField(max_length=10, choices=Channel.choices, default=Channel.EMAIL)
     suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="deliveries")
@@ -57,3 +59,49 @@ class Delivery(models.Model):
 
     def __str__(self):
         return f"{self.kind} {self.key} to {self.recipient} on {self.day} ({self.status})"
+
+
+class Webhook(models.Model):
+    """A suite's webhook: where its daily items are posted, in which format, and the
+    signing secret. The secret is kept as it is (the board needs it to sign each body with
+    HMAC-SHA256); it is shown once, when it is made, and never again."""
+
+    class Format(models.TextChoices):
+        SLACK = "slack", "Slack-compatible"
+        JSON = "json", "Generic JSON"
+
+    suite = models.OneToOneField(Suite, on_delete=models.CASCADE, related_name="webhook")
+    url = models.URLField(max_length=2000)
+    format = models.CharField(max_length=10, choices=Format.choices, default=Format.SLACK)
+    secret = models.CharField(max_length=100, editable=False)
+    created_at = models.DateTimeField()
+    created_by = models.CharField(max_length=200, blank=True)
+
+    def __str__(self):
+        return f"{self.suite.slug} → {self.url} ({self.format})"
+
+
+class WebhookPost(models.Model):
+    """One POST to a suite's webhook (its retries included): the delivery log."""
+
+    class Status(models.TextChoices):
+        SENT = "sent", "Sent"
+        FAILED = "failed", "Failed"
+
+    id = models.UUIDField(primary_key=True)  # the X-Flakeboard-Delivery header
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="webhook_posts")
+    url = models.URLField(max_length=2000)
+    at = models.DateTimeField()
+    test = models.BooleanField(default=False)
+    items = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=10, choices=Status.choices)
+    attempts = models.PositiveIntegerField(default=0)
+    response_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-at"]
+        indexes = [models.Index(fields=["suite", "-at"], name="webhook_post_suite_at")]
+
+    def __str__(self):
+        return f"{self.id} to {self.url} at {self.at:%Y-%m-%d %H:%M} ({self.status})"

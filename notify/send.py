@@ -27,26 +27,25 @@ class Outcome(StrEnum):
     NOTHING_NEW = "nothing new"
 
 
-def _fields(digest: Digest, item: Item) -> dict:
-    return {"channel": Delivery.Channel.EMAIL, "suite": digest.suite,
-            "recipient": digest.recipient, "day": digest.today, "kind": item.kind,
-            "key": item.key}
+def _fields(digest: Digest, item: Item, channel: str) -> dict:
+    return {"channel": channel, "suite": digest.suite, "recipient": digest.recipient,
+            "day": digest.today, "kind": item.kind, "key": item.key}
 
 
-def undelivered(digest: Digest) -> Digest:
+def undelivered(digest: Digest, channel: str = Delivery.Channel.EMAIL) -> Digest:
     """The digest without the items already sent (or being sent) to its recipient today."""
     taken = set(
         Delivery.objects.filter(
-            channel=Delivery.Channel.EMAIL, suite=digest.suite, recipient=digest.recipient,
+            channel=channel, suite=digest.suite, recipient=digest.recipient,
             day=digest.today, status__in=[Status.SENT, Status.SENDING],
         ).values_list("kind", "key")
     )
     return digest.keeping(lambda item: (item.kind, item.key) not in taken)
 
 
-def _claim(digest: Digest, item: Item, now) -> int | None:
+def _claim(digest: Digest, item: Item, now, channel: str) -> int | None:
     """The item's delivery row, claimed for this run; None when another run has it."""
-    fields = _fields(digest, item)
+    fields = _fields(digest, item, channel)
     try:
         with transaction.atomic():
             row = Delivery.objects.create(**fields, entry=item.entry, status=Status.SENDING,
@@ -64,21 +63,35 @@ def message(digest: Digest) -> EmailMessage:
                         from_email=settings.DEFAULT_FROM_EMAIL, to=[digest.recipient])
 
 
-def send_digest(digest: Digest) -> Outcome:
+def claim(digest: Digest, channel: str = Delivery.Channel.EMAIL) -> dict[Item, int]:
+    """The digest's items this run may send, each with its claimed delivery row."""
     now = timezone.now()
     claimed = {}
-    for item in undelivered(digest).items:
-        if (pk := _claim(digest, item, now)) is not None:
+    for item in undelivered(digest, channel).items:
+        if (pk := _claim(digest, item, now, channel)) is not None:
             claimed[item] = pk
+    return claimed
+
+
+def record(claimed: dict[Item, int], error: str = "") -> None:
+    """How the claimed items' send went: sent, or failed (claimable again) with the error."""
+    rows = Delivery.objects.filter(pk__in=claimed.values())
+    if error:
+        rows.update(status=Status.FAILED, error=error[:2000], updated_at=timezone.now())
+    else:
+        rows.update(status=Status.SENT, sent_at=timezone.now(), updated_at=timezone.now())
+
+
+def send_digest(digest: Digest) -> Outcome:
+    claimed = claim(digest)
     if not claimed:
         return Outcome.NOTHING_NEW
-    rows = Delivery.objects.filter(pk__in=claimed.values())
     try:
         mailers.default.send_messages([message(digest.keeping(lambda item: item in claimed))])
     except Exception as exc:  # any backend's failure: the other recipients still get theirs
         logger.warning("notify: the digest of %s to %s failed: %r",
                        digest.suite.slug, digest.recipient, exc)
-        rows.update(status=Status.FAILED, error=repr(exc)[:2000], updated_at=timezone.now())
+        record(claimed, repr(exc))
         return Outcome.FAILED
-    rows.update(status=Status.SENT, sent_at=timezone.now(), updated_at=timezone.now())
+    record(claimed)
     return Outcome.SENT

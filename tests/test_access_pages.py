@@ -17,8 +17,10 @@ from datetime import timedelta
 import pytest
 from django.test import Client
 from django.urls import get_resolver, reverse
+from django.utils import timezone
 
 from ledger.models import AuditEvent, QuarantineEntry
+from notify.models import Webhook
 from tests.access import SIGNED_IN, Request, ask, ask_every_caller, client_as, parse
 from tests.helpers import suite_pages
 
@@ -62,6 +64,10 @@ POST settings_member_set           302 404 403 403 302 302 302 302 302 302
 POST settings_member_remove        302 404 403 403 302 302 302 302 302 302
 POST settings_token_create         302 404 403 403 200 200 302 302 302 302
 POST settings_token_revoke         302 404 403 403 302 302 302 302 302 302
+GET  settings_webhook              302 404 403 403 200 200 302 302 302 302
+POST settings_webhook_save         302 404 403 403 200 200 302 302 302 302
+POST settings_webhook_remove       302 404 403 403 302 302 302 302 302 302
+POST settings_webhook_test         302 404 403 403 302 302 302 302 302 302
 GET  admin:index                   302 302 302 302 302 200 302 302 302 302
 GET  admin:entry_add               302 302 302 302 302 200 302 302 302 302
 POST admin:entry_add               302 302 302 302 302 302 302 302 302 302
@@ -89,6 +95,7 @@ def page_request(method: str, action: str, w) -> Request:
         + "?max_upper_rate=0.01&min_runs=300",
         "settings_tier_rule_preview": reverse("settings_tier_rule_preview", args=[s])
         + "?glob=tests/*&tier=0",
+        "settings_webhook": reverse("settings_webhook", args=[s]),
         "admin:index": reverse("admin:index"),
         "admin:entry_add": reverse("admin:ledger_quarantineentry_add"),
         "healthz": reverse("healthz"),
@@ -130,6 +137,10 @@ def page_request(method: str, action: str, w) -> Request:
             "suite": str(w.suite.pk), "nodeid": "tests/test_admin.py::test_flaky",
             "owner": "@finley", "expires": soon, "evidence": "ci/run-11", "note": "",
             "n": "200", "fails": "3", "seed_base": ""}),
+        "settings_webhook_save": Request(reverse("settings_webhook_save", args=[s]), {
+            "url": "https://hooks.example.com/flakeboard", "format": "json"}),
+        "settings_webhook_remove": Request(reverse("settings_webhook_remove", args=[s]), {}),
+        "settings_webhook_test": Request(reverse("settings_webhook_test", args=[s]), {}),
         "flaky_measure": Request(reverse("flaky_measure", args=[s]), {
             "node": w.node, "marked": "1"}),
         "logout": Request(reverse("logout"), {}),
@@ -140,6 +151,10 @@ def page_request(method: str, action: str, w) -> Request:
         QuarantineEntry.objects.filter(pk=w.entry.pk).update(
             ready_to_clear=True, trail=[{"report": w.report.pk, "n": 200, "fails": 0,
                                          "clean": True}] * 3)
+    if action in ("settings_webhook_remove", "settings_webhook_test"):
+        # A webhook to remove or test; on loopback, so the test send is refused unsent.
+        Webhook.objects.get_or_create(suite=w.suite, defaults={
+            "url": "http://127.0.0.1:9/hook", "secret": "s", "created_at": timezone.now()})
     return posts[action]
 
 

@@ -6,8 +6,12 @@ role is too low get 403.
 
 from __future__ import annotations
 
+from functools import wraps
+
+from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
+from django.views.decorators.http import require_http_methods
 
 from ledger.models import ROLE_RANK, Membership, Role, Suite
 
@@ -52,3 +56,19 @@ def suites_for(user):
     if user.is_staff:
         return Suite.objects.all()
     return Suite.objects.filter(memberships__user=user)
+
+
+def for_leads(method: str):
+    """A settings view: signed in, the one method it answers, and the lead's own suite,
+    which the view receives in place of its slug."""
+
+    def decorate(view):
+        @login_required
+        @require_http_methods([method])
+        @wraps(view)
+        def checked(request, suite, **kwargs):
+            return view(request, suite_for(request, suite, Role.LEAD), **kwargs)
+
+        return checked
+
+    return decorate

@@ -5,19 +5,15 @@ and comes back to the page. A tier rule that would turn quarantined nodes into t
 violations is shown with those entries first, and only added once the lead confirms.
 """
 
-from functools import wraps
-
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_http_methods
 
 from flakeboard import rules
-from web.access import actor_label, suite_for
+from web.access import actor_label, for_leads
 from web.pages import wants_partial
 
 from ..codeowners import codeowners_set, suite_codeowners
@@ -55,22 +51,6 @@ SETTINGS_ACTIONS = [
 ]
 PREVIEW_LIMIT = 50
 HISTORY_LIMIT = 20
-
-
-def _for_leads(method: str):
-    """A settings view: signed in, the one method it answers, and the lead's own suite,
-    which the view receives in place of its slug."""
-
-    def decorate(view):
-        @login_required
-        @require_http_methods([method])
-        @wraps(view)
-        def checked(request, suite, **kwargs):
-            return view(request, suite_for(request, suite, Role.LEAD), **kwargs)
-
-        return checked
-
-    return decorate
 
 
 def _back(suite, section: str):
@@ -144,12 +124,12 @@ def _saved(request, suite, form, save, *, section: str, form_name: str):
     return _page(request, suite, **{form_name: form})
 
 
-@_for_leads("GET")
+@for_leads("GET")
 def settings_page(request, suite):
     return _page(request, suite)
 
 
-@_for_leads("POST")
+@for_leads("POST")
 def policy(request, suite):
     def save(data):
         policy_update(suite=suite, actor=actor_label(request.user), **data)
@@ -159,14 +139,14 @@ def policy(request, suite):
     return _saved(request, suite, form, save, section="policy", form_name="policy_form")
 
 
-@_for_leads("GET")
+@for_leads("GET")
 def runs_needed(request, suite):
     """The helper again, for the numbers being typed into the policy form."""
     helper = _runs_needed(suite, request.GET.get("max_upper_rate"), request.GET.get("min_runs"))
     return render(request, "ledger/settings.html#runs_needed", {"suite": suite, "helper": helper})
 
 
-@_for_leads("POST")
+@for_leads("POST")
 def fixture_pin(request, suite):
     def save(data):
         fixture_pin_set(suite=suite, actor=actor_label(request.user),
@@ -177,7 +157,7 @@ def fixture_pin(request, suite):
     return _saved(request, suite, form, save, section="fixture-pin", form_name="pin_form")
 
 
-@_for_leads("POST")
+@for_leads("POST")
 def badge(request, suite):
     def save(data):
         badge_visibility_set(suite=suite, actor=actor_label(request.user),
@@ -188,7 +168,7 @@ def badge(request, suite):
     return _saved(request, suite, form, save, section="badge", form_name="badge_form")
 
 
-@_for_leads("POST")
+@for_leads("POST")
 def junit_share(request, suite):
     def save(data):
         share = data["junit_infrastructure_share"]
@@ -200,7 +180,7 @@ def junit_share(request, suite):
     return _saved(request, suite, form, save, section="junit", form_name="junit_form")
 
 
-@_for_leads("POST")
+@for_leads("POST")
 def codeowners(request, suite):
     def save(data):
         parsed = codeowners_set(suite=suite, text=data["codeowners"],
@@ -226,7 +206,7 @@ def _preview(suite, glob: str, tier: int):
     }
 
 
-@_for_leads("GET")
+@for_leads("GET")
 def tier_rule_preview(request, suite):
     form = TierRuleForm(request.GET)
     preview = None
@@ -238,7 +218,7 @@ def tier_rule_preview(request, suite):
     return _page(request, suite, rule_form=form, preview=preview)
 
 
-@_for_leads("POST")
+@for_leads("POST")
 def tier_rule_add(request, suite):
     form = TierRuleForm(request.POST)
     if not form.is_valid():
@@ -267,14 +247,14 @@ def tier_rule_add(request, suite):
     return _back(suite, "tier-rules")
 
 
-@_for_leads("POST")
+@for_leads("POST")
 def tier_rule_remove(request, suite, pk):
     rule = get_object_or_404(TierRule, suite=suite, pk=pk)
     remove_rule(rule=rule, actor=actor_label(request.user))
     return _done(request, suite, "tier-rules", f"Rule “{rule.glob}” removed.")
 
 
-@_for_leads("POST")
+@for_leads("POST")
 def member_set(request, suite):
     def save(data):
         membership = member_change(suite=suite, actor=actor_label(request.user), **data)
@@ -284,7 +264,7 @@ def member_set(request, suite):
     return _saved(request, suite, form, save, section="members", form_name="member_form")
 
 
-@_for_leads("POST")
+@for_leads("POST")
 def member_remove(request, suite, pk):
     membership = get_object_or_404(Membership.objects.select_related("user"), suite=suite, pk=pk)
     try:
@@ -296,7 +276,7 @@ def member_remove(request, suite, pk):
     return _back(suite, "members")
 
 
-@_for_leads("POST")
+@for_leads("POST")
 @never_cache
 def token_create(request, suite):
     form = TokenForm(request.POST)
@@ -309,7 +289,7 @@ def token_create(request, suite):
     return _page(request, suite, new_token=token, new_token_raw=raw)
 
 
-@_for_leads("POST")
+@for_leads("POST")
 def token_revoke(request, suite, pk):
     token = get_object_or_404(ApiToken, suite=suite, pk=pk)
     revoke_token(token=token, actor=actor_label(request.user))

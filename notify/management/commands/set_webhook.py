@@ -1,0 +1,40 @@
+"""manage.py set_webhook SUITE URL [--format slack|json]: the suite's webhook."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from notify.models import Webhook
+from notify.webhooks import webhook_set
+from web.commands import get_suite, one_line
+
+
+class Command(BaseCommand):
+    help = (
+        "Set (or replace) a suite's webhook: manage.py notify posts the suite's items to it "
+        "each day, signed with a per-suite secret. A new webhook's signing secret is printed "
+        "once, alone on the last line; replacing the URL or format keeps it."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("suite")
+        parser.add_argument("url", help="an http:// or https:// URL")
+        parser.add_argument("--format", choices=Webhook.Format.values,
+                            default=Webhook.Format.SLACK)
+
+    def handle(self, *args, suite, url, format, **options):
+        try:
+            webhook, secret = webhook_set(suite=get_suite(suite), url=url,
+                                          webhook_format=format, actor="manage.py")
+        except ValidationError as exc:
+            raise CommandError(one_line(exc)) from None
+        self.stdout.write(f"{webhook.suite.slug}: webhook {webhook.url} ({webhook.format}).")
+        if secret is None:
+            self.stdout.write("The signing secret is unchanged (it is shown only when a "
+                              "webhook is first set; remove the webhook and set it again "
+                              "for a new one).")
+            return
+        self.stdout.write("The signing secret, shown once; the receiver checks each body's "
+                          "X-Flakeboard-Signature with it:")
+        self.stdout.write(secret)

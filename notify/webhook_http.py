@@ -1,0 +1,110 @@
+"""One POST to a webhook that cannot be turned against the board's own network (SSRF).
+
+The host is resolved here, every address it resolves to is checked, and the connection is
+made to a checked address: the name is not resolved a second time, so a name that rebinds
+between the check and the connection cannot slip through. The Host header and, for https,
+the certificate and SNI still name the host. Redirects are never followed: a 3xx is an
+answer like any other, which the caller counts as a failure.
+"""
+
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import socket
+from urllib.parse import urlsplit
+
+from django.conf import settings
+
+TIMEOUT = 5  # seconds, to connect and for each read
+USER_AGENT = "Flakeboard-Webhook/1"
+
+
+class Refused(Exception):
+    """The URL names an address the board does not post to (or cannot resolve)."""
+
+
+def is_public(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not (
+        ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_multicast
+        or ip.is_reserved or ip.is_unspecified
+    )
+
+
+def checked_addresses(host: str, port: int) -> list[tuple]:
+    """Every (family, sockaddr) the host resolves to; Refused when any is not public
+    (unless WEBHOOKS_ALLOW_PRIVATE_IPS) or when it resolves to none."""
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise Refused(f"{host} does not resolve: {exc}") from exc
+    addresses = [(family, sockaddr) for family, _, _, _, sockaddr in found]
+    if not addresses:
+        raise Refused(f"{host} does not resolve")
+    if not settings.WEBHOOKS_ALLOW_PRIVATE_IPS:
+        for _, sockaddr in addresses:
+            if not is_public(sockaddr[0]):
+                raise Refused(f"{host} resolves to {sockaddr[0]}, which is not a public "
+                              "address (WEBHOOKS_ALLOW_PRIVATE_IPS is off)")
+    return addresses
+
+
+def _connect(addresses: list[tuple], timeout: float) -> socket.socket:
+    """A socket connected to the first checked address that answers."""
+    error: OSError = OSError("no address to connect to")
+    for family, sockaddr in addresses:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        try:
+            sock.connect(sockaddr)
+        except OSError as exc:
+            sock.close()
+            error = exc
+            continue
+        return sock
+    raise error
+
+
+class _CheckedHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, host, port, *, addresses, timeout):
+        super().__init__(host, port, timeout=timeout)
+        self._addresses = addresses
+
+    def connect(self):
+        self.sock = _connect(self._addresses, self.timeout)
+
+
+class _CheckedHTTPSConnection(http.client.HTTPSConnection):
+    def __init__(self, host, port, *, addresses, timeout):
+        super().__init__(host, port, timeout=timeout)
+        self._addresses = addresses
+
+    def connect(self):
+        sock = _connect(self._addresses, self.timeout)
+        # The certificate is verified for the host's name, not for the address.
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+
+
+def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float = TIMEOUT) -> int:
+    """POST ``body`` to ``url``; its status code. Raises Refused before any connection is
+    made to a refused address, OSError (TimeoutError included) when the exchange fails."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise Refused("only http(s) URLs are posted to")
+    https = parts.scheme == "https"
+    port = parts.port or (443 if https else 80)
+    addresses = checked_addresses(parts.hostname, port)
+    kind = _CheckedHTTPSConnection if https else _CheckedHTTPConnection
+    connection = kind(parts.hostname, port, addresses=addresses, timeout=timeout)
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    try:
+        connection.request("POST", path, body=body,
+                           headers={"User-Agent": USER_AGENT, **headers})
+        response = connection.getresponse()
+        response.read(64 * 1024)  # enough to end the exchange; the body is not kept
+        return response.status
+    finally:
+        connection.close()

@@ -1,0 +1,167 @@
+"""A suite's webhook: set, replaced or removed by a lead (audited, the secret never in the
+event), and each day's items posted to it, signed, at most once a day per item, with a log
+of every POST."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import date
+from urllib.parse import urlsplit
+
+from django.core.validators import URLValidator
+from django.db import transaction
+from django.utils import timezone
+
+from ledger.audit import record_event
+from ledger.locks import lock_suite
+from ledger.models import AuditEvent, Suite
+
+from . import payloads
+from .digests import Digest, suite_items
+from .models import Delivery, Webhook, WebhookPost
+from .send import Outcome, claim, record, undelivered
+from .webhook_http import Refused, post
+
+logger = logging.getLogger("flakeboard.notify")
+ATTEMPTS = 3
+BACKOFF = (1.0, 3.0)  # seconds before the second and the third attempt
+_validate_url = URLValidator(schemes=["http", "https"],
+                             message="A webhook URL starts with http:// or https://.")
+
+
+def shown_url(url: str) -> str:
+    """The URL without its path and query, which often hold a token (Slack's do): what the
+    audit trail and the log say."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}/…"
+
+
+def webhook_set(*, suite: Suite, url: str, webhook_format: str, actor: str
+                ) -> tuple[Webhook, str | None]:
+    """Set the suite's webhook, or replace its URL and format. A new webhook gets a new
+    signing secret, answered here only (None when replacing: the secret is kept)."""
+    url = url.strip()
+    _validate_url(url)
+    webhook_format = Webhook.Format(webhook_format)
+    with transaction.atomic():
+        lock_suite(suite.pk)
+        webhook = Webhook.objects.filter(suite=suite).first()
+        before = {"webhook": shown_url(webhook.url), "format": webhook.format} if webhook else {}
+        secret = None
+        if webhook is None:
+            secret = secrets.token_urlsafe(32)
+            webhook = Webhook(suite=suite, secret=secret, created_at=timezone.now(),
+                              created_by=actor)
+        webhook.url, webhook.format = url, webhook_format
+        webhook.save()
+        record_event(suite=suite, action=AuditEvent.Action.SETTINGS, actor=actor,
+                     before=before, after={"webhook": shown_url(url), "format": webhook.format},
+                     note="webhook replaced" if before else "webhook set")
+    return webhook, secret
+
+
+def webhook_remove(*, suite: Suite, actor: str) -> bool:
+    with transaction.atomic():
+        lock_suite(suite.pk)
+        webhook = Webhook.objects.filter(suite=suite).first()
+        if webhook is None:
+            return False
+        webhook.delete()
+        record_event(suite=suite, action=AuditEvent.Action.SETTINGS, actor=actor,
+                     before={"webhook": shown_url(webhook.url), "format": webhook.format},
+                     note="webhook removed")
+    return True
+
+
+@dataclass(frozen=True)
+class Posted:
+    ok: bool
+    attempts: int
+    response_code: int | None
+    error: str
+
+
+def _post_with_retries(url: str, body: bytes, headers: dict, sleep) -> Posted:
+    """Up to ATTEMPTS tries: again after a 5xx, a timeout or a failed connection; never
+    after a refused address, a 3xx (redirects are not followed) or a 4xx."""
+    code, error = None, ""
+    for attempt in range(1, ATTEMPTS + 1):
+        if attempt > 1:
+            sleep(BACKOFF[attempt - 2])
+        try:
+            code = post(url, body, headers)
+        except Refused as exc:
+            return Posted(False, attempt, None, f"refused: {exc}")
+        except OSError as exc:
+            code, error = None, f"{type(exc).__name__}: {exc}"
+            continue
+        if 200 <= code < 300:
+            return Posted(True, attempt, code, "")
+        error = f"HTTP {code}" + (" (redirects are not followed)" if 300 <= code < 400 else "")
+        if code < 500:
+            return Posted(False, attempt, code, error)
+    return Posted(False, ATTEMPTS, code, error)
+
+
+def _deliver(webhook: Webhook, content: dict, *, test: bool, sleep) -> Posted:
+    """POST the content, signed, and log it."""
+    delivery = uuid.uuid4()
+    raw = payloads.body(webhook.format, content)
+    headers = {"Content-Type": "application/json",
+               payloads.SIGNATURE_HEADER: payloads.signature(webhook.secret, raw),
+               payloads.DELIVERY_HEADER: str(delivery)}
+    posted = _post_with_retries(webhook.url, raw, headers, sleep)
+    WebhookPost.objects.create(
+        id=delivery, suite=webhook.suite, url=webhook.url, at=timezone.now(), test=test,
+        items=len(content["items"]), attempts=posted.attempts,
+        status=WebhookPost.Status.SENT if posted.ok else WebhookPost.Status.FAILED,
+        response_code=posted.response_code, error=posted.error[:2000],
+    )
+    if not posted.ok:
+        logger.warning("notify: the webhook of %s (%s) failed after %d attempts: %s",
+                       webhook.suite.slug, shown_url(webhook.url), posted.attempts,
+                       posted.error)
+    return posted
+
+
+def _webhook_digest(suite: Suite, today: date) -> tuple[Webhook, Digest] | None:
+    """The suite's webhook and its items today, the webhook as their recipient."""
+    webhook = Webhook.objects.filter(suite=suite).select_related("suite").first()
+    if webhook is None:
+        return None
+    return webhook, Digest(suite, f"webhook:{webhook.pk}", today, own=suite_items(suite, today))
+
+
+def webhook_due(suite: Suite, today: date) -> int | None:
+    """How many items the next POST would carry (for a dry run); None without a webhook."""
+    if (found := _webhook_digest(suite, today)) is None:
+        return None
+    return len(undelivered(found[1], Delivery.Channel.WEBHOOK).items)
+
+
+def send_webhook(suite: Suite, today: date, *, sleep=time.sleep) -> Outcome | None:
+    """Post today's items not yet delivered to the suite's webhook; None without one."""
+    if (found := _webhook_digest(suite, today)) is None:
+        return None
+    webhook, digest = found
+    claimed = claim(digest, Delivery.Channel.WEBHOOK)
+    if not claimed:
+        return Outcome.NOTHING_NEW
+    content = payloads.data(digest.keeping(lambda item: item in claimed))
+    posted = _deliver(webhook, content, test=False, sleep=sleep)
+    record(claimed, "" if posted.ok else posted.error or "failed")
+    return Outcome.SENT if posted.ok else Outcome.FAILED
+
+
+def send_test(webhook: Webhook, today: date, *, actor: str, sleep=time.sleep) -> Posted:
+    """A sample POST: logged and audited (a lead made the board call out), and no item
+    counted as delivered."""
+    posted = _deliver(webhook, payloads.sample(webhook.suite, today), test=True, sleep=sleep)
+    outcome = f"HTTP {posted.response_code}" if posted.ok else f"failed: {posted.error}"
+    record_event(suite=webhook.suite, action=AuditEvent.Action.SETTINGS, actor=actor,
+                 note=f"webhook test sent to {shown_url(webhook.url)} ({outcome})"[:500])
+    return posted

@@ -2,9 +2,11 @@
 
 from junit.api.uploads import router as junit_router
 from ledger.api.codeowners import router as codeowners_router
+from ledger.api.events import router as events_router
 from ledger.api.ledger import router as ledger_router
 from ledger.api.status import router as status_router
 from ledger.api.tiers import router as tiers_router
+from runs.api import history  # noqa: F401 - the read GETs, on the uploads' router
 from runs.api.targets import router as targets_router
 from runs.api.trends import router as trends_router
 from runs.api.uploads import router as uploads_router
@@ -33,3 +35,4 @@ api.add_router("", junit_router)
 api.add_router("", targets_router)
 api.add_router("", tiers_router)
 api.add_router("", codeowners_router)
+api.add_router("", events_router)

@@ -6,6 +6,8 @@ from .views import badge, entries, ledger, owners, settings
 
 urlpatterns = [
     path("ledger/", ledger.ledger, name="ledger"),
+    path("ledger.csv", ledger.ledger_csv, name="ledger_csv"),
+    path("audit.csv", settings.audit_csv, name="audit_csv"),
     path("ledger/new/", entries.entry_new, name="entry_new"),
     path("ledger/<int:pk>/", entries.entry_page, name="entry"),
     path("ledger/<int:pk>/renew/", entries.entry_renew, name="entry_renew"),

@@ -179,11 +179,15 @@ def _stored_rows(model, upload) -> list[dict]:
     ]
 
 
+def stored_outcome(upload: Report | VerdictBatch) -> IngestOutcome:
+    """A stored upload as the same body uploaded again finds it: its answer, a duplicate
+    (the read API's GET of a report or batch answers exactly this)."""
+    return IngestOutcome(upload, _stored_rows(type(upload), upload), duplicate=True)
+
+
 def _stored(model, suite: Suite, digest: str) -> IngestOutcome | None:
     upload = model.objects.filter(suite=suite, digest=digest).first()
-    if upload is None:
-        return None
-    return IngestOutcome(upload, _stored_rows(model, upload), duplicate=True)
+    return None if upload is None else stored_outcome(upload)
 
 
 def _insert(model, attnames, rows: list[tuple]) -> None:

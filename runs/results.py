@@ -59,6 +59,16 @@ def _upload_answer(outcome: IngestOutcome, page: str) -> dict:
     }
 
 
+def gate_counts(report: Report) -> dict:
+    """A report's measurements by the gate's status, as stored."""
+    return {
+        "measurements": report.measurement_count,
+        "fail": report.fail_count,
+        "warn": report.warn_count,
+        "ok": report.measurement_count - report.fail_count - report.warn_count,
+    }
+
+
 def report_answer(outcome: IngestOutcome) -> dict:
     report = outcome.upload
     # The figures it was judged with, as stored; where the size came from is said as
@@ -68,12 +78,7 @@ def report_answer(outcome: IngestOutcome) -> dict:
         **_upload_answer(outcome, "report"),
         "status": report.status,
         "share": {**share.answer(), "size_source": report.size_source or None},
-        "counts": {
-            "measurements": report.measurement_count,
-            "fail": report.fail_count,
-            "warn": report.warn_count,
-            "ok": report.measurement_count - report.fail_count - report.warn_count,
-        },
+        "counts": gate_counts(report),
         "measurements": link_nodes(_explained(outcome.rows, report.suite), "measurements",
                                    report.suite.slug),
     }

@@ -29,6 +29,8 @@ PAGES = parse("""
 GET  home                          302 302 302 302 302 200 302 302 302 302
 GET  overview                      302 404 200 200 200 200 302 302 302 302
 GET  ledger                        302 404 200 200 200 200 302 302 302 302
+GET  ledger_csv                    302 404 200 200 200 200 302 302 302 302
+GET  audit_csv                     302 404 403 403 200 200 302 302 302 302
 GET  entry                         302 404 200 200 200 200 302 302 302 302
 GET  entry_new                     302 404 403 200 200 200 302 302 302 302
 POST entry_new                     302 404 403 302 302 302 302 302 302 302
@@ -90,6 +92,8 @@ def page_request(method: str, action: str, w) -> Request:
         "trends": reverse("trends", args=[s]),
         "trends_csv": reverse("trends_csv", args=[s, "verdicts"]),
         "settings": reverse("settings", args=[s]),
+        "ledger_csv": reverse("ledger_csv", args=[s]) + "?state=open&sort=-expires",
+        "audit_csv": reverse("audit_csv", args=[s]),
         "badge": reverse("badge", args=[s]),
         "settings_runs_needed": reverse("settings_runs_needed", args=[s])
         + "?max_upper_rate=0.01&min_runs=300",

@@ -158,7 +158,7 @@ def test_csv_holds_the_table(client_for, suite, lead, today):
         response = client.get(reverse("trends_csv", args=[suite.slug, key]), {"range": "7"})
         assert response["Content-Type"].startswith("text/csv")
         assert "attachment" in response["Content-Disposition"]
-        assert list(csv.reader(io.StringIO(response.content.decode()))) == tables[key]
+        assert list(csv.reader(io.StringIO(response.getvalue().decode()))) == tables[key]
     assert tables["verdicts-distribution"][1] == ["fixture_drifted", "100.0", "3"]
 
 

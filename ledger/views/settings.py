@@ -5,6 +5,8 @@ and comes back to the page. A tier rule that would turn quarantined nodes into t
 violations is shown with those entries first, and only added once the lead confirms.
 """
 
+import json
+
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.db.models import Count
@@ -14,6 +16,7 @@ from django.views.decorators.cache import never_cache
 
 from flakeboard import rules
 from web.access import actor_label, for_leads
+from web.csv import CSV_CHUNK, csv_response
 from web.pages import wants_partial
 
 from ..codeowners import codeowners_set, suite_codeowners
@@ -109,6 +112,28 @@ def _page(request, suite, **overrides):
         **overrides,
     }
     return render(request, "ledger/settings.html", context)
+
+
+AUDIT_CSV_HEADER = ("at", "actor", "action", "node", "before", "after", "note")
+
+
+@for_leads("GET")
+def audit_csv(request, suite):
+    """The suite's whole audit trail as CSV, oldest first: every event, of the settings and of
+    each entry (its node named), whose latest settings events the History section shows."""
+    events = (
+        AuditEvent.objects.filter(suite=suite).order_by("at", "id")
+        .values_list("at", "actor", "action", "entry__node__nodeid", "before", "after", "note")
+    )
+    rows = (
+        (at.isoformat(), actor, action, node or "", _json(before), _json(after), note)
+        for at, actor, action, node, before, after, note in events.iterator(chunk_size=CSV_CHUNK)
+    )
+    return csv_response(f"{suite.slug}-audit.csv", AUDIT_CSV_HEADER, rows)
+
+
+def _json(changed: dict) -> str:
+    return json.dumps(changed, sort_keys=True, ensure_ascii=False) if changed else ""
 
 
 def _saved(request, suite, form, save, *, section: str, form_name: str):

@@ -7,7 +7,7 @@ keys (an extra one is refused, not silently dropped) with the wire's field types
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 from typing import Annotated, Literal
 
 from ninja import Schema
@@ -15,6 +15,7 @@ from pydantic import ConfigDict, Field
 
 from flakeboard import rules
 from ledger.wire import FailCount, FixturePinOut, IsoDate, NodeId, PolicyOut, RunCount, Upper95
+from web.api.paging import PagedOut
 from web.api.schemas import Answer
 
 # A row's ``url``, which ``runs.results.link_nodes`` sets alike for both kinds of row.
@@ -134,3 +135,34 @@ class TrendsOut(Schema):
         description="Per reason code, its count in each bucket; codes never seen are left out."
     )
     totals: dict[rules.Reason, int]
+
+
+class UploadSummary(Answer):
+    id: int
+    url: str = Field(description="The upload on the board.")
+    api_url: str = Field(description="Its whole answer: what the upload answered.")
+    created_at: datetime
+    commit: str
+    reason: rules.Reason
+    exit_code: int
+
+
+class ReportSummary(UploadSummary):
+    branch: str
+    status: rules.GateStatus
+    counts: GateCounts
+
+
+class BatchSummary(UploadSummary):
+    patch: str
+    verdict: rules.Verdict
+    records: int = Field(ge=0)
+    reason_counts: dict[rules.Reason, int]
+
+
+class ReportPage(PagedOut):
+    items: list[ReportSummary] = Field(description="Newest first.")
+
+
+class BatchPage(PagedOut):
+    items: list[BatchSummary] = Field(description="Newest first.")

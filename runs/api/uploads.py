@@ -72,19 +72,24 @@ def upload(
         )
     except UploadInvalid as exc:
         raise refused(exc) from None
-    answer = answer_of(outcome)
-    if answer["url"]:
-        answer["url"] = request.build_absolute_uri(answer["url"])
-    board = request.build_absolute_uri("/").removesuffix("/")
-    for row in answer[ROWS_KEY[schema]]:
-        if row["url"]:
-            row["url"] = board + row["url"]
+    answer = on_the_board(request, answer_of(outcome), schema)
     stored = not (outcome.duplicate or outcome.dry_run)
     sent = answered(201 if stored else 200, answer, schema)
     sent[EXIT_CODE_HEADER] = str(answer["exit_code"])
     if stored:
         sent["Location"] = answer["url"]
     return sent
+
+
+def on_the_board(request, answer: dict, schema: type[ReportAnswer | BatchAnswer]) -> dict:
+    """The answer with its links made absolute: the upload's and each row's node page."""
+    if answer["url"]:
+        answer["url"] = request.build_absolute_uri(answer["url"])
+    board = request.build_absolute_uri("/").removesuffix("/")
+    for row in answer[ROWS_KEY[schema]]:
+        if row["url"]:
+            row["url"] = board + row["url"]
+    return answer
 
 
 def answered(status: int, answer: dict, schema: type[ReportAnswer | BatchAnswer]) -> HttpResponse:

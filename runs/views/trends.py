@@ -3,7 +3,6 @@ quarantined share; every chart with its table and a CSV download of the same num
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from datetime import date
 from functools import wraps
@@ -11,7 +10,7 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import redirect
 from django.utils import timezone
 from django.views.decorators.http import require_GET
@@ -27,6 +26,7 @@ from flakeboard.trends_rules import (
     last_days,
 )
 from web.access import suite_for
+from web.csv import csv_response
 from web.pages import render_page, wants_partial
 
 from ..trends import BUCKETS, trend_charts
@@ -207,10 +207,5 @@ def trends_csv(request, suite, form, period, today, chart):
     found = _charts(suite, period, today).by_key().get(chart)
     if found is None:
         raise Http404("No such chart.")
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
     filename = f"{suite.slug}-{found.key}-{period.start}-{period.end}-{period.bucket}.csv"
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    writer = csv.writer(response)
-    writer.writerow(found.header)
-    writer.writerows(found.rows)
-    return response
+    return csv_response(filename, found.header, found.rows)

@@ -1,0 +1,148 @@
+"""Reading back what CI uploaded: the suite's reports and verdict batches, newest first, a
+page at a time, and each one's answer, exactly as its upload answered it.
+
+An upload of a body stored before answers the stored result, marked ``duplicate``; the GET
+of an upload answers that same answer, byte for byte: ``duplicate`` is true, since the
+upload is stored and this is its stored result.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from django.urls import reverse
+from ninja import Query
+
+from web.api.auth import Scope, suite_for_token
+from web.api.errors import ApiError, ErrorOut
+from web.api.paging import PER_PAGE, PageNumber, PerPage, paged
+
+from ..ingest import stored_outcome
+from ..models import Report, VerdictBatch
+from ..results import batch_answer, gate_counts, report_answer
+from .schemas import BatchAnswer, BatchPage, ReportAnswer, ReportPage
+
+# The uploads' own router: a path is answered by the router that first declares it (another
+# router's GET of it would be a 405).
+from .uploads import answered, on_the_board, router
+
+READ_ERRORS = {401: ErrorOut, 403: ErrorOut, 422: ErrorOut}
+ONE_ERRORS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut}
+READ = "Needs a read (or write) token of the suite."
+SUMMARY_FIELDS = ("id", "created_at", "commit", "reason", "exit_code")
+
+
+def _summary(request, upload, page: str, api: str) -> dict:
+    slug = upload.suite.slug
+    return {
+        **{name: getattr(upload, name) for name in SUMMARY_FIELDS},
+        "url": request.build_absolute_uri(reverse(page, args=[slug, upload.pk])),
+        "api_url": request.build_absolute_uri(
+            reverse(f"api:{api}", kwargs={"suite": slug, "id": upload.pk})),
+    }
+
+
+def _listed(request, slug: str, model, filters: dict, page: int, per_page: int, item):
+    """A page of the suite's uploads of ``model``, newest first, those of each filter given."""
+    suite = suite_for_token(request, slug, Scope.READ)
+    found = model.objects.filter(suite=suite, **{k: v for k, v in filters.items() if v})
+
+    def summary(upload) -> dict:
+        upload.suite = suite
+        return item(request, upload)
+
+    return paged(request, found.order_by("-created_at", "-id"), page=page, per_page=per_page,
+                 item=summary)
+
+
+def _report_summary(request, report: Report) -> dict:
+    return {**_summary(request, report, "report", "report"), "branch": report.branch,
+            "status": report.status, "counts": gate_counts(report)}
+
+
+def _batch_summary(request, batch: VerdictBatch) -> dict:
+    return {**_summary(request, batch, "batch", "batch"), "patch": batch.patch,
+            "verdict": batch.verdict, "records": batch.record_count,
+            "reason_counts": batch.reason_counts}
+
+
+def _one(model, suite, pk: int, what: str):
+    upload = model.objects.filter(suite=suite, pk=pk).first()
+    if upload is None:
+        raise ApiError(404, "not_found", f"This suite has no {what} {pk}.")
+    upload.suite = suite
+    return upload
+
+
+@router.get(
+    "/suites/{suite}/reports",
+    response={200: ReportPage, **READ_ERRORS},
+    summary="The suite's flake reports, newest first",
+    description=(
+        "A page of report summaries, newest first, optionally only of one commit or "
+        "branch. `next` is the following page's address (null on the last). " + READ
+    ),
+)
+def reports(
+    request,
+    suite: str,
+    commit: Annotated[str, Query(description="Only this commit's reports.")] = "",
+    branch: Annotated[str, Query(description="Only this branch's reports.")] = "",
+    page: PageNumber = 1,
+    per_page: PerPage = PER_PAGE,
+):
+    return _listed(request, suite, Report, {"commit": commit, "branch": branch}, page,
+                   per_page, _report_summary)
+
+
+@router.get(
+    "/suites/{suite}/verdicts",
+    response={200: BatchPage, **READ_ERRORS},
+    summary="The suite's verdict batches, newest first",
+    description=(
+        "A page of batch summaries, newest first, optionally only of one commit or "
+        "patch. `next` is the following page's address (null on the last). " + READ
+    ),
+)
+def verdicts(
+    request,
+    suite: str,
+    commit: Annotated[str, Query(description="Only this commit's batches.")] = "",
+    patch: Annotated[str, Query(description="Only this patch's batches.")] = "",
+    page: PageNumber = 1,
+    per_page: PerPage = PER_PAGE,
+):
+    return _listed(request, suite, VerdictBatch, {"commit": commit, "patch": patch}, page,
+                   per_page, _batch_summary)
+
+
+@router.get(
+    "/suites/{suite}/reports/{int:id}",
+    response={200: ReportAnswer, **ONE_ERRORS},
+    url_name="report",
+    summary="One report's answer, as its upload answered it",
+    description=(
+        "Exactly what uploading the report's body again answers: the stored result, "
+        "`duplicate` true. 404 for an id of no report of this suite. " + READ
+    ),
+)
+def report(request, suite: str, id: int):
+    upload = _one(Report, suite_for_token(request, suite, Scope.READ), id, "report")
+    answer = on_the_board(request, report_answer(stored_outcome(upload)), ReportAnswer)
+    return answered(200, answer, ReportAnswer)
+
+
+@router.get(
+    "/suites/{suite}/verdicts/{int:id}",
+    response={200: BatchAnswer, **ONE_ERRORS},
+    url_name="batch",
+    summary="One verdict batch's answer, as its upload answered it",
+    description=(
+        "Exactly what uploading the batch's body again answers: the stored result, "
+        "`duplicate` true. 404 for an id of no batch of this suite. " + READ
+    ),
+)
+def batch(request, suite: str, id: int):
+    upload = _one(VerdictBatch, suite_for_token(request, suite, Scope.READ), id, "batch")
+    answer = on_the_board(request, batch_answer(stored_outcome(upload)), BatchAnswer)
+    return answered(200, answer, BatchAnswer)

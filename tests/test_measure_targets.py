@@ -77,7 +77,7 @@ def test_an_empty_file_when_nothing_is_flaky(suite, client, token):
     assert (response.status_code, response.content) == (200, b"")
 
 
-@pytest.mark.parametrize("limit", ["-1", "1001", "many"])
+@pytest.mark.parametrize("limit", ["-1", "1001", "many", "1.0", "+1", ["5", "6"]])
 def test_a_limit_out_of_range_is_refused(suite, client, token, limit):
     response = client.get(f"{API}/suites/{suite.slug}/targets", {"limit": limit},
                           headers={"Authorization": f"Bearer {token}"})

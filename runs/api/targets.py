@@ -7,9 +7,10 @@ from typing import Annotated
 from django.http import HttpResponse
 from django.utils import timezone
 from ninja import Query, Router
+from pydantic import WithJsonSchema
 
 from web.api.auth import Scope, suite_for_token
-from web.api.errors import ErrorOut
+from web.api.errors import ApiError, ErrorOut
 
 from ..targets import DEFAULT_LIMIT, MAX_LIMIT, measure_targets
 
@@ -21,6 +22,25 @@ TEXT_FILE = {"200": {
     "content": {"text/plain": {"schema": {"type": "string"},
                                "example": "tests/test_io.py::test_retry\n"}},
 }}
+
+
+# Read as text, so that only a plain count is taken: "1.0", "+1" or a repeated limit are
+# refused, not rounded or the last one kept.
+LIMIT_SCHEMA = {"type": "integer", "minimum": 0, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}
+LimitText = Annotated[str, WithJsonSchema(LIMIT_SCHEMA)]
+
+
+def _limit(request, text: str | None) -> int:
+    problem = None
+    if len(request.GET.getlist("limit")) > 1:
+        problem = "is given more than once"
+    elif text is not None and not (text.isascii() and text.isdigit()
+                                   and int(text) <= MAX_LIMIT):
+        problem = f"must be a whole number from 0 to {MAX_LIMIT}"
+    if problem:
+        raise ApiError(422, "invalid_request", f"limit {problem}.",
+                       [{"field": "limit", "code": "invalid", "message": problem}])
+    return DEFAULT_LIMIT if text is None else int(text)
 
 
 @router.get(
@@ -40,11 +60,11 @@ TEXT_FILE = {"200": {
 def targets(
     request,
     suite: str,
-    limit: Annotated[int, Query(ge=0, le=MAX_LIMIT, description=(
-        "How many flaky tests to add after the marked ones."))] = DEFAULT_LIMIT,
+    limit: Annotated[LimitText | None, Query(description=(
+        "How many flaky tests to add after the marked ones."))] = None,
 ):
     suite = suite_for_token(request, suite, Scope.READ)
-    nodeids = measure_targets(suite, timezone.now().date(), limit)
+    nodeids = measure_targets(suite, timezone.now().date(), _limit(request, limit))
     response = HttpResponse("".join(f"{nodeid}\n" for nodeid in nodeids),
                             content_type="text/plain; charset=utf-8")
     response["Cache-Control"] = "no-store"

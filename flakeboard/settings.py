@@ -227,6 +227,12 @@ JUNIT_RETENTION_DAYS = envint("JUNIT_RETENTION_DAYS", 30)
 if JUNIT_RETENTION_DAYS < 1:
     raise ImproperlyConfigured("JUNIT_RETENTION_DAYS is a count of days: 1 or more.")
 
+# Reports and verdict batches (their raw rows) are kept this many days; `manage.py prune`
+# deletes older ones. Rollups, entries and audit events are kept whole.
+RETENTION_DAYS = envint("RETENTION_DAYS", 400)
+if RETENTION_DAYS < 1:
+    raise ImproperlyConfigured("RETENTION_DAYS is a count of days: 1 or more.")
+
 # E-mail (the notify command's digests): EMAIL_URL names the backend and server; links in
 # a digest are absolute, on the board's public address.
 MAILERS = {"default": mailer(env("EMAIL_URL", "console:"))}

@@ -14,22 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from django.db import transaction
 from django.db.models import Exists, OuterRef
 
-from flakeboard import rules
-from ledger.locks import lock_suite
+from flakeboard.rules import retention_window
+from ledger.locks import delete_in_chunks
 from ledger.predicates import window_q
 
 from .models import CaseResult, JobOutcome, JUnitFile
 
 FILES_CHUNK = 100  # files whose results one transaction deletes
 CHUNK = 10_000  # job counts one transaction deletes
-
-
-def retention_window(days: int) -> rules.DayWindow:
-    """The days raw rows are kept: the last ``days``, today included."""
-    return rules.DayWindow(first=-(days - 1))
 
 
 @dataclass(frozen=True)
@@ -48,27 +42,13 @@ def _expired_counts(days: int, today: date):
     return JobOutcome.objects.exclude(window_q("last_day", retention_window(days), today))
 
 
-def _delete_in_chunks(chunks, delete) -> int:
-    """Run ``delete(pks)`` for each suite's share of each chunk of (suite, pk), each in
-    its own transaction under the suite's lock; the rows deleted."""
-    deleted = 0
-    while chunk := list(chunks()):
-        for suite_id in sorted({suite for suite, _ in chunk}):
-            with transaction.atomic():
-                lock_suite(suite_id)
-                deleted += delete([pk for suite, pk in chunk if suite == suite_id])
-    return deleted
-
-
 def prune_junit(*, days: int, today: date, dry_run: bool = False) -> Pruned:
     """Delete (or with ``dry_run`` only count) the raw rows older than ``days`` days."""
     files, counts = _expired_files(days, today), _expired_counts(days, today)
     if dry_run:
         return Pruned(CaseResult.objects.filter(file__in=files).count(), counts.count())
-    results = _delete_in_chunks(
-        lambda: files.order_by("pk").values_list("suite_id", "pk")[:FILES_CHUNK],
-        lambda pks: CaseResult.objects.filter(file_id__in=pks).delete()[0])
-    job_outcomes = _delete_in_chunks(
-        lambda: counts.order_by("pk").values_list("suite_id", "pk")[:CHUNK],
-        lambda pks: JobOutcome.objects.filter(pk__in=pks).delete()[0])
+    results = delete_in_chunks(
+        files, FILES_CHUNK, lambda _, pks: CaseResult.objects.filter(file_id__in=pks).delete()[0])
+    job_outcomes = delete_in_chunks(
+        counts, CHUNK, lambda _, pks: JobOutcome.objects.filter(pk__in=pks).delete()[0])
     return Pruned(results, job_outcomes)

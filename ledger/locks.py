@@ -22,3 +22,19 @@ def lock_suite(suite_id: int) -> Suite:
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("lock_suite holds only inside transaction.atomic().")
     return Suite.objects.select_for_update(no_key=True).get(pk=suite_id)
+
+
+def delete_in_chunks(rows, size: int, delete, total=0):
+    """Run ``delete(suite_id, pks)`` on ``rows`` (a QuerySet of rows with a suite), ``size``
+    at a time in primary-key order, each suite's share of a chunk in its own transaction
+    under the suite's lock; ``total`` plus what each call answered. The walk goes by key,
+    so a row ``delete`` decides to keep is not asked about again."""
+    last = 0
+    while chunk := list(rows.filter(pk__gt=last).order_by("pk")
+                        .values_list("suite_id", "pk")[:size]):
+        last = chunk[-1][1]
+        for suite_id in sorted({suite for suite, _ in chunk}):
+            with transaction.atomic():
+                lock_suite(suite_id)
+                total += delete(suite_id, [pk for suite, pk in chunk if suite == suite_id])
+    return total

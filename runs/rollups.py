@@ -41,8 +41,8 @@ def rollup_add(*, suite: Suite, source: str, day: date, counts: Counter) -> None
         )
 
 
-def counts_from_raw(suite: Suite) -> dict[tuple[str, date, str], int]:
-    """(source, day, reason) → count, recomputed from the stored rows."""
+def counts_from_raw(suite: Suite, since: date | None = None) -> dict[tuple[str, date, str], int]:
+    """(source, day, reason) → count, recomputed from the stored rows (of ``since`` on)."""
     counts: Counter = Counter()
     sources = (
         (Source.REPORTS, Measurement.objects.filter(suite=suite), "report__day",
@@ -51,6 +51,9 @@ def counts_from_raw(suite: Suite) -> dict[tuple[str, date, str], int]:
          VerdictBatch.objects.filter(suite=suite)),
     )
     for source, rows, day_field, uploads in sources:
+        if since is not None:
+            rows = rows.filter(**{f"{day_field}__gte": since})
+            uploads = uploads.filter(day__gte=since)
         grouped = rows.values_list(day_field, "reason").annotate(c=Count("pk")).order_by()
         for day, reason, c in grouped:
             counts[(source.value, day, reason)] += c
@@ -68,12 +71,14 @@ def counts_from_rollups(suite: Suite) -> dict[tuple[str, date, str], int]:
     return {(r.source, r.day, r.reason): r.count for r in rows}
 
 
-def rebuild_rollups(suite: Suite) -> int:
-    """Recompute a suite's rollups from the raw rows; returns the number of rollup rows."""
-    counts = counts_from_raw(suite)
+def rebuild_rollups(suite: Suite, since: date | None = None) -> int:
+    """Recompute a suite's rollups from the raw rows, of ``since`` on (the days a prune left
+    whole: older rollups outlive their rows and are kept); the number of rollup rows."""
+    counts = counts_from_raw(suite, since)
     with transaction.atomic():
         lock_suite(suite.pk)
-        ReasonRollup.objects.filter(suite=suite).delete()
+        rollups = ReasonRollup.objects.filter(suite=suite)
+        (rollups if since is None else rollups.filter(day__gte=since)).delete()
         ReasonRollup.objects.bulk_create(
             [
                 ReasonRollup(suite=suite, source=source, day=day, reason=reason, count=c)

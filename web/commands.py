@@ -3,8 +3,11 @@ read under the upload limit, and a refusal as one line."""
 
 from __future__ import annotations
 
-from django.core.management.base import CommandError
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 
+from flakeboard.rules import plural
 from ledger.models import Suite
 
 
@@ -32,3 +35,20 @@ def one_line(error) -> str:
     if hasattr(error, "message_dict"):
         return "; ".join(f"{k}: {' '.join(v)}" for k, v in error.message_dict.items())
     return " ".join(getattr(error, "messages", [str(error)]))
+
+
+class PruneCommand(BaseCommand):
+    """A prune of raw rows older than a setting's days: ``prune(days=, today=, dry_run=)``
+    answers the counts, ``said(pruned)`` words them after "Deleted" or "Would delete"."""
+
+    setting = ""
+
+    def add_arguments(self, parser):
+        parser.add_argument("--dry-run", action="store_true",
+                            help="count what would be deleted, delete nothing")
+
+    def handle(self, dry_run, **options):
+        days = getattr(settings, self.setting)
+        pruned = self.prune(days=days, today=timezone.now().date(), dry_run=dry_run)
+        verb = "Would delete" if dry_run else "Deleted"
+        self.stdout.write(f"{verb} {self.said(pruned, plural(days, 'day'))}")

@@ -134,6 +134,6 @@ from .vocab import (
     Tier,
     Verdict,
 )
-from .windows import DayWindow
+from .windows import DayWindow, retention_window
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -26,3 +26,8 @@ class DayWindow:
     def contains(self, day: date, today: date) -> bool:
         lo, hi = self.bounds(today)
         return (lo is None or lo <= day) and (hi is None or day <= hi)
+
+
+def retention_window(days: int) -> DayWindow:
+    """The days raw rows are kept: the last ``days``, today included; older rows go."""
+    return DayWindow(first=-(days - 1))

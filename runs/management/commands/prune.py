@@ -1,0 +1,17 @@
+from runs.prune import prune_uploads
+from web.commands import PruneCommand
+
+
+class Command(PruneCommand):
+    help = (
+        "Delete reports and verdict batches (with their measurements and verdicts) older "
+        "than RETENTION_DAYS days, in chunks; rollups, entries, audit events and the "
+        "uploads an entry cites are kept. Idempotent."
+    )
+    setting = "RETENTION_DAYS"
+    prune = staticmethod(prune_uploads)
+
+    def said(self, pruned, span):
+        return (f"{pruned.reports} reports ({pruned.measurements} measurements) and "
+                f"{pruned.batches} verdict batches ({pruned.verdicts} verdicts) older than "
+                f"{span}; kept {pruned.kept_cited} older uploads that entries cite.")

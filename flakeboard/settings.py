@@ -3,7 +3,6 @@
 See README.md, "Configuration", for the list.
 """
 
-import os
 import secrets
 from datetime import timedelta
 from pathlib import Path
@@ -13,29 +12,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
 from flakeboard.email_url import mailer
+from flakeboard.environment import env, envbool, envfloat, envint
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-
-def env(name, default=None):
-    return os.environ.get(name, default)
-
-
-def envbool(name, default):
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
-def envint(name, default):
-    value = os.environ.get(name)
-    return int(value) if value not in (None, "") else default
-
-
-def envfloat(name, default):
-    value = os.environ.get(name)
-    return float(value) if value not in (None, "") else default
 
 
 def _secret_key():
@@ -81,6 +60,7 @@ INSTALLED_APPS = [
 # CSRF, auth, messages and the API router: the middlewares that check the host and add
 # headers to every answer come before it, so its answers carry the same headers.
 MIDDLEWARE = [
+    "web.metrics.ServerErrorCount",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -90,6 +70,7 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "web.remote_user.ProxyRemoteUserMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "axes.middleware.AxesMiddleware",
@@ -169,7 +150,15 @@ AUTH_PASSWORD_VALIDATORS = [
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
+    # Asked only by the remote-user middleware, which runs only when REMOTE_USER_HEADER is set.
+    "web.remote_user.ProxyRemoteUserBackend",
 ]
+# Sign-in through an authenticating proxy: the header (e.g. X-Forwarded-User) that carries
+# the signed-in user's name. Empty: off, and the header is ignored. The proxy must strip it
+# from what clients send.
+REMOTE_USER_HEADER = env("REMOTE_USER_HEADER", "").strip()
+# GET /metrics (Prometheus) answers only this bearer token; empty: the endpoint is off (404).
+METRICS_TOKEN = env("METRICS_TOKEN", "").strip()
 AXES_FAILURE_LIMIT = 5
 AXES_COOLOFF_TIME = timedelta(minutes=15)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]

@@ -5,6 +5,7 @@ from django.urls import include, path
 from flakeboard.api import api
 from ledger.views import home
 from runs.api.download import ci_client
+from web.metrics import metrics
 from web.sign_in import AdminSignInForm, SignInForm
 
 # Both sign-in pages bound the user name (see web.sign_in).
@@ -13,6 +14,7 @@ admin.site.login_form = AdminSignInForm
 urlpatterns = [
     path("", home.home, name="home"),
     path("healthz", home.healthz, name="healthz"),
+    path("metrics", metrics, name="metrics"),
     path("accounts/login/", auth_views.LoginView.as_view(authentication_form=SignInForm),
          name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -33,6 +33,7 @@ from flakeboard import rules as gate_rules
 from ledger.models import Suite
 from ledger.wire import Code, Meta, OptionalMeta, problems, refusal
 from web.bulk import cycle_collector_paused, insert_plain
+from web.metrics import observed
 from web.stored_once import stored_once
 
 from .detect import FileContext, Findings, detect
@@ -89,6 +90,7 @@ def _stored(suite: Suite, digest: str) -> JUnitOutcome | None:
 
 
 @cycle_collector_paused()
+@observed("junit", (JUnitInvalid,))
 def junit_ingest(*, suite: Suite, body: bytes, actor: str, query: dict,
                  now: datetime | None = None) -> JUnitOutcome:
     """Ingest one JUnit XML file (already inflated); JUnitInvalid when it is refused."""

@@ -446,12 +446,17 @@ class ApiToken(models.Model):
     created_by = models.CharField(max_length=200, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # None: the token never expires. From this instant on it is refused (401 token_expired).
+    expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
 
     def __str__(self):
         return f"{self.prefix}… ({self.scope}, {self.suite})"
+
+    def is_expired(self, now) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
 
     @property
     def label(self) -> str:

@@ -6,8 +6,9 @@ import hashlib
 import hmac
 import re
 import secrets
-from datetime import timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
+from django.core.exceptions import ValidationError
 from django.db import connections, router, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -24,15 +25,36 @@ TOKEN_SHAPE = re.compile(r"fb[rw]_[A-Za-z0-9_-]+")
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 # How many tokens' models each process keeps for reuse (``_TokenQuery``).
 KNOWN_TOKENS = 256
+# The settings page and the leads' digest warn of a token that expires within this long.
+EXPIRY_WARNING = timedelta(days=14)
+
+
+class TokenExpired(Exception):
+    """The token is genuine (its digest matched) but its expiry has passed."""
+
+    def __init__(self, token: ApiToken):
+        super().__init__(f"{token.label} expired at {token.expires_at:%Y-%m-%d %H:%M} UTC")
+        self.token = token
 
 
 def _digest(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-def token_create(*, suite: Suite, scope: str, actor: str, name: str = "") -> tuple[ApiToken, str]:
-    """Create a token; the plaintext is returned here and never stored or shown again."""
+def token_expiry(day: date) -> datetime:
+    """A token that works through ``day`` (UTC) expires at the midnight after it."""
+    return datetime.combine(day + timedelta(days=1), time.min, tzinfo=UTC)
+
+
+def token_create(
+    *, suite: Suite, scope: str, actor: str, name: str = "", expires_at: datetime | None = None
+) -> tuple[ApiToken, str]:
+    """Create a token; the plaintext is returned here and never stored or shown again.
+
+    ``expires_at`` (aware), when given, must be in the future; None never expires."""
     scope = ApiToken.Scope(scope)
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ValidationError("A token's expiry must be in the future.", code="expiry_past")
     raw = SCOPE_PREFIX[scope] + secrets.token_urlsafe(32)
     with transaction.atomic():
         token = ApiToken.objects.create(
@@ -42,12 +64,16 @@ def token_create(*, suite: Suite, scope: str, actor: str, name: str = "") -> tup
             prefix=raw[:PREFIX_LENGTH],
             digest=_digest(raw),
             created_by=actor,
+            expires_at=expires_at,
         )
+        after = {"token": token.prefix, "scope": scope.value, "name": token.name}
+        if expires_at is not None:
+            after["expires_at"] = expires_at.isoformat()
         record_event(
             suite=suite,
             action=AuditEvent.Action.TOKEN,
             actor=actor,
-            after={"token": token.prefix, "scope": scope.value, "name": token.name},
+            after=after,
             note="created",
         )
     return token, raw
@@ -70,13 +96,22 @@ def token_revoke(*, token: ApiToken, actor: str) -> ApiToken:
     return token
 
 
+def tokens_expiring(suites, now: datetime):
+    """The active tokens of ``suites`` that expire within EXPIRY_WARNING of ``now`` (not yet
+    expired), soonest first."""
+    return ApiToken.objects.filter(
+        suite__in=suites, revoked_at__isnull=True,
+        expires_at__gt=now, expires_at__lte=now + EXPIRY_WARNING,
+    ).select_related("suite").order_by("expires_at", "pk")
+
+
 class _TokenQuery:
     """An active token with its suite, found by prefix (unique, so indexed): the ORM's own
     SQL, composed once per database, since composing it through the ORM took several times
     longer than running it.
 
-    Two queries are compiled, each with a stand-in prefix. ``check`` reads the token's id
-    and its suite's whole row, raw; ``build`` reads both rows whole, and
+    Two queries are compiled, each with a stand-in prefix. ``check`` reads the token's id, its
+    expiry and its suite's whole row, raw; ``build`` reads both rows whole, and
     they are made into models with the ORM's converters. Making models costs more than the
     check, so the models are kept (``KNOWN_TOKENS`` tokens, in this process) with the row
     the check read, and given out again while it reads the same row. The check runs on
@@ -94,7 +129,7 @@ class _TokenQuery:
         ).order_by()
         suite_fields = [f"suite__{field.attname}" for field in Suite._meta.concrete_fields]
         self.check_sql = self._sql(
-            tokens.values_list("pk", *suite_fields)[:1].query, alias
+            tokens.values_list("pk", "expires_at", *suite_fields)[:1].query, alias
         )
         compiler = tokens.select_related("suite")[:1].query.get_compiler(using=alias)
         self.build_sql = self._sql(compiler.query, alias, compiler)
@@ -165,6 +200,7 @@ def _active_token(prefix: str) -> ApiToken | None:
 
 def token_authenticate(raw: str) -> ApiToken | None:
     """The active token whose digest matches ``raw``, compared in constant time; else None.
+    A genuine token past its expiry raises TokenExpired (so the caller can say so).
 
     One indexed query (the token with its suite, so the caller has the suite's ledger
     revision too; a token first seen by this process, or whose row changed, takes a second),
@@ -179,6 +215,8 @@ def token_authenticate(raw: str) -> ApiToken | None:
     if token is None or not hmac.compare_digest(token.digest, _digest(raw)):
         return None
     now = timezone.now()
+    if token.is_expired(now):
+        raise TokenExpired(token)
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
         # Written only where no process has written it within the resolution, so that each
         # process's own copy of the token (``_TokenQuery``) need not read it back.

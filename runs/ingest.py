@@ -27,7 +27,9 @@ from ledger.clearance import measurements_seen
 from ledger.locks import lock_suite
 from ledger.models import Node, QuarantineEntry, Suite, text_key
 from ledger.selectors import open_entries_by_node, share_figures, tier_rule_specs
+from ledger.wire import UploadInvalid
 from web.bulk import cycle_collector_paused, insert_plain, plain_rows, update_pks
+from web.metrics import observed
 from web.stored_once import stored_once
 
 from .models import Measurement, NodeVerdict, Report, VerdictBatch
@@ -253,6 +255,7 @@ def _judging(suite: Suite, stated: dict[str, int | None], today: date):
 
 
 @cycle_collector_paused()
+@observed("report", (UploadInvalid,))
 def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None = None,
                   dry_run: bool = False, now: datetime | None = None) -> IngestOutcome:
     """Ingest a flake-report.json (a bare list, or the envelope form)."""
@@ -326,6 +329,7 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
 
 
 @cycle_collector_paused()
+@observed("signals", (UploadInvalid,))
 def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None = None,
                    dry_run: bool = False, now: datetime | None = None) -> IngestOutcome:
     """Ingest signal records (a bare list, or the envelope form) and arbitrate each."""

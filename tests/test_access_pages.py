@@ -75,6 +75,7 @@ GET  admin:entry_add               302 302 302 302 302 200 302 302 302 302
 POST admin:entry_add               302 302 302 302 302 302 302 302 302 302
 POST logout                        302 302 302 302 302 302 302 302 302 302
 GET  healthz                       200 200 200 200 200 200 200 200 200 200
+GET  metrics                       404 404 404 404 404 404 404 404 404 404
 GET  ci_client                     200 200 200 200 200 200 200 200 200 200
 """)
 POSTS = [(method, action) for method, action in PAGES if method == "POST"]
@@ -103,6 +104,7 @@ def page_request(method: str, action: str, w) -> Request:
         "admin:index": reverse("admin:index"),
         "admin:entry_add": reverse("admin:ledger_quarantineentry_add"),
         "healthz": reverse("healthz"),
+        "metrics": reverse("metrics"),  # off: no METRICS_TOKEN (test_metrics.py turns it on)
         "ci_client": reverse("ci_client"),
     }
     if method == "GET":

@@ -4,6 +4,7 @@ the policy fields take their bounds from the Suite model's own validators."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -12,6 +13,7 @@ from flakeboard import rules
 
 from ..models import ApiToken, Role, Suite, TierRule
 from ..settings_services import POLICY_FIELDS
+from ..tokens import token_expiry
 
 # An entry id as the page writes it: ASCII digits only (str.isdigit also takes "²" and
 # "٣", which int() refuses or reads), and no longer than a 64-bit id.
@@ -136,6 +138,15 @@ class TokenForm(forms.Form):
         initial=ApiToken.Scope.READ,
         help_text="read: fetch the ledger and trends; write: also upload reports and verdicts.",
     )
+    expires_at = forms.DateField(
+        label="Expires", required=False, widget=forms.DateInput(attrs={"type": "date"}),
+        help_text="Optional: the last day (UTC) the token works. Empty: it never expires.",
+    )
+
+    def clean_expires_at(self) -> datetime | None:
+        """The last day it works, as the instant it stops: the next midnight, UTC."""
+        day = self.cleaned_data["expires_at"]
+        return None if day is None else token_expiry(day)
 
 
 class CodeownersForm(forms.Form):

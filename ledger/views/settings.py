@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
 from flakeboard import rules
@@ -44,6 +45,7 @@ from ..tiers import tier_rule_preview as preview_rule
 from ..tiers import tier_rule_remove as remove_rule
 from ..tokens import token_create as create_token
 from ..tokens import token_revoke as revoke_token
+from ..tokens import tokens_expiring
 
 SETTINGS_ACTIONS = [
     AuditEvent.Action.SETTINGS,
@@ -103,7 +105,8 @@ def _page(request, suite, **overrides):
         ),
         "roles": Role.choices,
         "token_form": TokenForm(),
-        "tokens": list(ApiToken.objects.filter(suite=suite)),
+        "tokens": _tokens(suite),
+        "expiring_tokens": list(tokens_expiring([suite], timezone.now())),
         "events": list(
             AuditEvent.objects.filter(suite=suite, action__in=SETTINGS_ACTIONS).order_by(
                 "-at", "-id"
@@ -112,6 +115,14 @@ def _page(request, suite, **overrides):
         **overrides,
     }
     return render(request, "ledger/settings.html", context)
+
+
+def _tokens(suite) -> list[ApiToken]:
+    now = timezone.now()
+    tokens = list(ApiToken.objects.filter(suite=suite))
+    for token in tokens:
+        token.expired = token.is_expired(now)
+    return tokens
 
 
 AUDIT_CSV_HEADER = ("at", "actor", "action", "node", "before", "after", "note")
@@ -307,9 +318,13 @@ def token_create(request, suite):
     form = TokenForm(request.POST)
     if not form.is_valid():
         return _page(request, suite, token_form=form)
-    token, raw = create_token(
-        suite=suite, actor=actor_label(request.user), **form.cleaned_data
-    )
+    try:
+        token, raw = create_token(
+            suite=suite, actor=actor_label(request.user), **form.cleaned_data
+        )
+    except ValidationError as exc:
+        form.add_error("expires_at", exc)
+        return _page(request, suite, token_form=form)
     # Shown in this response only: the token is stored as a digest and never shown again.
     return _page(request, suite, new_token=token, new_token_raw=raw)
 

@@ -2,8 +2,8 @@
 
 A token belongs to one suite and has the scope ``read`` or ``write``; a write token also
 reads, so one token serves a whole CI job. No valid token is 401 (ninja asks
-``SuiteToken``); a valid token of the wrong scope or of another suite is 403
-(``suite_for_token``).
+``SuiteToken``; a genuine but expired one says so, ``token_expired``); a valid token of the
+wrong scope or of another suite is 403 (``suite_for_token``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import copy
 from ninja.security import HttpBearer
 
 from ledger.models import ApiToken, Suite
-from ledger.tokens import token_authenticate
+from ledger.tokens import TokenExpired, token_authenticate
 
 from .errors import ApiError
 
@@ -33,7 +33,21 @@ class SuiteToken(HttpBearer):
         return self.authenticate(request, token)
 
     def authenticate(self, request, token: str) -> ApiToken | None:
-        return token_authenticate(token.strip())
+        try:
+            return token_authenticate(token.strip())
+        except TokenExpired as exc:
+            raise expired(exc.token) from None
+
+
+def expired(token: ApiToken) -> ApiError:
+    """A genuine token past its expiry: 401, in the shape of every other refused token."""
+    return ApiError(
+        401, "token_expired",
+        f"This token ({token.prefix}…) expired on {token.expires_at:%Y-%m-%d %H:%M} UTC; "
+        "ask a lead of the suite for a new one.",
+        headers={"WWW-Authenticate": 'Bearer realm="flakeboard", error="invalid_token", '
+                                     'error_description="The token expired"'},
+    )
 
 
 def refusal(token: ApiToken, slug: str, scope: str) -> ApiError | None:

@@ -1,6 +1,8 @@
-from django.core.management.base import BaseCommand
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from django.utils.dateparse import parse_date, parse_datetime
 
-from ledger.tokens import token_create
+from ledger.tokens import token_create, token_expiry
 from web.commands import get_suite
 
 
@@ -11,12 +13,37 @@ class Command(BaseCommand):
         parser.add_argument("suite")
         parser.add_argument("--scope", choices=["read", "write"], required=True)
         parser.add_argument("--name", default="")
+        parser.add_argument(
+            "--expires", default=None, metavar="DATE",
+            help="The last day the token works (YYYY-MM-DD, UTC), or the instant it stops "
+                 "(an ISO datetime with its offset). Default: it never expires.",
+        )
 
-    def handle(self, suite, scope, name, **options):
+    def handle(self, suite, scope, name, expires, **options):
         suite = get_suite(suite)
-        token, raw = token_create(suite=suite, scope=scope, name=name, actor="manage.py")
+        try:
+            token, raw = token_create(
+                suite=suite, scope=scope, name=name, actor="manage.py",
+                expires_at=None if expires is None else _expiry(expires),
+            )
+        except ValidationError as exc:
+            raise CommandError(" ".join(exc.messages)) from None
         self.stderr.write(
             f"Created a {scope} token {token.prefix}… for {suite.slug}. "
             "It is shown once; store it now."
         )
         self.stdout.write(raw)
+
+
+def _expiry(text: str):
+    try:
+        day, moment = parse_date(text), parse_datetime(text)
+    except ValueError:  # well formed, but no such day or time
+        day = moment = None
+    if day is not None:
+        return token_expiry(day)
+    if moment is None or moment.tzinfo is None:
+        raise CommandError(
+            f"--expires {text!r}: give a date (YYYY-MM-DD) or an ISO datetime with its offset."
+        )
+    return moment

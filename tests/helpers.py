@@ -12,6 +12,8 @@ from django.urls import reverse
 
 from flakeboard.rules import EntryFacts
 from ledger.models import text_key
+from ledger.quarantine import quarantine_create
+from runs.ingest import report_ingest
 
 # The rules never read the clock: their tests pass this day as today.
 TODAY = date(2026, 3, 15)
@@ -40,6 +42,21 @@ def write_upload(folder, name, data) -> str:
 
 def measurement(nodeid, n=200, fails=0, **extra):
     return {"nodeid": nodeid, "n": n, "fails": fails, **extra}
+
+
+def quarantined(suite, today, expiring_in: dict[str, int]) -> dict:
+    """A suite of 80 steady nodes and the given flaky ones, each quarantined by @finley for
+    its number of days, on the evidence ci/run-100, ci/run-101, ... in order; by node."""
+    steady = [measurement(f"tests/test_steady.py::test_{i}") for i in range(80)]
+    flaky = [measurement(node, fails=8) for node in expiring_in]
+    report_ingest(suite=suite, body=body(steady + flaky), actor="ci")
+    return {
+        node: quarantine_create(
+            suite=suite, nodeid=node, owner="@finley", evidence=f"ci/run-{100 + i}", n=200,
+            fails=8, expires=today + timedelta(days=days), actor="@finley", today=today,
+        )
+        for i, (node, days) in enumerate(expiring_in.items())
+    }
 
 
 def record(node, prop="pass", lock="match", status="stable", **extra):

@@ -98,7 +98,8 @@ def test_renew_from_a_ledger_row_rerenders_the_row(client_for, owner, suite, ent
                            renewal(today, place="row", note="still flaky"), headers=HTMX)
     html = response.content.decode()
     assert response.status_code == 200
-    assert html.lstrip().startswith(f'<tr id="entry-{entry.pk}" class="state-active">')
+    changed = f'<tr id="entry-{entry.pk}" class="state-active" tabindex="-1" data-focus>'
+    assert html.lstrip().startswith(changed)
     assert "<html" not in html and "Renewed until" in html
     entry.refresh_from_db()
     assert entry.renewals == 1 and entry.evidence == "ci/run-90000"
@@ -166,7 +167,8 @@ def test_clear_from_a_ledger_row(client_for, owner, suite, entry):
     response = client.post(url("entry_clear", suite, entry),
                            {"note": "Fixed the race.", "place": "row"}, headers=HTMX)
     html = response.content.decode()
-    assert html.lstrip().startswith(f'<tr id="entry-{entry.pk}" class="state-cleared">')
+    changed = f'<tr id="entry-{entry.pk}" class="state-cleared" tabindex="-1" data-focus>'
+    assert html.lstrip().startswith(changed)
     assert '<span class="badge st-cleared">Cleared</span>' in html
     assert url("entry_renew", suite, entry) not in html
     event = AuditEvent.objects.get(entry=entry, action="clear")

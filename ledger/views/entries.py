@@ -27,6 +27,7 @@ from ..forms.entries import ClearForm, QuarantineForm, RenewForm
 from ..models import Node, QuarantineEntry, Role
 from ..quarantine import quarantine_clear, quarantine_create, quarantine_renew
 from ..selectors import share_figures, tier_resolution
+from .ledger import glance, shown_count
 
 PREFILL = ("node", "n", "fails", "upper95", "seed_base", "evidence")
 LEDGER, ENTRY = "ledger/ledger.html", "ledger/entry.html"
@@ -169,7 +170,8 @@ def _finished(request, suite, entry, today, place, notice):
     """The entry after a renewal or a clearance, where the request came from."""
     if place == "row":
         context = _row_context(request, suite, entry, today, notice=notice)
-        return render_page(request, LEDGER, context, partial="row")
+        context.update(glance(suite, today), **shown_count(request, suite, today))
+        return render_page(request, LEDGER, context, partial="row-done")
     if place == "entry":
         context = _page_context(request, suite, entry, today, notice=notice)
         return render_page(request, ENTRY, context, partial="body")

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from datetime import date
 from typing import NamedTuple
+from urllib.parse import urlsplit
 
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.db.models import QuerySet
+from django.http import QueryDict
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from flakeboard import rules
 from web.access import can, suite_for, user_handle
 from web.csv import CSV_CHUNK, csv_response
-from web.pages import entry_row, list_page, share_context
+from web.pages import PER_PAGE, entry_row, list_page, share_context
 
 from ..codeowners import suite_codeowners
 from ..forms.entries import LedgerFilterForm, owners_of
@@ -35,10 +38,12 @@ class Shown(NamedTuple):
 def _shown(request, slug: str) -> Shown:
     """The member's suite, the filter form of the query and the entries it shows: the
     page's rows and the CSV's are one query."""
-    suite = suite_for(request, slug)
-    today = timezone.now().date()
+    return _filtered(request, suite_for(request, slug), timezone.now().date(), request.GET)
+
+
+def _filtered(request, suite: Suite, today: date, query: QueryDict) -> Shown:
     codeowners = suite_codeowners(suite)
-    form = LedgerFilterForm(request.GET, owners=owners_of(suite), codeowners=codeowners)
+    form = LedgerFilterForm(query, owners=owners_of(suite), codeowners=codeowners)
     entries = form.entries(
         QuarantineEntry.objects.filter(suite=suite).select_related("node"),
         today=today,
@@ -47,19 +52,40 @@ def _shown(request, slug: str) -> Shown:
     return Shown(suite, today, form, entries, codeowners)
 
 
-def _without_page(request) -> str:
+def _without_page(query: QueryDict) -> str:
     """The query of the page's filters, for the CSV of every page."""
-    query = request.GET.copy()
+    query = query.copy()
     query.pop("page", None)
     return query.urlencode()
+
+
+def glance(suite: Suite, today: date) -> dict:
+    """The tiles' figures: the open entries by state, and the share against the cap."""
+    counts = entry_counts(suite, today)
+    share = share_figures(suite, today)
+    return {
+        "counts": counts,
+        "open_count": sum(counts.values()),
+        "share": share,
+        **share_context(share.share, share.cap),
+    }
+
+
+def shown_count(request, suite: Suite, today: date) -> dict:
+    """The count line's figures for the ledger as the member has it filtered: the query of
+    the page an htmx request was sent from (its ``HX-Current-URL``)."""
+    query = QueryDict(urlsplit(request.htmx.current_url or "").query)
+    entries = _filtered(request, suite, today, query).entries
+    return {
+        "page": Paginator(entries, PER_PAGE).get_page(query.get("page")),
+        "csv_query": _without_page(query),
+    }
 
 
 @login_required
 @require_GET
 def ledger(request, suite):
     suite, today, form, entries, codeowners = _shown(request, suite)
-    counts = entry_counts(suite, today)
-    share = share_figures(suite, today)
     return list_page(
         request,
         "ledger/ledger.html",
@@ -69,13 +95,10 @@ def ledger(request, suite):
             "nav": "ledger",
             "today": today,
             "form": form,
-            "counts": counts,
-            "open_count": sum(counts.values()),
-            "share": share,
-            **share_context(share.share, share.cap),
+            **glance(suite, today),
             "handle": user_handle(request.user),
             "can_edit": can(request.role, Role.OWNER),
-            "csv_query": _without_page(request),
+            "csv_query": _without_page(request.GET),
         },
         rows=lambda page: [entry_row(entry, today, codeowners) for entry in page],
     )

@@ -8,10 +8,8 @@ import pytest
 from playwright.sync_api import expect
 
 from ledger.models import AuditEvent, QuarantineEntry
-from ledger.quarantine import quarantine_create
-from runs.ingest import report_ingest
 from tests.conftest import PASSWORD
-from tests.helpers import body, measurement
+from tests.helpers import quarantined
 
 pytestmark = pytest.mark.browser
 
@@ -25,17 +23,7 @@ MARKER = "window.__sameDocument"
 
 @pytest.fixture
 def entries(suite, owner, today):
-    steady = [measurement(f"tests/test_steady.py::test_{i}") for i in range(80)]
-    flaky = [measurement(node, fails=8) for node in (RENEWED, CLEARED, LATER)]
-    report_ingest(suite=suite, body=body(steady + flaky), actor="ci")
-    made = {}
-    for node, days, run in ((RENEWED, 3, "ci/run-100"), (CLEARED, 5, "ci/run-101"),
-                            (LATER, 20, "ci/run-102")):
-        made[node] = quarantine_create(
-            suite=suite, nodeid=node, owner="@finley", evidence=run, n=200, fails=8,
-            expires=today + timedelta(days=days), actor="@finley", today=today,
-        )
-    return made
+    return quarantined(suite, today, {RENEWED: 3, CLEARED: 5, LATER: 20})
 
 
 def _filter_state(board, label, value):
@@ -104,7 +92,7 @@ def test_owner_renews_and_clears_entries_in_place(board, suite, owner, entries, 
     expect(page.locator(f"#entry-{cleared.pk}")).to_have_count(0)
     expect(page.locator("#results tbody tr")).to_have_count(2)
 
-    board.follow(page.locator(f"#entry-{renewed.pk}").get_by_role("link", name=RENEWED))
+    board.follow(page.locator(f"#entry-{renewed.pk}").get_by_role("link", name=RENEWED, exact=True))
     _expect_history(page, RENEWED, "Renewed", NEW_EVIDENCE, "ci/run-100")
 
     board.nav("Ledger")

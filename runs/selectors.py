@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Case, IntegerField, Value, When
+from django.db.models import Case, Count, IntegerField, Value, When
 
 from flakeboard import rules
 from ledger.models import Node, QuarantineEntry, Suite
@@ -27,17 +27,34 @@ def recent_uploads(suite: Suite, limit: int = 5) -> dict:
     }
 
 
-def report_measurements(report: Report, status: str | None = None):
+def _in_order(field: str, values) -> Case:
+    """``field``'s rank in ``values`` (after them all when it is none of them)."""
+    return Case(
+        *(When(**{field: value}, then=Value(rank)) for rank, value in enumerate(values)),
+        default=Value(len(values)),
+        output_field=IntegerField(),
+    )
+
+
+def counts_by(rows, group: str) -> dict[str, dict[str, int]]:
+    """How many of ``rows`` have each value of ``group`` and each reason code, in one query:
+    the figures of a page's summary and of its filters' choices."""
+    counts: dict[str, dict[str, int]] = {group: {}, "reason": {}}
+    pairs = rows.order_by().values_list(group, "reason").annotate(count=Count("pk"))
+    for value, reason, count in pairs:
+        counts[group][value] = counts[group].get(value, 0) + count
+        counts["reason"][reason] = counts["reason"].get(reason, 0) + count
+    return counts
+
+
+def report_measurements(report: Report, status: str | None = None, reason: str | None = None):
     """A report's measurements, failing first, then warnings, then the rest."""
     rows = report.measurements.select_related("node", "entry")
     if status:
         rows = rows.filter(status=status)
-    severity = Case(
-        When(status=rules.GateStatus.FAIL.value, then=Value(0)),
-        When(status=rules.GateStatus.WARN.value, then=Value(1)),
-        default=Value(2),
-        output_field=IntegerField(),
-    )
+    if reason:
+        rows = rows.filter(reason=reason)
+    severity = _in_order("status", [rules.GateStatus.FAIL.value, rules.GateStatus.WARN.value])
     return rows.annotate(severity=severity).order_by("severity", "position")
 
 
@@ -89,7 +106,9 @@ def batch_verdicts(batch: VerdictBatch, *, verdict: str | None = None, reason: s
         rows = rows.filter(verdict=verdict)
     if reason:
         rows = rows.filter(reason=reason)
-    return rows.order_by("position")
+    # As the page says: in the arbiter's precedence order, then as uploaded.
+    precedence = _in_order("reason", [code.value for code in rules.PRECEDENCE_ORDER])
+    return rows.annotate(precedence=precedence).order_by("precedence", "position")
 
 
 @dataclass(frozen=True)

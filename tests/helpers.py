@@ -126,3 +126,11 @@ def ratio(cell: str) -> float:
 def named(expected, cases: dict) -> list:
     """Test cases (value, expected), one for each value of ``cases``, with its name as id."""
     return [pytest.param(value, expected, id=name) for name, value in cases.items()]
+
+
+def upload_summary(html: str, name: str) -> list[tuple[str, str]]:
+    """The figures of an upload page's summary: (the value its link filters ``name`` by, the
+    count), in the page's order."""
+    summary = re.search(r'<nav class="upload-summary".*?</nav>', html, re.S).group(0)
+    return re.findall(rf'<a href="\?{name}=(\w+)"><span class="badge [sv]-\w+">\w+</span> '
+                      r"<strong>(\d+)</strong> \w+</a>", summary)

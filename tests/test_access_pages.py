@@ -97,7 +97,7 @@ def page_request(method: str, action: str, w) -> Request:
         "audit_csv": reverse("audit_csv", args=[s]),
         "badge": reverse("badge", args=[s]),
         "settings_runs_needed": reverse("settings_runs_needed", args=[s])
-        + "?max_upper_rate=0.01&min_runs=300",
+        + "?max_upper_rate=1&min_runs=300",
         "settings_tier_rule_preview": reverse("settings_tier_rule_preview", args=[s])
         + "?glob=tests/*&tier=0",
         "settings_webhook": reverse("settings_webhook", args=[s]),
@@ -118,7 +118,7 @@ def page_request(method: str, action: str, w) -> Request:
         "entry_clear": Request(gets["entry_clear"], {"note": "fixed"}),
         "entry_clear_ready": Request(reverse("entry_clear_ready", args=[s, w.entry.pk]), {}),
         "settings_policy": Request(reverse("settings_policy", args=[s]), {
-            "max_upper_rate": "0.03", "min_runs": "150", "max_quarantined_share": "0.1",
+            "max_upper_rate": "3", "min_runs": "150", "max_quarantined_share": "10",
             "max_quarantine_days": "20", "note": "tuned"}),
         "settings_fixture_pin": Request(reverse("settings_fixture_pin", args=[s]), {
             "fixture_manifest": "sha256:0f1e", "fixture_seed": "7"}),

@@ -7,9 +7,10 @@ from datetime import timedelta
 import pytest
 from django.urls import reverse
 
+from flakeboard import rules
 from ledger.quarantine import quarantine_create
 from runs.ingest import report_ingest, signals_ingest
-from tests.helpers import body, measurement, record
+from tests.helpers import body, measurement, record, upload_summary
 
 HTMX = {"HX-Request": "true"}
 
@@ -38,7 +39,7 @@ def batch(suite, today):
 def rows(html) -> dict[str, str]:
     found = re.findall(r"<tr>\s*<td class=\"node\">.*?<code>(.*?)</code>.*?</tr>", html, re.S)
     bodies = re.findall(r"<tr>\s*<td class=\"node\">.*?</tr>", html, re.S)
-    return dict(zip(found, bodies, strict=True))
+    return dict(zip((nodeid.replace("<wbr>", "") for nodeid in found), bodies, strict=True))
 
 
 def page(client, suite, batch, headers=None, **params):
@@ -121,3 +122,42 @@ def test_the_batch_pages_make_a_bounded_number_of_queries(
     assert len(rows(response.content.decode())) == min(size, 100)
     with django_assert_max_num_queries(12):
         client.get(reverse("verdicts", args=[suite.slug]))
+
+
+# --- precedence order, summary, page sizes -----------------------------------------
+
+
+def test_rows_are_in_the_arbiters_precedence_order_then_as_uploaded(client_for, viewer, suite,
+                                                                     batch):
+    html = page(client_for(viewer), suite, batch).content.decode()
+    assert list(rows(html)) == ["t.py::drifted", "t.py::frozen", "t.py::frozen_forever",
+                                "t.py::fails", "t.py::not_run", "t.py::clean"]
+    reasons = re.findall(r'<td><code class="reason">(\w+)</code>', html)
+    ranks = [rules.PRECEDENCE_ORDER.index(rules.Reason(reason)) for reason in reasons]
+    assert ranks == sorted(ranks)
+
+
+def test_the_precedence_order_is_the_arbiters_table():
+    """The order the page uses is read from the table ``arbitrate`` applies."""
+    assert rules.PRECEDENCE_ORDER == (
+        rules.Reason.FIXTURE_DRIFTED, rules.Reason.FIXTURE_MISSING, rules.Reason.FROZEN_NODE,
+        rules.Reason.PROPERTY_FAIL, rules.Reason.PROPERTY_NOT_RUN, rules.Reason.CLEAN)
+
+
+def test_the_summary_counts_each_verdict_and_links_to_its_records(client_for, viewer, suite,
+                                                                   batch):
+    client = client_for(viewer)
+    html = page(client, suite, batch).content.decode()
+    assert upload_summary(html, "verdict") == [("reject", "1"), ("hold", "4"), ("accept", "1")]
+    held = page(client, suite, batch, verdict="hold", per_page="25").content.decode()
+    assert len(rows(held)) == 4
+    assert '<a href="?verdict=hold&amp;per_page=25" aria-current="true">' in held
+
+
+@pytest.mark.parametrize(("per_page", "shown"), [("25", 25), ("500", 130), ("501", 100)])
+def test_page_sizes_go_up_to_500(client_for, viewer, suite, per_page, shown):
+    batch = signals_ingest(suite=suite, actor="ci", body=body(
+        [record(f"t.py::t{i}") for i in range(130)])).upload
+    response = page(client_for(viewer), suite, batch, per_page=per_page)
+    assert response.status_code == 200
+    assert len(rows(response.content.decode())) == shown

@@ -22,7 +22,7 @@ from django.urls import reverse
 from junit import forms as junit_forms
 from ledger.forms import entries as entry_forms
 from ledger.forms import settings as settings_forms
-from ledger.forms.settings import TierRuleForm
+from ledger.forms.settings import PolicyForm, TierRuleForm
 from ledger.models import Suite, TierRule
 from ledger.settings_services import POLICY_FIELDS, policy_update
 from runs.views import trends as trends_views
@@ -94,7 +94,7 @@ def _numeric_inputs(world) -> dict[str, tuple[str, str, dict, str]]:
     """Every form field and query parameter that carries a number, by name: (method, URL,
     the rest of a valid request, the field that gets the odd number)."""
     slug = world.suite.slug
-    policy = {name: str(getattr(world.suite, name)) for name in POLICY_FIELDS}
+    policy = PolicyForm.for_suite(world.suite).initial  # the budget and cap in percent
     entry = {"node": "tests/test_new.py::test_it", "owner": "@lea", "evidence": "ci/run-2",
              "expires": str(world.today + timedelta(days=7))}
     inputs = {}

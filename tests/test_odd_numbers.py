@@ -136,8 +136,8 @@ def test_the_numbers_of_the_quarantine_form(roomy, client_for, today, odd):
 def test_the_numbers_of_the_policy_form(world, client_for, odd):
     client = signed_in(client_for, world.users["lead"])
     url = reverse("settings_policy", args=[world.suite.slug])
-    valid = {"max_upper_rate": "0.05", "min_runs": "100", "max_quarantined_share": "0.05",
-             "max_quarantine_days": "30"}
+    valid = {"max_upper_rate": "5", "min_runs": "100", "max_quarantined_share": "5",
+             "max_quarantine_days": "30"}  # the budget and the cap in percent
     statuses = {}
     for field in valid:
         for name, value in odd.items():

@@ -120,3 +120,13 @@ def test_hostile_node_ids_get_working_urls(client_for, owner, suite, hostile):
     url = node_page(suite.slug, NODE)
     assert "<" not in url and '"' not in url
     assert client_for(owner).get(url).status_code == 200
+
+
+def test_node_ids_break_at_wbr_and_stay_escaped(client_for, owner, suite, hostile):
+    client = client_for(owner)
+    wrapped = ("tests/<wbr>x.py::<wbr>test_&lt;script&gt;alert(1)&lt;/<wbr>script&gt;"
+               "[&quot;&#x27;q]")
+    for upload in ("report", "batch"):
+        html = client.get(reverse(upload, args=[suite.slug, hostile[upload].pk])).content.decode()
+        assert f"<code>{wrapped}</code>" in html
+        assert_inert(html)

@@ -14,6 +14,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from ledger.forms.settings import PolicyForm
 from ledger.models import AuditEvent, QuarantineEntry, Suite
 from ledger.quarantine import quarantine_create
 from ledger.settings_services import policy_update
@@ -229,7 +230,7 @@ def test_the_count_on_the_settings_page(client_for, lead, suite, entry):
     client = client_for(lead)
     page = client.get(reverse("settings", args=[suite.slug])).content.decode()
     assert 'name="clear_after_clean_measurements"' in page
-    numbers = {name: str(value) for name, value in NUMBERS.items()}
+    numbers = PolicyForm.for_suite(Suite.objects.get(pk=suite.pk)).initial  # as the page shows
     url = reverse("settings_policy", args=[suite.slug])
     refused = client.post(url, {**numbers, "clear_after_clean_measurements": "21"})
     assert refused.status_code == 200

@@ -12,7 +12,7 @@ from django.urls import reverse
 from ledger.quarantine import quarantine_create
 from ledger.tiers import tier_rule_add
 from runs.ingest import report_ingest
-from tests.helpers import body, measurement
+from tests.helpers import body, measurement, upload_summary
 
 FLAKY = "tests/test_pay.py::test_refund_retry"
 PROPERTY = "tests/test_properties.py::test_roundtrip"
@@ -43,7 +43,7 @@ def report(suite, today):
 
 def row_html(html, nodeid) -> str:
     for row in re.findall(r"<tr id=\"m\d+\".*?</tr>", html, re.S):
-        if f"<code>{nodeid}</code>" in row:
+        if f"<code>{nodeid}</code>" in row.replace("<wbr>", ""):
             return row
     raise AssertionError(f"no row for {nodeid}")
 
@@ -148,3 +148,55 @@ def test_the_report_pages_make_a_bounded_number_of_queries(
     assert len(re.findall(r'<tr id="m\d+"', response.content.decode())) == min(size, 100)
     with django_assert_max_num_queries(12):
         client.get(reverse("reports", args=[suite.slug]))
+
+
+# --- summary, reason filter, page sizes ---------------------------------------------
+
+
+def shown(html) -> list[tuple[str, str]]:
+    """Each row's status and reason, in page order."""
+    return re.findall(r'<tr id="m\d+" class="status-(\w+)">.*?<code class="reason">(\w+)</code>',
+                      html, re.S)
+
+
+def test_the_summary_counts_each_status_and_links_to_its_rows(client_for, viewer, suite,
+                                                               report):
+    client = client_for(viewer)
+    html = page(client, suite, report).content.decode()
+    assert upload_summary(html, "status") == [("FAIL", "2"), ("WARN", "1"), ("OK", "40")]
+    failing = page(client, suite, report, status="FAIL").content.decode()
+    assert [status for status, _ in shown(failing)] == ["fail", "fail"]
+    assert '<a href="?status=FAIL" aria-current="true">' in failing
+
+
+def test_the_reason_filter_offers_the_reasons_present_with_their_counts(client_for, viewer,
+                                                                        suite, report):
+    client = client_for(viewer)
+    html = page(client, suite, report).content.decode()
+    counts = report.measurements.values_list("reason", flat=True)
+    offered = dict(re.findall(r'<option value="(\w+)">\1 \((\d+)\)</option>', html))
+    assert offered == {reason: str(list(counts).count(reason)) for reason in set(counts)}
+    quarantined = page(client, suite, report, reason="quarantined").content.decode()
+    assert shown(quarantined) == [("warn", "quarantined")]
+    assert "1 measurement for <code>quarantined</code>" in quarantined
+    both = page(client, suite, report, status="OK", reason="quarantined").content.decode()
+    assert shown(both) == [] and "No measurement matches these filters." in both
+
+
+@pytest.mark.parametrize(("per_page", "rows"), [("25", 25), ("100", 100), ("500", 130),
+                                                ("501", 100), ("0", 100), ("lots", 100)])
+def test_page_sizes_go_up_to_500_and_others_are_the_default(client_for, viewer, suite,
+                                                            per_page, rows):
+    many = report_ingest(suite=suite, body=body(clean_rows(130)), actor="ci").upload
+    response = page(client_for(viewer), suite, many, per_page=per_page)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert len(shown(html)) == rows
+    assert '<select name="per_page" id="id_per_page">' in html
+    if rows < 130:  # the next page keeps the size
+        assert f"per_page={per_page}&amp;page=2" in html
+
+
+def test_node_ids_break_after_colons_and_slashes(client_for, viewer, suite, report):
+    row = row_html(page(client_for(viewer), suite, report).content.decode(), FLAKY)
+    assert "<code>tests/<wbr>test_pay.py::<wbr>test_refund_retry</code>" in row

@@ -25,7 +25,8 @@ from tests.helpers import body, measurement
 
 FLAKY = "tests/test_contract.py::test_schema_roundtrip"
 OTHER = "tests/test_contract.py::test_headers"
-POLICY = {"max_upper_rate": "0.02", "min_runs": "200", "max_quarantined_share": "0.05",
+# As the form takes them: the budget and the cap in percent (2 is 2%, stored as 0.02).
+POLICY = {"max_upper_rate": "2", "min_runs": "200", "max_quarantined_share": "5",
           "max_quarantine_days": "30"}
 
 
@@ -66,11 +67,11 @@ def test_runs_needed_is_shown_for_the_budget(client_for, suite, lead):
 def test_runs_needed_follows_the_numbers_being_typed(client_for, suite, lead):
     client = client_for(lead)
     live = url("settings_runs_needed", suite)
-    html = client.get(live, {"max_upper_rate": "0.05", "min_runs": "50"},
+    html = client.get(live, {"max_upper_rate": "5", "min_runs": "50"},
                       headers={"HX-Request": "true"}).content.decode()
     assert "<html" not in html and 'id="runs-needed"' in html
     assert f'<span class="figure">{rules.runs_needed(0.05)}</span>' in html
-    assert "max_upper_rate = 0.05" in html and "min_runs = 50" in html
+    assert "the budget of 5%" in html and "at least 50 runs" in html
     refused = client.get(live, {"max_upper_rate": "0", "min_runs": "50"}).content.decode()
     assert "within their bounds" in refused and "figure" not in refused
     assert client_for(lead).get(url("settings", suite)).content.decode().count(live) == 1
@@ -79,7 +80,7 @@ def test_runs_needed_follows_the_numbers_being_typed(client_for, suite, lead):
 
 def test_saving_the_policy_audits_and_bumps_the_ledger_revision(client_for, suite, lead):
     revision = suite.ledger_revision
-    data = {**POLICY, "max_upper_rate": "0.03", "min_runs": "150", "note": "budget review"}
+    data = {**POLICY, "max_upper_rate": "3", "min_runs": "150", "note": "budget review"}
     response = client_for(lead).post(url("settings_policy", suite), data)
     assert response.status_code == 302 and response["Location"].endswith("#policy")
     suite.refresh_from_db()
@@ -131,12 +132,12 @@ def test_the_service_names_every_number_out_of_bounds(suite):
 @pytest.mark.parametrize(
     ("field", "value"),
     [
-        ("max_upper_rate", "1.5"),
+        ("max_upper_rate", "150"),
         ("max_upper_rate", "nan"),
         ("max_upper_rate", "lots"),
         ("min_runs", "0"),
         ("min_runs", "2.5"),
-        ("max_quarantined_share", "1.01"),
+        ("max_quarantined_share", "101"),
         ("max_quarantine_days", "366"),
         ("max_quarantine_days", ""),
     ],

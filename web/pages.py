@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
+from urllib.parse import urlencode
 
 from django.core.paginator import Page, Paginator
 from django.shortcuts import render
@@ -39,6 +40,36 @@ def query_choice(request, name: str, allowed: Sequence[str]) -> str:
     that is not on offer is ignored, never an error page."""
     value = request.GET.get(name, "")
     return value if value in allowed else ""
+
+
+# The page sizes a long list offers (``?per_page=``); any other value is the page's default.
+PAGE_SIZES = ("25", "100", "500")
+
+
+def page_size(request, default: int) -> int:
+    return int(query_choice(request, "per_page", PAGE_SIZES) or default)
+
+
+@dataclass(frozen=True)
+class FilterLink:
+    """One figure of a list's summary: a value, how many rows have it, the list filtered by it."""
+
+    value: str
+    count: int
+    href: str
+    current: bool
+
+
+def filter_links(request, name: str, counts: dict[str, int], order: Sequence[str]):
+    """A link per value of ``name`` in ``order``, with its count: each filters the list by that
+    value alone (the page size kept)."""
+    kept = {"per_page": request.GET["per_page"]} if "per_page" in request.GET else {}
+    current = query_choice(request, name, order)
+    return [
+        FilterLink(value, counts.get(value, 0), "?" + urlencode({name: value, **kept}),
+                   value == current)
+        for value in order
+    ]
 
 
 def list_page(

@@ -22,6 +22,8 @@ Nothing here reads the clock: callers pass ``today`` (a UTC date).
 """
 
 from .arbiter import (
+    PRECEDENCE,
+    PRECEDENCE_ORDER,
     ArbiterOutcome,
     FixturePin,
     SignalRecord,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -48,21 +48,35 @@ def effective_flake_status(
     return FlakeStatus.STABLE
 
 
+# The precedence table (SPEC 2.3) over effective signals (property_check, fixture_lock,
+# flake_status), in order: the first rule that matches gives the verdict and its reason.
+PRECEDENCE: tuple[
+    tuple[Callable[[PropertyCheck, FixtureLock, FlakeStatus], bool], Verdict, Reason], ...
+] = (
+    (lambda check, lock, status: lock is FixtureLock.DRIFTED, Verdict.HOLD,
+     Reason.FIXTURE_DRIFTED),
+    (lambda check, lock, status: lock is FixtureLock.MISSING, Verdict.HOLD,
+     Reason.FIXTURE_MISSING),
+    (lambda check, lock, status: status is FlakeStatus.FROZEN, Verdict.HOLD, Reason.FROZEN_NODE),
+    (lambda check, lock, status: check is PropertyCheck.FAIL, Verdict.REJECT,
+     Reason.PROPERTY_FAIL),
+    (lambda check, lock, status: check is PropertyCheck.NOT_RUN, Verdict.HOLD,
+     Reason.PROPERTY_NOT_RUN),
+    (lambda check, lock, status: True, Verdict.ACCEPT, Reason.CLEAN),
+)
+# A record's reason codes in the table's order: how the batch page lists its records.
+PRECEDENCE_ORDER: tuple[Reason, ...] = tuple(reason for _, _, reason in PRECEDENCE)
+
+
 def arbitrate(
     property_check: PropertyCheck, fixture_lock: FixtureLock, flake_status: FlakeStatus
 ) -> tuple[Verdict, Reason]:
     """The precedence table (SPEC 2.3) over effective signals; first match wins."""
-    if fixture_lock is FixtureLock.DRIFTED:
-        return Verdict.HOLD, Reason.FIXTURE_DRIFTED
-    if fixture_lock is FixtureLock.MISSING:
-        return Verdict.HOLD, Reason.FIXTURE_MISSING
-    if flake_status is FlakeStatus.FROZEN:
-        return Verdict.HOLD, Reason.FROZEN_NODE
-    if property_check is PropertyCheck.FAIL:
-        return Verdict.REJECT, Reason.PROPERTY_FAIL
-    if property_check is PropertyCheck.NOT_RUN:
-        return Verdict.HOLD, Reason.PROPERTY_NOT_RUN
-    return Verdict.ACCEPT, Reason.CLEAN
+    return next(
+        (verdict, reason)
+        for matches, verdict, reason in PRECEDENCE
+        if matches(property_check, fixture_lock, flake_status)
+    )
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,10 @@ def _limit(name: str, kind) -> float | int | None:
     return None
 
 
-def _policy_field(name: str, field_class, **extra):
+def _policy_field(name: str, field_class, label: str, **extra):
     model_field = Suite._meta.get_field(name)
     return field_class(
-        label=name,
+        label=label,
         help_text=model_field.help_text,
         min_value=_limit(name, MinValueValidator),
         max_value=_limit(name, MaxValueValidator),
@@ -38,28 +38,61 @@ def _policy_field(name: str, field_class, **extra):
     )
 
 
+def as_percent(fraction: float) -> str:
+    """0.12 → "12" and 0.0001 → "0.01": a stored fraction as the form shows it, without the
+    float noise of multiplying by 100 (0.07 * 100 is 7.000000000000001)."""
+    return f"{fraction * 100:.10g}"
+
+
+class PercentField(forms.FloatField):
+    """A fraction typed as a percent (12 means 12%), its bounds the model's converted; what
+    it cleans is the fraction the service and the model keep."""
+
+    def __init__(self, *, model_field: str, **kwargs):
+        limits = (_limit(model_field, kind) for kind in (MinValueValidator, MaxValueValidator))
+        low, high = (None if limit is None else limit * 100 for limit in limits)
+        super().__init__(
+            min_value=low, max_value=high, help_text=Suite._meta.get_field(model_field).help_text
+            + " In percent: 12 means 12%.",
+            widget=forms.NumberInput(attrs={"step": "any"}), **kwargs,
+        )
+
+    def clean(self, value):
+        percent = super().clean(value)
+        return None if percent is None else percent / 100
+
+
 class PolicyForm(forms.Form):
-    max_upper_rate = _policy_field(
-        "max_upper_rate", forms.FloatField, widget=forms.NumberInput(attrs={"step": "any"})
+    max_upper_rate = PercentField(model_field="max_upper_rate", label="Failure-rate budget (%)")
+    min_runs = _policy_field("min_runs", forms.IntegerField, "Fewest runs per measurement")
+    max_quarantined_share = PercentField(
+        model_field="max_quarantined_share", label="Quarantine cap (% of the test set)"
     )
-    min_runs = _policy_field("min_runs", forms.IntegerField)
-    max_quarantined_share = _policy_field(
-        "max_quarantined_share",
-        forms.FloatField,
-        widget=forms.NumberInput(attrs={"step": "any"}),
+    max_quarantine_days = _policy_field(
+        "max_quarantine_days", forms.IntegerField, "Longest quarantine (days)"
     )
-    max_quarantine_days = _policy_field("max_quarantine_days", forms.IntegerField)
     # Not required: a form sent without it (an older page, a script) keeps the count.
     clear_after_clean_measurements = _policy_field(
-        "clear_after_clean_measurements", forms.IntegerField, required=False
+        "clear_after_clean_measurements", forms.IntegerField,
+        "Clean measurements before an entry is ready to clear", required=False,
     )
     note = forms.CharField(
         required=False, max_length=500, help_text="Why the numbers change (kept in the audit)."
     )
+    # Sent back once the lead has seen that the new cap leaves the share over it.
+    confirm = forms.BooleanField(required=False, widget=forms.HiddenInput)
+
+    PERCENTS = ("max_upper_rate", "max_quarantined_share")
 
     @classmethod
     def for_suite(cls, suite: Suite) -> PolicyForm:
-        return cls(initial={name: getattr(suite, name) for name in POLICY_FIELDS})
+        initial = {name: getattr(suite, name) for name in POLICY_FIELDS}
+        percents = {name: as_percent(initial[name]) for name in cls.PERCENTS}
+        return cls(initial={**initial, **percents})
+
+    def policy(self) -> dict:
+        """The cleaned numbers and note, as policy_update takes them."""
+        return {name: value for name, value in self.cleaned_data.items() if name != "confirm"}
 
 
 class FixturePinForm(forms.Form):

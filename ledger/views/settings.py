@@ -6,6 +6,7 @@ violations is shown with those entries first, and only added once the lead confi
 """
 
 import json
+from dataclasses import replace
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
@@ -18,7 +19,7 @@ from django.views.decorators.cache import never_cache
 from flakeboard import rules
 from web.access import actor_label, for_leads
 from web.csv import CSV_CHUNK, csv_response
-from web.pages import wants_partial
+from web.pages import percent, wants_partial
 
 from ..codeowners import codeowners_set, suite_codeowners
 from ..forms.settings import (
@@ -32,6 +33,7 @@ from ..forms.settings import (
     TokenForm,
 )
 from ..models import ApiToken, AuditEvent, Membership, Node, Role, TierRule
+from ..selectors import share_figures
 from ..settings_services import (
     badge_visibility_set,
     fixture_pin_set,
@@ -68,7 +70,8 @@ def _done(request, suite, section: str, notice: str):
 
 
 def _runs_needed(suite, rate_text=None, min_runs_text=None) -> dict:
-    """The runs-needed helper for a max_upper_rate (the suite's, or one being typed)."""
+    """The runs-needed helper for a max_upper_rate (the suite's, or one being typed as a
+    percent)."""
     fields = PolicyForm.base_fields
     rate, min_runs = suite.max_upper_rate, suite.min_runs
     try:
@@ -78,7 +81,8 @@ def _runs_needed(suite, rate_text=None, min_runs_text=None) -> dict:
             min_runs = fields["min_runs"].clean(min_runs_text)
     except ValidationError:
         return {"rate": None}
-    return {"rate": rate, "min_runs": min_runs, "runs_needed": rules.runs_needed(rate)}
+    return {"rate": rate, "rate_pct": percent(rate), "min_runs": min_runs,
+            "runs_needed": rules.runs_needed(rate)}
 
 
 def _page(request, suite, **overrides):
@@ -165,13 +169,31 @@ def settings_page(request, suite):
     return _page(request, suite)
 
 
+def _cap_lowered_over_share(suite, new_cap: float) -> rules.ShareFigures | None:
+    """The share's figures under ``new_cap`` when lowering the cap to it leaves the share
+    over it (the next report would fail with quarantine_cap_exceeded); else None."""
+    if new_cap >= suite.max_quarantined_share:
+        return None
+    now = share_figures(suite, timezone.now().date())
+    lowered = replace(now, cap=new_cap)
+    return lowered if lowered.over_cap else None
+
+
 @for_leads("POST")
 def policy(request, suite):
     def save(data):
-        policy_update(suite=suite, actor=actor_label(request.user), **data)
+        policy_update(suite=suite, actor=actor_label(request.user), **form.policy())
         return "Policy saved."
 
     form = PolicyForm(request.POST)
+    if form.is_valid() and not form.cleaned_data["confirm"]:
+        figures = _cap_lowered_over_share(suite, form.cleaned_data["max_quarantined_share"])
+        if figures is not None:
+            again = PolicyForm({**request.POST.dict(), "confirm": "1"})
+            return _page(request, suite, policy_form=again, cap_warning={
+                "figures": figures, "share": percent(figures.share), "cap": percent(figures.cap),
+                "old_cap": percent(suite.max_quarantined_share),
+            })
     return _saved(request, suite, form, save, section="policy", form_name="policy_form")
 
 

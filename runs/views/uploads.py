@@ -12,7 +12,16 @@ from flakeboard import rules
 from ledger.models import Role
 from ledger.selectors import share_figures
 from web.access import can, suite_for
-from web.pages import EntryRow, entry_row, list_page, query_choice, share_context
+from web.pages import (
+    PAGE_SIZES,
+    EntryRow,
+    entry_row,
+    filter_links,
+    list_page,
+    page_size,
+    query_choice,
+    share_context,
+)
 
 from .. import selectors
 from ..models import Report, VerdictBatch
@@ -20,6 +29,28 @@ from ..models import Report, VerdictBatch
 ROWS_PER_PAGE = 100
 STATUSES = [s.value for s in rules.GateStatus]
 VERDICTS = [v.value for v in rules.Verdict]
+REASONS = [r.value for r in rules.Reason]
+# The summaries at the top of an upload's page: the worst first.
+STATUS_ORDER = [rules.GateStatus.FAIL.value, rules.GateStatus.WARN.value, rules.GateStatus.OK.value]
+VERDICT_ORDER = [rules.Verdict.REJECT.value, rules.Verdict.HOLD.value, rules.Verdict.ACCEPT.value]
+
+
+def _by_count(counts: dict[str, int]) -> list[tuple[str, int]]:
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+
+def _upload_filters(request, rows, group: str, order: list[str]) -> dict:
+    """The context of an upload page's summary and filters: a link per ``group`` value with
+    its count, the reason codes present with theirs, the chosen values and page size."""
+    counts = selectors.counts_by(rows, group)
+    return {
+        "summary": filter_links(request, group, counts[group], order),
+        "reason_choices": _by_count(counts["reason"]),
+        group: query_choice(request, group, order),
+        "reason": query_choice(request, "reason", REASONS),
+        "page_sizes": PAGE_SIZES,
+        "per_page": str(page_size(request, ROWS_PER_PAGE)),
+    }
 
 
 @login_required
@@ -55,7 +86,7 @@ def _entry_at_upload(row, day) -> EntryRow | None:
 def report_detail(request, suite, pk):
     suite = suite_for(request, suite)
     report = get_object_or_404(Report, suite=suite, pk=pk)
-    status = query_choice(request, "status", STATUSES)
+    filters = _upload_filters(request, report.measurements, "status", STATUS_ORDER)
     today = timezone.now().date()
     can_edit = can(request.role, Role.OWNER)
 
@@ -76,12 +107,13 @@ def report_detail(request, suite, pk):
         "over_cap": report.cap_exceeded,
         "cap_room": can_edit and share_figures(suite, today).headroom > 0,
         **share_context(report.share, report.max_share),
-        "status": status,
         "statuses": STATUSES,
         "can_edit": can_edit,
+        **filters,
     }
-    return list_page(request, "runs/report.html", selectors.report_measurements(report, status),
-                     context, per_page=ROWS_PER_PAGE, rows=rows)
+    rows_shown = selectors.report_measurements(report, filters["status"], filters["reason"])
+    return list_page(request, "runs/report.html", rows_shown, context,
+                     per_page=int(filters["per_page"]), rows=rows)
 
 
 @login_required
@@ -98,18 +130,16 @@ def batches(request, suite):
 def batch_detail(request, suite, pk):
     suite = suite_for(request, suite)
     batch = get_object_or_404(VerdictBatch, suite=suite, pk=pk)
-    reasons = sorted(batch.reason_counts.items(), key=lambda item: (-item[1], item[0]))
-    verdict = query_choice(request, "verdict", VERDICTS)
-    reason = query_choice(request, "reason", [r.value for r in rules.Reason])
+    filters = _upload_filters(request, batch.verdicts, "verdict", VERDICT_ORDER)
     context = {
         "suite": suite,
         "nav": "verdicts",
         "batch": batch,
         "evidence_is_link": rules.evidence_is_link(batch.evidence),
-        "reasons": reasons,
-        "verdict": verdict,
-        "reason": reason,
+        "reasons": _by_count(batch.reason_counts),
         "verdicts": VERDICTS,
+        **filters,
     }
-    rows = selectors.batch_verdicts(batch, verdict=verdict, reason=reason)
-    return list_page(request, "runs/batch.html", rows, context, per_page=ROWS_PER_PAGE)
+    rows = selectors.batch_verdicts(batch, verdict=filters["verdict"], reason=filters["reason"])
+    return list_page(request, "runs/batch.html", rows, context,
+                     per_page=int(filters["per_page"]))

@@ -124,7 +124,7 @@ def page_request(method: str, action: str, w) -> Request:
             "fixture_manifest": "sha256:0f1e", "fixture_seed": "7"}),
         "settings_badge": Request(reverse("settings_badge", args=[s]), {"public_badge": "on"}),
         "settings_junit": Request(reverse("settings_junit", args=[s]), {
-            "junit_infrastructure_share": "0.7"}),
+            "junit_infrastructure_share": "70"}),
         "settings_codeowners": Request(reverse("settings_codeowners", args=[s]), {
             "codeowners": "tests/ @finley\n"}),
         "settings_tier_rule_add": Request(reverse("settings_tier_rule_add", args=[s]), {

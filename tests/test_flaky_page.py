@@ -227,11 +227,11 @@ def test_the_overview_counts_the_tests_flaky_this_week(suite, client_for, owner)
 def test_the_infrastructure_share_is_set_in_the_settings_and_audited(suite, client_for, lead):
     client = client_for(lead)
     url = reverse("settings_junit", args=[suite.slug])
-    refused = client.post(url, {"junit_infrastructure_share": "80"}, follow=True)
-    assert "less than or equal to 1" in refused.content.decode()
+    refused = client.post(url, {"junit_infrastructure_share": "180"}, follow=True)
+    assert "less than or equal to 100" in refused.content.decode()
     suite.refresh_from_db()
     assert suite.junit_infrastructure_share == 0.8
-    response = client.post(url, {"junit_infrastructure_share": "0.6"}, follow=True)
+    response = client.post(url, {"junit_infrastructure_share": "60"}, follow=True)
     assert "more than 60% of its tests failing" in response.content.decode()
     suite.refresh_from_db()
     assert suite.junit_infrastructure_share == 0.6

@@ -122,18 +122,14 @@ class BadgeForm(forms.Form):
 
 
 class JUnitShareForm(forms.Form):
-    junit_infrastructure_share = forms.FloatField(
-        label="Infrastructure share",
-        min_value=_limit("junit_infrastructure_share", MinValueValidator),
-        max_value=_limit("junit_infrastructure_share", MaxValueValidator),
-        help_text=Suite._meta.get_field("junit_infrastructure_share").help_text
-        + " Between 0 and 1: 0.8 is 80%.",
-        widget=forms.NumberInput(attrs={"step": "any"}),
+    junit_infrastructure_share = PercentField(
+        model_field="junit_infrastructure_share", label="Infrastructure share (%)"
     )
 
     @classmethod
     def for_suite(cls, suite: Suite) -> JUnitShareForm:
-        return cls(initial={"junit_infrastructure_share": suite.junit_infrastructure_share})
+        return cls(initial={
+            "junit_infrastructure_share": as_percent(suite.junit_infrastructure_share)})
 
 
 class TierRuleForm(forms.Form):

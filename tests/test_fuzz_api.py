@@ -108,6 +108,10 @@ def _explores(case) -> bool:
     ],
 )
 def test_api_answers_every_request_as_documented(case, write_token, cases):
+    # A generated Host header is the deployment's business, not the API's: Django refuses
+    # a host outside ALLOWED_HOSTS with 400 before any view runs.
+    case.headers = {name: value for name, value in (case.headers or {}).items()
+                    if name.lower() != "host"}
     if not _explores(case):
         if case.path_parameters and "suite" in case.path_parameters:
             case.path_parameters["suite"] = SUITE

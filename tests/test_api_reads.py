@@ -164,3 +164,13 @@ def test_a_list_costs_the_same_few_queries_at_any_length(
     with django_assert_max_num_queries(5):
         answer = client.get(f"{API}/suites/{suite.slug}/{kind}?per_page=30")
     assert answer.status_code == 200 and len(answer.json()["items"]) == 30
+
+
+@pytest.mark.parametrize("query", ["branch=a%00b", "commit=%01", "page=1&page=2",
+                                   "per_page=5&per_page=6"])
+def test_a_filter_with_a_control_character_or_a_repeated_page_is_refused(
+        client, suite, token, query):
+    response = client.get(f"{API}/suites/{suite.slug}/reports?{query}",
+                          headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 422
+    assert response.json()["details"][0]["field"] in query

@@ -13,6 +13,7 @@ from typing import Annotated
 from django.urls import reverse
 from ninja import Query
 
+from flakeboard import rules
 from web.api.auth import Scope, suite_for_token
 from web.api.errors import ApiError, ErrorOut
 from web.api.paging import PER_PAGE, PageNumber, PerPage, paged
@@ -45,6 +46,14 @@ def _summary(request, upload, page: str, api: str) -> dict:
 def _listed(request, slug: str, model, filters: dict, page: int, per_page: int, item):
     """A page of the suite's uploads of ``model``, newest first, those of each filter given."""
     suite = suite_for_token(request, slug, Scope.READ)
+    # No stored commit, branch or patch holds a control character (PostgreSQL could not
+    # even compare a NUL): such a filter is refused, naming it.
+    odd = [name for name, value in filters.items() if rules.has_control_chars(value)]
+    if odd:
+        raise ApiError(422, "invalid_request",
+                       f"{', '.join(odd)} may not hold control characters.",
+                       [{"field": name, "code": "control_characters",
+                         "message": "may not hold control characters"} for name in odd])
     found = model.objects.filter(suite=suite, **{k: v for k, v in filters.items() if v})
 
     def summary(upload) -> dict:

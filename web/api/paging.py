@@ -14,6 +14,8 @@ from typing import Annotated
 from ninja import Query, Schema
 from pydantic import Field
 
+from .errors import ApiError
+
 MAX_PER_PAGE = 100
 PER_PAGE = 25
 
@@ -30,7 +32,13 @@ class PagedOut(Schema):
 
 
 def paged(request, items, *, page: int, per_page: int, item: Callable) -> dict:
-    """The envelope of ``items`` (an ordered queryset) at ``page``, each row made by ``item``."""
+    """The envelope of ``items`` (an ordered queryset) at ``page``, each row made by ``item``.
+    A page number given twice is refused: which one was meant cannot be told."""
+    twice = [name for name in ("page", "per_page") if len(request.GET.getlist(name)) > 1]
+    if twice:
+        raise ApiError(422, "invalid_request", f"{', '.join(twice)} is given more than once.",
+                       [{"field": name, "code": "repeated", "message": "is given more than once"}
+                        for name in twice])
     total = items.count()
     start = (page - 1) * per_page
     rows = [item(row) for row in items[start : start + per_page]] if start < total else []

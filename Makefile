@@ -1,7 +1,7 @@
 # Flakeboard: `make run` serves the demo board, `make test` runs the whole suite, and
 # `make test-fast` its fast lane. All create .venv and install requirements.txt first.
 # `make client` assembles client/flakeboard_ci.py, the CI client the board serves, from its
-# modules in client/src/flakeboard_ci/ (client/build.py; a test fails while it is stale).
+# modules in client/src/flakeboard_ci/ (client/build.py); install builds it, it is not committed.
 # Django 6 needs Python 3.12+.
 
 VENV := .venv
@@ -25,7 +25,11 @@ $(VENV)/.installed: requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	@touch $@
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed client/flakeboard_ci.py
+
+# The served client, assembled from its modules (not committed: built here, on install).
+client/flakeboard_ci.py: client/build.py $(wildcard client/src/flakeboard_ci/*.py)
+	@$(or $(PYTHON),python3) client/build.py
 
 run: install
 	$(PY) manage.py migrate --noinput

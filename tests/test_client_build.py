@@ -47,11 +47,16 @@ def assemble_with(package, source, name="extra", before=None):
     return build.assemble(package, modules)
 
 
-def test_the_served_client_is_the_assembly_of_its_modules():
-    served = (CLIENT / "flakeboard_ci.py").read_bytes().decode("utf-8")
-    assert served == build.assemble(), (
-        "client/flakeboard_ci.py is not what client/build.py assembles from "
-        "client/src/flakeboard_ci: run `make client` and commit the result")
+def test_the_served_client_is_the_assembly_of_its_modules(client, monkeypatch, tmp_path):
+    from runs.api import download
+
+    assembled = build.assemble()
+    assert b"".join(client.get("/ci/flakeboard_ci.py").streaming_content).decode() == assembled
+    # A checkout where nothing has built it yet serves the assembly all the same.
+    monkeypatch.setattr(download, "CLIENT_PATH", tmp_path / "flakeboard_ci.py")
+    answer = client.get("/ci/flakeboard_ci.py")
+    assert answer.content.decode() == assembled
+    assert answer["Content-Disposition"] == 'attachment; filename="flakeboard_ci.py"'
 
 
 def test_each_module_imports_alone_as_a_package():

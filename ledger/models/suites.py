@@ -1,0 +1,116 @@
+"""Suites, their members and roles."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from flakeboard import rules
+
+from . import JUNIT_INFRASTRUCTURE_SHARE, PolicyDefault
+
+
+class Suite(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200, blank=True)
+    max_upper_rate = models.FloatField(
+        default=PolicyDefault("max_upper_rate"),
+        validators=[MinValueValidator(0.0001), MaxValueValidator(1.0)],
+        help_text="A measurement passes when its Wilson upper bound is at or below this.",
+    )
+    min_runs = models.PositiveIntegerField(
+        default=PolicyDefault("min_runs"),
+        validators=[MinValueValidator(1), MaxValueValidator(1_000_000)],
+        help_text="A measurement with fewer runs is not evidence of stability.",
+    )
+    max_quarantined_share = models.FloatField(
+        default=PolicyDefault("max_quarantined_share"),
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="The largest share of the test set that may be quarantined at once.",
+    )
+    max_quarantine_days = models.PositiveIntegerField(
+        default=PolicyDefault("max_quarantine_days"),
+        validators=[MinValueValidator(1), MaxValueValidator(365)],
+        help_text="How far ahead an entry's expiry may be set.",
+    )
+    clear_after_clean_measurements = models.PositiveSmallIntegerField(
+        default=PolicyDefault("clear_after_clean_measurements"),
+        validators=[MinValueValidator(1), MaxValueValidator(rules.CLEAR_AFTER_MAX)],
+        help_text="An open entry is ready to clear when its node's last this many "
+                  "measurements since the entry was created were each within budget.",
+    )
+    fixture_manifest = models.CharField(
+        max_length=200, blank=True, help_text="The pinned fixture manifest digest (empty: no pin)."
+    )
+    fixture_seed = models.BigIntegerField(null=True, blank=True)
+    # Passive evidence (the junit app): never part of the gate.
+    junit_infrastructure_share = models.FloatField(
+        default=JUNIT_INFRASTRUCTURE_SHARE,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="A JUnit file in which more than this share of the tests fail is taken for "
+                  "a broken runner (infrastructure), and left out of flaky-test detection.",
+    )
+    public_badge = models.BooleanField(
+        default=False,
+        help_text="Anyone with its address may see the status badge (for a README); "
+                  "otherwise only the suite's members.",
+    )
+    # Who owns which path (issue 20): default owners of nodes, never part of the gate.
+    codeowners = models.TextField(
+        blank=True,
+        help_text="The repository's CODEOWNERS file: each node's default owners.",
+    )
+    # Bumped by every change to what the served ledger holds: the gate endpoint's ETag.
+    ledger_revision = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self):
+        return self.slug
+
+    @property
+    def title(self):
+        return self.name or self.slug
+
+    @property
+    def policy(self) -> rules.Policy:
+        return rules.Policy(
+            max_upper_rate=self.max_upper_rate,
+            min_runs=self.min_runs,
+            max_quarantined_share=self.max_quarantined_share,
+            max_quarantine_days=self.max_quarantine_days,
+        )
+
+    @property
+    def fixture_pin(self) -> rules.FixturePin | None:
+        if not self.fixture_manifest:
+            return None
+        return rules.FixturePin(self.fixture_manifest, self.fixture_seed)
+
+
+class Role(models.TextChoices):
+    VIEWER = "viewer", "Viewer"
+    OWNER = "owner", "Owner"
+    LEAD = "lead", "Lead"
+
+
+ROLE_RANK = {Role.VIEWER: 0, Role.OWNER: 1, Role.LEAD: 2}
+
+
+class Membership(models.Model):
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["suite", "user"], name="one_membership_per_user")
+        ]
+
+    def __str__(self):
+        return f"{self.user} is {self.role} of {self.suite}"

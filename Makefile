@@ -31,14 +31,31 @@ install: $(VENV)/.installed client/flakeboard_ci.py
 client/flakeboard_ci.py: client/build.py $(wildcard client/src/flakeboard_ci/*.py)
 	@$(or $(PYTHON),python3) client/build.py
 
-run: install
-	$(PY) manage.py migrate --noinput
-	$(PY) manage.py demo
+# `make run` serves the demo as a deployed board does: DEBUG off (so a missing page is the
+# board's own 404, not Django's debug page), the secret key generated into .secret_key, the
+# static files collected, gunicorn on the loopback. Plain HTTP there, so no HTTPS redirect and
+# no secure-only cookies; only errors are logged, so the banner stays in view.
+# `make run DEBUG=true` serves with Django's debug pages and reloader instead.
+RUN_ENV := DEBUG=$(or $(DEBUG),false) SECRET_KEY_FILE=.secret_key SECURE_SSL_REDIRECT=false \
+	SECURE_COOKIES=false SECURE_HSTS_SECONDS=0 LOG_LEVEL=$(or $(LOG_LEVEL),ERROR)
+
+.secret_key:
+	@umask 077 && $(or $(PYTHON),python3) -c "import secrets; print(secrets.token_urlsafe(50))" > $@
+
+run: install .secret_key
+	@$(RUN_ENV) $(PY) manage.py migrate --noinput -v 0
+	@$(RUN_ENV) $(PY) manage.py collectstatic --noinput -v 0
+	@$(RUN_ENV) $(PY) manage.py demo -v 0
 	@echo
 	@echo "  Flakeboard is at http://127.0.0.1:$(PORT)/suites/demo/"
-	@echo "  Sign in as lead (or owner, viewer; admin for /admin/) with the password flakeboard-demo"
+	@echo "  Sign in as lead, owner or viewer (admin for /admin/), password flakeboard-demo."
+	@echo "  Ctrl-C stops it."
 	@echo
-	$(PY) manage.py runserver 127.0.0.1:$(PORT)
+ifeq ($(DEBUG),true)
+	@$(RUN_ENV) $(PY) manage.py runserver 127.0.0.1:$(PORT)
+else
+	@$(RUN_ENV) $(PY) -m gunicorn flakeboard.wsgi --bind 127.0.0.1:$(PORT) --workers 2 --log-level warning
+endif
 
 test: install
 	$(PY) -m ruff check .

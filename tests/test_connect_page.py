@@ -35,7 +35,7 @@ def test_a_lead_creates_a_write_token_from_the_page(client_for, lead, suite):
     assert "This suite has 0 active write tokens." in html
     action = reverse("settings_token_create", args=[suite.slug])
     assert f'action="{action}#tokens"' in html
-    shown = client.post(action, {"scope": "write", "name": "ci"}).content.decode()
+    shown = client.post(action, {"scope": "write", "name": "ci"}, follow=True).content.decode()
     token = ApiToken.objects.get(suite=suite)
     assert (token.scope, token.name) == ("write", "ci")
     assert "Copy the new write token" in shown

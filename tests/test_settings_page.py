@@ -316,15 +316,18 @@ def test_a_token_is_shown_once_and_stored_as_a_digest(client_for, suite, lead):
     client = client_for(lead)
     response = client.post(url("settings_token_create", suite), {"name": "ci main",
                                                                  "scope": "write"})
-    assert response.status_code == 200
-    assert "no-store" in response["Cache-Control"]
-    raw = response.context["new_token_raw"]
-    assert raw.startswith("fbw_") and raw in response.content.decode()
+    assert response.status_code == 302  # post, redirect, get: a reload makes no second token
+    assert response["Location"] == url("settings", suite) + "#new-token-once"
+    shown = client.get(response["Location"])
+    assert "no-store" in shown["Cache-Control"]
+    raw = shown.context["new_token_raw"]
+    assert raw.startswith("fbw_") and raw in shown.content.decode()
     token = ApiToken.objects.get()
     assert raw not in (token.prefix, token.digest, token.name)
     assert token_authenticate(raw) == token
     later = client.get(url("settings", suite)).content.decode()
     assert raw not in later and f"{token.prefix}…" in later and "ci main" in later
+    assert ApiToken.objects.count() == 1
     client.post(url("settings_token_revoke", suite, token.pk))
     assert token_authenticate(raw) is None
     assert [e.note for e in settings_events(suite)] == ["created", "revoked"]

@@ -91,6 +91,7 @@ def test_the_settings_form_takes_an_expiry_day(client_for, suite, lead, today):
     response = client_for(lead).post(
         reverse("settings_token_create", args=[suite.slug]),
         {"name": "ci", "scope": "read", "expires_at": day.isoformat()},
+        follow=True,
     )
     assert response.status_code == 200 and response.context["new_token_raw"]
     assert ApiToken.objects.get().expires_at == token_expiry(day)

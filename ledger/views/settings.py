@@ -164,8 +164,18 @@ def _saved(request, suite, form, save, *, section: str, form_name: str):
     return _page(request, suite, **{form_name: form})
 
 
+def _new_token_key(suite) -> str:
+    return f"new_token:{suite.pk}"
+
+
 @for_leads("GET")
+@never_cache
 def settings_page(request, suite):
+    """The page; once after a token is created, with its secret (see ``token_create``)."""
+    made = request.session.pop(_new_token_key(suite), None)
+    token = made and ApiToken.objects.filter(suite=suite, pk=made["pk"]).first()
+    if token:
+        return _page(request, suite, new_token=token, new_token_raw=made["raw"])
     return _page(request, suite)
 
 
@@ -347,8 +357,11 @@ def token_create(request, suite):
     except ValidationError as exc:
         form.add_error("expires_at", exc)
         return _page(request, suite, token_form=form)
-    # Shown in this response only: the token is stored as a digest and never shown again.
-    return _page(request, suite, new_token=token, new_token_raw=raw)
+    # Post, redirect, get: a reload of the page shown next neither makes a second token nor
+    # shows this one again. The token is stored as a digest; its secret waits in the session
+    # only until that page is drawn, and leaves it there.
+    request.session[_new_token_key(suite)] = {"pk": token.pk, "raw": raw}
+    return _back(suite, "new-token-once")
 
 
 @for_leads("POST")

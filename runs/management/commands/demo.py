@@ -13,11 +13,13 @@ class Command(BaseCommand):
 
     def handle(self, **options):
         if Suite.objects.filter(slug="demo").exists():
-            self.stdout.write("The demo suite is already loaded.")
+            if options["verbosity"]:
+                self.stdout.write("The demo suite is already loaded.")
             return
         suite = build_demo(timezone.now().date())
-        self.stdout.write(
-            f"Loaded the demo suite: {suite.reports.count()} reports, "
-            f"{suite.batches.count()} verdict batches, {suite.entries.count()} entries. "
-            f"Sign in as lead, owner or viewer with the password {DEMO_PASSWORD}."
-        )
+        if options["verbosity"]:
+            self.stdout.write(
+                f"Loaded the demo suite: {suite.reports.count()} reports, "
+                f"{suite.batches.count()} verdict batches, {suite.entries.count()} entries. "
+                f"Sign in as lead, owner or viewer with the password {DEMO_PASSWORD}."
+            )

@@ -1,8 +1,12 @@
 """The demo suite: 90 days of realistic history, made by replaying uploads and ledger
 changes day by day through the same services CI and owners use.
 
-The reason codes drift on purpose: fixture trouble dominates the first half (the pin was
-not yet kept up to date), frozen nodes the second half (flakes accumulating).
+Most days pass, as real history does. A test starts to flake now and then; the first
+report fails, its owner quarantines it, the fix lands a few days later, and once its
+measurements are clean again the entry is cleared. One week in the second half went bad
+(a dependency bump made three tests flake at once). The signals' reason codes drift on
+purpose: fixture trouble dominates the first half (the pin was not yet kept up to date),
+frozen nodes the second half. Nothing is dated after the moment the demo is built.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from xml.sax.saxutils import quoteattr
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 
 from flakeboard import rules
 from junit.ingest import junit_ingest
@@ -46,10 +51,19 @@ FAILURE_MESSAGES = [
     "TimeoutError: lock at 0x7f3a{0}{1:04x} held by worker {1}",
     "ConnectionResetError: [Errno 104] Connection reset by peer",
 ]
-CLASSIFIED = {
-    "tests/test_export.py::test_pager_after_setup": (3, 3, "order_dependent"),
-    "tests/test_queue.py::test_global_registry": (200, 0, "repeat_unsafe"),
-}
+ORDER_DEPENDENT = "tests/test_export.py::test_pager_after_setup"
+REPEAT_UNSAFE = "tests/test_queue.py::test_global_registry"
+# The order-dependent node was found on the first of these days and fixed after the last.
+ORDER_DEPENDENT_DAYS = range(DAYS - 14, DAYS - 11)
+# Flaky episodes: (first day, days until the fix lands, failure rate). Days count from the
+# first of the history. The last two were fixed days ago: their entries are ready to clear
+# (the first of them renewed while its fix was in review), and the last days pass.
+EPISODES = [(8, 5, 0.05), (27, 4, 0.03), (52, 5, 0.08), (53, 4, 0.03), (54, 7, 0.05),
+            (DAYS - 18, 12, 0.03), (DAYS - 10, 5, 0.05)]
+# One day a cancelled job left a node short of runs.
+SHORT_DAY = 40
+# Owners clear a ready entry this many days after it became ready.
+CLEARED_AFTER_READY = 4
 OWNERS = ["@owner", "@finley", "@priya", "@sam", "qa-team@example.com"]
 
 
@@ -66,43 +80,63 @@ def _node_ids() -> dict[str, list[str]]:
     return {"tier0": tier0, "tier1": tier1, "tier2": tier2}
 
 
-def _flake_rates(tier2: list[str], rng: random.Random) -> dict[str, float]:
-    """Most nodes never fail; a dozen flake at rates the budget catches."""
-    flaky = rng.sample(tier2, 10)
-    return {node: (rng.choice([0.01, 0.02, 0.03, 0.05, 0.08]) if node in flaky else 0.0)
-            for node in tier2}
+class Flakes:
+    """Which node flakes on which day, and at what rate: the episodes, each on its own node."""
+
+    def __init__(self, tier2: list[str], rng: random.Random):
+        nodes = rng.sample(tier2, len(EPISODES))
+        self.episodes = [(node, range(first, first + days), rate)
+                         for node, (first, days, rate) in zip(nodes, EPISODES, strict=True)]
+
+    def rate(self, node: str, day_index: int) -> float:
+        return next((rate for flaky, days, rate in self.episodes
+                     if flaky == node and day_index in days), 0.0)
 
 
-def _report_body(tier2, rates, day_index, rng) -> bytes:
+def _row(node: str, n: int, fails: int, **extra) -> dict:
+    return {"nodeid": node, "n": n, "fails": fails,
+            "upper95": round(rules.upper95(fails, n), 4), "seed_base": SEED, **extra}
+
+
+def _report_body(tier2, flakes: Flakes, day_index, rng) -> bytes:
     rows = []
     for node in tier2:
-        n = 200 if rng.random() > 0.003 else 120
-        fails = sum(rng.random() < rates[node] for _ in range(n))
-        rows.append({"nodeid": node, "n": n, "fails": fails,
-                     "upper95": round(rules.upper95(fails, n), 4), "seed_base": SEED})
+        n = 120 if day_index == SHORT_DAY and node == tier2[day_index] else 200
+        rate = flakes.rate(node, day_index)
+        rows.append(_row(node, n, sum(rng.random() < rate for _ in range(n))))
     if day_index >= DAYS - MEASURED_DAYS:
         for row in rows:
             row["classification"] = "flaky" if row["fails"] else "stable"
-        rows.extend({"nodeid": node, "n": n, "fails": fails, "classification": kind,
-                     "upper95": round(rules.upper95(fails, n), 4), "seed_base": SEED}
-                    for node, (n, fails, kind) in CLASSIFIED.items())
+        rows.append(_row(ORDER_DEPENDENT, 3, 3, classification="order_dependent")
+                    if day_index in ORDER_DEPENDENT_DAYS
+                    else _row(ORDER_DEPENDENT, 200, 0, classification="stable"))
+        rows.append(_row(REPEAT_UNSAFE, 200, 0, classification="repeat_unsafe"))
     return json.dumps({"measurements": rows, "commit": f"{rng.getrandbits(40):010x}",
                        "branch": "main", "evidence": f"ci/run-{88000 + day_index}"}).encode()
 
 
 def _signals_body(nodes, day_index, rng, frozen: set[str]) -> bytes:
+    """A patch's records: the nodes it touches, mostly clean. Now and then the patch's
+    fixtures drifted from the pin (often in the first half), a property failed, or one
+    was not run."""
     early = day_index < DAYS // 2
+    drifted = rng.random() < (0.15 if early else 0.03)
+    missing = rng.random() < (0.04 if early else 0.01)
+    failed = rng.random() < 0.04
+    not_run = rng.random() < 0.06
+    touched = rng.sample(nodes, rng.randint(6, 24))
     records = []
-    for node in nodes:
-        drift = rng.random() < (0.09 if early else 0.02)
-        missing = rng.random() < (0.04 if early else 0.01)
+    for i, node in enumerate(touched):
+        drift = drifted and i % 2 == 0
+        lost = missing and i == 1
         record = {
             "node": node,
-            "property_check": rng.choices(["pass", "fail", "not_run"], [0.93, 0.03, 0.04])[0],
-            "fixture_lock": "missing" if missing else ("drifted" if drift else "match"),
+            "property_check": ("fail" if failed and i == 0
+                               else "not_run" if not_run and i == len(touched) - 1 else "pass"),
+            "fixture_lock": "missing" if lost else ("drifted" if drift else "match"),
             "flake_status": "frozen" if node in frozen else "stable",
-            "fixture_manifest": None if missing else (f"sha256:{day_index:08x}" if drift
-                                                      else MANIFEST),
+            "fixture_manifest": None if lost else (f"sha256:{day_index:08x}" if drift
+                                                   else MANIFEST),
             "seed": SEED,
             "freeze_expires": None,
         }
@@ -130,33 +164,42 @@ def _users():
 
 
 def _tend_ledger(suite, day, now, rng, failing: list[str]):
-    """Owners quarantine failing nodes, renew some entries as they near expiry, clear others."""
+    """Owners quarantine a node the day its report fails, clear an entry a few days after it
+    became ready (the fix proved by clean measurements), and renew one nearing its expiry
+    while the fix is still in review."""
     for nodeid in failing:
-        if rng.random() < 0.15:
-            continue
         # Over the cap, or already open: as in real life, not every node gets in.
         with contextlib.suppress(ValidationError):
             quarantine_create(
                 suite=suite, nodeid=nodeid, owner=rng.choice(OWNERS),
-                expires=day + timedelta(days=rng.randint(12, suite.max_quarantine_days)),
+                expires=day + timedelta(days=10),
                 evidence=f"https://ci.example.com/runs/{rng.randint(80000, 99999)}",
                 n=200, fails=rng.randint(3, 12), seed_base=SEED,
                 actor=rng.choice(OWNERS[:4]), today=day, now=now,
                 note="Flaky under load; owner investigating.",
             )
     for entry in QuarantineEntry.objects.filter(suite=suite).open().select_related("node"):
-        days_left = (entry.expires - day).days
-        late = days_left == -2  # an owner catches up with a failing gate
-        if (days_left == 2 and rng.random() < 0.75) or (late and rng.random() < 0.5):
+        if entry.ready_to_clear:
+            if (day - entry.ready_since.date()).days >= CLEARED_AFTER_READY:
+                note = rng.choice(["Fixed the race.", "Fixed: the timeout was too tight."])
+                quarantine_clear(entry=entry, note=note, actor="@owner", now=now)
+        elif (entry.expires - day).days == 2:
             quarantine_renew(
-                entry=entry, expires=day + timedelta(days=rng.randint(14, 28)),
+                entry=entry, expires=day + timedelta(days=21),
                 evidence=f"https://ci.example.com/runs/{rng.randint(100000, 199999)}",
                 actor=entry.owner if entry.owner.startswith("@") else "@owner",
-                today=day, now=now, note="Still flaky; fix in review.",
+                today=day, now=now, note="Still flaky; the fix is in review.",
             )
-        elif late or (days_left == 5 and rng.random() < 0.25):
-            quarantine_clear(entry=entry, note=rng.choice(["Fixed the race.", "Test deleted."]),
-                             actor="@owner", now=now)
+
+
+def _clock(today: date):
+    """The time of an upload on a day: as scheduled, but never after now."""
+    latest = timezone.now() - timedelta(minutes=1)
+
+    def at(day: date, hour: int, minute: int = 0) -> datetime:
+        return min(datetime.combine(day, time(hour, minute), tzinfo=UTC), latest)
+
+    return at
 
 
 @transaction.atomic
@@ -174,24 +217,23 @@ def build_demo(today: date) -> Suite:
     tier_rule_add(suite=suite, glob="tests/test_properties.py::*", tier=0, actor="@lead")
     tier_rule_add(suite=suite, glob="tests/pinned/*", tier=1, actor="@lead")
     rng = random.Random(SEED)
-    rates = _flake_rates(nodes["tier2"], rng)
+    flakes = Flakes(nodes["tier2"], rng)
     all_nodes = nodes["tier0"] + nodes["tier1"] + nodes["tier2"]
     start = today - timedelta(days=DAYS - 1)
+    at = _clock(today)
     for i in range(DAYS):
         day = start + timedelta(days=i)
-        now = datetime.combine(day, time(9, 30), tzinfo=UTC)
-        outcome = report_ingest(suite=suite, body=_report_body(nodes["tier2"], rates, i, rng),
-                                actor=ci, now=now)
+        outcome = report_ingest(suite=suite, body=_report_body(nodes["tier2"], flakes, i, rng),
+                                actor=ci, now=at(day, 9, 30))
         failing = [m["nodeid"] for m in outcome.rows if m["reason"] == "over_budget"]
-        _tend_ledger(suite, day, now + timedelta(hours=2), rng, failing)
+        _tend_ledger(suite, day, at(day, 11, 30), rng, failing)
         frozen = set(QuarantineEntry.objects.filter(suite=suite).live(day)
                      .values_list("node__nodeid", flat=True))
-        for hour in (11, 16):
+        for hour in (12, 16):
             signals_ingest(suite=suite, body=_signals_body(all_nodes, i, rng, frozen),
-                           actor=ci,
-                           now=datetime.combine(day, time(hour, rng.randint(0, 59)), tzinfo=UTC))
-    _ensure_every_state(suite, today, nodes["tier2"], rng)
-    _junit_history(suite, today, nodes["tier2"], rates, rng, ci)
+                           actor=ci, now=at(day, hour, rng.randint(0, 59)))
+    _ensure_every_state(suite, today, nodes["tier2"], at(today, 8))
+    _junit_history(suite, today, nodes["tier2"], flakes, rng, ci, at)
     used = suite.batches.order_by("created_at").values_list("created_at", flat=True)
     ApiToken.objects.filter(pk=token.pk).update(created_at=used.first() - timedelta(hours=1),
                                                 last_used_at=used.last())
@@ -215,27 +257,27 @@ def _junit_attempts(name: str, rate: float, rng: random.Random) -> list[str]:
     return cases
 
 
-def _junit_history(suite, today, tier2, rates, rng, actor: str):
+def _junit_history(suite, today, tier2, flakes: Flakes, rng, actor: str, at):
     """The JUnit files of the last JUNIT_DAYS days, through the same ingest as the API."""
     for i in range(JUNIT_DAYS):
         day = today - timedelta(days=JUNIT_DAYS - 1 - i)
+        day_index = DAYS - JUNIT_DAYS + i
         commit = f"{rng.getrandbits(40):010x}"
         for job in JUNIT_JOBS:
             cases = "".join(case for name in tier2 for case in
-                            _junit_attempts(name, rates[name], rng))
+                            _junit_attempts(name, flakes.rate(name, day_index), rng))
             xml = (f'<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests">'
                    f'<testsuite name="pytest">{cases}</testsuite></testsuites>').encode()
             junit_ingest(suite=suite, body=xml, actor=actor,
                          query={"commit": commit, "branch": "main", "job": job},
-                         now=datetime.combine(day, time(10, 15), tzinfo=UTC))
+                         now=at(day, 10, 15))
 
 
-def _ensure_every_state(suite, today, tier2, rng):
+def _ensure_every_state(suite, today, tier2, now: datetime):
     """Whatever the replay left, show one entry in each state, and one tier violation."""
     open_nodes = set(QuarantineEntry.objects.filter(suite=suite).open()
                      .values_list("node__nodeid", flat=True))
     spare = [n for n in tier2 if n not in open_nodes]
-    now = datetime.combine(today, time(8, 0), tzinfo=UTC)
     wanted = {
         "expired": (today - timedelta(days=3), True),
         "expiring": (today + timedelta(days=4), False),

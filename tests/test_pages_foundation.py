@@ -1,6 +1,7 @@
 """The overview, the health check and sign-in, on the demo suite and an empty one."""
 
 import re
+from collections import Counter
 from datetime import timedelta
 
 import pytest
@@ -47,6 +48,24 @@ def test_demo_is_idempotent_and_has_every_state(client):
     response = client.get(reverse("overview", args=["demo"]))
     assert response.status_code == 200
     assert b"expired (gate failing)" in response.content
+    _the_demo_history_is_realistic(suite, today, timezone.now())
+
+
+def _the_demo_history_is_realistic(suite, today, now):
+    """Mostly passing, some bad days, a fix proved and cleared long ago, a recent renewal,
+    an entry ready to clear, and nothing after the moment it was built."""
+    reports = Counter(suite.reports.values_list("status", flat=True))
+    batches = Counter(suite.batches.values_list("verdict", flat=True))
+    assert reports["OK"] > 0.55 * 90 and reports["WARN"] and reports["FAIL"]
+    assert batches["accept"] > 0.6 * 180 and batches["hold"] and batches["reject"]
+    uploads = [*suite.reports.values_list("created_at", flat=True),
+               *suite.batches.values_list("created_at", flat=True)]
+    assert max(uploads) <= now
+    entries = QuarantineEntry.objects.filter(suite=suite)
+    assert entries.filter(cleared_at__date__lt=today - timedelta(days=30)).exists()
+    assert entries.filter(renewals__gt=0, cleared_at=None,
+                          updated_at__date__gte=today - timedelta(days=14)).exists()
+    assert entries.open().filter(ready_to_clear=True).exists()
 
 
 @pytest.mark.parametrize("uploads", [1, 12])

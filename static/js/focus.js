@@ -3,6 +3,9 @@
  * dropped back to <body>:
  *  - the swapped content's [data-focus] element takes the focus: a form hands it to its first
  *    field, anything else (a changed row, a notice) is focused itself;
+ *  - without one, when the swap took away the focused element (htmx itself keeps the focus
+ *    on an element whose id comes back), a pager's link is found again in the new content;
+ *    failing that, the swapped content itself takes the focus;
  *  - the text of its [data-announce] elements is said in the page's live region (#live).
  */
 (function () {
@@ -22,6 +25,32 @@
     return root.matches && root.matches(selector) ? [root].concat(found) : found;
   }
 
+  function focusOn(target) {
+    if (!target.matches(FIELDS) && !target.matches("a[href]") && !target.hasAttribute("tabindex")) {
+      target.setAttribute("tabindex", "-1");
+    }
+    target.focus({ preventScroll: true });
+    target.scrollIntoView({ block: "nearest" });
+  }
+
+  function foundAgain(was, root) {
+    // A pager's link: the same one again, or on the last (first) page the other one.
+    const rel = was.getAttribute("rel");
+    const pager = rel === "next" || rel === "prev";
+    return (pager && (root.querySelector("a[rel='" + rel + "']") ||
+                      root.querySelector("a[rel='next'], a[rel='prev']"))) || root;
+  }
+
+  function lost() {
+    return !document.activeElement || document.activeElement === document.body;
+  }
+
+  // The element that had the focus when a swap began.
+  let before = null;
+  document.addEventListener("htmx:beforeSwap", function () {
+    before = document.activeElement;
+  });
+
   document.addEventListener("htmx:afterSettle", function (event) {
     // An outerHTML swap replaces the target: the new content is what now has its id.
     let root = event.detail.elt;
@@ -33,12 +62,9 @@
     }
     const focus = marked(root, "[data-focus]")[0];
     if (focus) {
-      const target = focusTarget(focus);
-      if (!target.matches(FIELDS) && !target.hasAttribute("tabindex")) {
-        target.setAttribute("tabindex", "-1");
-      }
-      target.focus({ preventScroll: true });
-      target.scrollIntoView({ block: "nearest" });
+      focusOn(focusTarget(focus));
+    } else if (before && !before.isConnected && lost()) {
+      focusOn(foundAgain(before, root));
     }
     const live = document.getElementById("live");
     const said = marked(root, "[data-announce]").map(function (el) { return el.textContent.trim(); });

@@ -9,6 +9,9 @@ from django.utils import timezone
 
 from .models import AuditEvent, QuarantineEntry, Suite
 
+# The actor of what the board does by itself (an auto-clear by ``manage.py notify``).
+BOARD_ACTOR = "flakeboard"
+
 
 def entry_snapshot(entry: QuarantineEntry) -> dict:
     """An entry's audited fields, as an event's ``before`` or ``after``."""

@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from flakeboard import rules
 
-from .audit import bump_ledger_revision
+from .audit import BOARD_ACTOR, bump_ledger_revision
 from .models import QuarantineEntry, Suite
+from .quarantine import quarantine_clear
 
 CHUNK = 5000  # ids per IN list: far under SQLite's variable limit
 FLAG_FIELDS = ["ready_to_clear", "ready_since"]
@@ -92,3 +94,28 @@ def clearing_note(entry: QuarantineEntry, k: int, report_url: Callable[[int], st
     lines += [f"- {seen['fails']} of {seen['n']} runs failed: {report_url(seen['report'])}"
               for seen in cited]
     return "\n".join(lines)
+
+
+def auto_clear(
+    *, suite: Suite, report_url: Callable[[int], str], dry_run: bool = False
+) -> list[QuarantineEntry]:
+    """Clear every ready entry of a suite that turned auto-clear on, as the one-click
+    clearance does: through the clear service, with the clean measurements as the note's
+    evidence, the board as the actor (one audit event each). Answers the entries cleared,
+    or in a dry run those it would clear; an entry found not ready (or cleared) by the time
+    it is locked is left as it is. A suite with auto-clear off: none."""
+    if not suite.auto_clear:
+        return []
+    ready = list(QuarantineEntry.objects.filter(suite=suite).ready_to_clear()
+                 .select_related("node").order_by("pk"))
+    if dry_run:
+        return ready
+    k = suite.clear_after_clean_measurements
+    cleared = []
+    for entry in ready:
+        try:
+            cleared.append(quarantine_clear(entry=entry, actor=BOARD_ACTOR, if_ready=True,
+                                            note=clearing_note(entry, k, report_url)))
+        except ValidationError:
+            continue  # another run, or an upload, changed it since it was read
+    return cleared

@@ -63,6 +63,14 @@ def codeowners_set(*, suite: Suite, text: str, actor: str) -> rules.Codeowners:
     return parsed
 
 
+def codeowners_saved(parsed: rules.Codeowners) -> str:
+    """What a change of the file says once stored (the settings page, the command)."""
+    if not parsed.rules:
+        return "No CODEOWNERS: nodes have no default owner."
+    return (f"CODEOWNERS saved: {rules.plural(len(parsed), 'rule')}, "
+            f"{rules.plural(len(parsed.owners), 'owner')}.")
+
+
 def suite_codeowners(suite: Suite) -> rules.Codeowners:
     return rules.codeowners_of(suite.codeowners)
 

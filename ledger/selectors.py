@@ -131,11 +131,13 @@ OPEN_STATES = (
 
 
 def entry_counts(suite: Suite, today: date) -> dict[str, int]:
-    """Open entries per state, counted in one query."""
-    return QuarantineEntry.objects.filter(suite=suite).open().aggregate(**{
-        state.value: Count("pk", filter=predicates.entry_state_q(state, today))
-        for state in OPEN_STATES
-    })
+    """Open entries per state, and those ready to clear (a flag beside the state), counted
+    in one query."""
+    return QuarantineEntry.objects.filter(suite=suite).open().aggregate(
+        **{state.value: Count("pk", filter=predicates.entry_state_q(state, today))
+           for state in OPEN_STATES},
+        ready_to_clear=Count("pk", filter=predicates.READY_TO_CLEAR),
+    )
 
 
 def gate_status_now(suite: Suite, today: date, counts: dict[str, int] | None = None):

@@ -138,6 +138,13 @@ def badge_visibility_set(*, suite: Suite, actor: str, public: bool) -> Suite:
                    bump=False)
 
 
+def auto_clear_set(*, suite: Suite, actor: str, on: bool) -> Suite:
+    """Let ``manage.py notify`` clear the suite's ready entries itself, or not (the default)."""
+    note = "auto-clear turned on" if on else "auto-clear turned off"
+    return _update(suite=suite, values={"auto_clear": bool(on)}, actor=actor, note=note,
+                   bump=False)
+
+
 def junit_share_set(*, suite: Suite, actor: str, share: float) -> Suite:
     """Set the share of failing tests above which a JUnit file is taken for a broken runner
     (an infrastructure failure, left out of flaky-test detection). Not part of the gate."""

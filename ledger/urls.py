@@ -18,6 +18,7 @@ urlpatterns = [
     path("settings/", settings.settings_page, name="settings"),
     path("settings/policy/", settings.policy, name="settings_policy"),
     path("settings/badge/", settings.badge, name="settings_badge"),
+    path("settings/auto-clear/", settings.auto_clear, name="settings_auto_clear"),
     path("settings/junit/", settings.junit_share, name="settings_junit"),
     path("settings/codeowners/", settings.codeowners, name="settings_codeowners"),
     path("settings/runs-needed/", settings.runs_needed, name="settings_runs_needed"),

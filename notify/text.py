@@ -6,7 +6,7 @@ from itertools import groupby
 
 from flakeboard.rules.text import plural
 
-from .digests import SECTIONS, Digest, Item, Kind
+from .digests import SECTIONS, Digest, Item, Kind, TokenItem
 
 # How the subject counts each kind: "2 expiring, 1 expired, 1 tier violation".
 _COUNTED = {
@@ -24,8 +24,10 @@ _HEADINGS = {
 
 
 def subject(digest: Digest) -> str:
-    kinds = [item.kind for item in digest.items]
+    kinds = [item.kind for item in digest.entry_items]
     counts = [_COUNTED[kind](kinds.count(kind)) for kind in _COUNTED if kind in kinds]
+    if digest.tokens:
+        counts.append(f"{plural(len(digest.tokens), 'token')} expiring")
     return f"Flakeboard: {', '.join(counts)} in {digest.suite.slug}"
 
 
@@ -59,11 +61,33 @@ def _sections(items: list[Item], today) -> list[str]:
     return lines
 
 
+def _token_lines(item: TokenItem, today) -> list[str]:
+    token = item.token
+    days = (token.expires_at.date() - today).days
+    named = f"{token.name} ({token.prefix}…)" if token.name else f"{token.prefix}…"
+    when = f"in {plural(days, 'day')}" if days > 0 else "today"
+    lines = [f"- {named}, {token.scope} scope",
+             f"  expires {token.expires_at:%Y-%m-%d %H:%M} UTC ({when})"]
+    return lines + [f"  {action}: {url}" for action, url in item.links]
+
+
+def _token_section(tokens: list[TokenItem], today) -> list[str]:
+    if not tokens:
+        return []
+    lines = ["", f"API tokens expiring within 14 days ({len(tokens)})",
+             "CI jobs using them get 401 once they expire: create a replacement and update",
+             "the CI secret before then.", ""]
+    for item in tokens:
+        lines += _token_lines(item, today)
+    return lines
+
+
 def body(digest: Digest) -> str:
     suite = digest.suite
     lines = [f"Flakeboard: the quarantine ledger of {suite.title} ({suite.slug}), "
              f"{digest.today.isoformat()}."]
     lines += _sections(digest.own, digest.today)
+    lines += _token_section(digest.tokens, digest.today)
     if digest.unreachable:
         lines += ["", "Unreachable owners",
                   "The board has no e-mail address for these owners, so you, a lead of the",

@@ -128,17 +128,21 @@ def _deliver(webhook: Webhook, content: dict, *, test: bool, sleep) -> Posted:
     return posted
 
 
-def _webhook_digest(suite: Suite, today: date) -> tuple[Webhook, Digest] | None:
-    """The suite's webhook and its items today, the webhook as their recipient."""
+def _webhook_digest(suite: Suite, today: date, skip=frozenset()
+                    ) -> tuple[Webhook, Digest] | None:
+    """The suite's webhook and its entries' items today, the webhook as their recipient
+    (a token's expiry is for the leads' e-mail only)."""
     webhook = Webhook.objects.filter(suite=suite).select_related("suite").first()
     if webhook is None:
         return None
-    return webhook, Digest(suite, f"webhook:{webhook.pk}", today, own=suite_items(suite, today))
+    return webhook, Digest(suite, f"webhook:{webhook.pk}", today,
+                           own=suite_items(suite, today, skip))
 
 
-def webhook_due(suite: Suite, today: date) -> int | None:
-    """How many items the next POST would carry (for a dry run); None without a webhook."""
-    if (found := _webhook_digest(suite, today)) is None:
+def webhook_due(suite: Suite, today: date, skip=frozenset()) -> int | None:
+    """How many items the next POST would carry (for a dry run, ``skip`` naming the entries
+    it would auto-clear); None without a webhook."""
+    if (found := _webhook_digest(suite, today, skip)) is None:
         return None
     return len(undelivered(found[1], Delivery.Channel.WEBHOOK).items)
 

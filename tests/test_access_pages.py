@@ -57,6 +57,7 @@ GET  settings_runs_needed          302 404 403 403 200 200 302 302 302 302
 POST settings_policy               302 404 403 403 302 302 302 302 302 302
 POST settings_fixture_pin          302 404 403 403 302 302 302 302 302 302
 POST settings_badge                302 404 403 403 302 302 302 302 302 302
+POST settings_auto_clear           302 404 403 403 302 302 302 302 302 302
 POST settings_junit                302 404 403 403 302 302 302 302 302 302
 POST settings_codeowners           302 404 403 403 302 302 302 302 302 302
 POST settings_tier_rule_add        302 404 403 403 302 302 302 302 302 302
@@ -64,7 +65,7 @@ GET  settings_tier_rule_preview    302 404 403 403 200 200 302 302 302 302
 POST settings_tier_rule_remove     302 404 403 403 302 302 302 302 302 302
 POST settings_member_set           302 404 403 403 302 302 302 302 302 302
 POST settings_member_remove        302 404 403 403 302 302 302 302 302 302
-POST settings_token_create         302 404 403 403 200 200 302 302 302 302
+POST settings_token_create         302 404 403 403 302 302 302 302 302 302
 POST settings_token_revoke         302 404 403 403 302 302 302 302 302 302
 GET  settings_webhook              302 404 403 403 200 200 302 302 302 302
 POST settings_webhook_save         302 404 403 403 200 200 302 302 302 302
@@ -123,6 +124,8 @@ def page_request(method: str, action: str, w) -> Request:
         "settings_fixture_pin": Request(reverse("settings_fixture_pin", args=[s]), {
             "fixture_manifest": "sha256:0f1e", "fixture_seed": "7"}),
         "settings_badge": Request(reverse("settings_badge", args=[s]), {"public_badge": "on"}),
+        "settings_auto_clear": Request(reverse("settings_auto_clear", args=[s]), {
+            "auto_clear": "on"}),
         "settings_junit": Request(reverse("settings_junit", args=[s]), {
             "junit_infrastructure_share": "70"}),
         "settings_codeowners": Request(reverse("settings_codeowners", args=[s]), {

@@ -4,11 +4,13 @@ CODEOWNERS no longer names; the owners view sums each owner's and team's debt.""
 
 from __future__ import annotations
 
+import io
 from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -71,6 +73,30 @@ def test_a_lead_pastes_or_uploads_it(client_for, lead, suite):
     page = client.post(url, {"codeowners": "*.py @ok\n[x] @y\n"}).content.decode()
     assert "line 2:" in page and "character ranges" in page
     assert Suite.objects.get(pk=suite.pk).codeowners == "*.py @finley\n"
+
+
+def test_the_command_sets_it_from_a_file_or_stdin(suite, tmp_path, monkeypatch):
+    path = tmp_path / "CODEOWNERS"
+    path.write_text(CODEOWNERS)
+    out = io.StringIO()
+    call_command("set_codeowners", "acme", str(path), stdout=out)
+    assert out.getvalue() == "acme: CODEOWNERS saved: 3 rules, 4 owners.\n"
+    assert Suite.objects.get(pk=suite.pk).codeowners == CODEOWNERS
+    event = AuditEvent.objects.get(suite=suite, action=AuditEvent.Action.SETTINGS)
+    assert (event.actor, event.after["codeowners_rules"]) == ("manage.py", 3)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"* @x\nx nobody\n")))
+    with pytest.raises(CommandError, match="line 2:"):
+        call_command("set_codeowners", "acme", "-")
+    path.write_bytes(b"\xff\xfe")
+    with pytest.raises(CommandError, match="not UTF-8"):
+        call_command("set_codeowners", "acme", str(path))
+    assert Suite.objects.get(pk=suite.pk).codeowners == CODEOWNERS  # refused: unchanged
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    call_command("set_codeowners", "acme", "-", stdout=out)
+    assert out.getvalue().endswith("acme: No CODEOWNERS: nodes have no default owner.\n")
+    assert Suite.objects.get(pk=suite.pk).codeowners == ""
+    with pytest.raises(CommandError, match="No suite"):
+        call_command("set_codeowners", "nope", str(path))
 
 
 def test_ci_puts_it_with_a_write_token(board, suite, token):

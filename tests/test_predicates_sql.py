@@ -32,7 +32,7 @@ NODES = st.lists(
     st.tuples(
         st.sampled_from([rules.Tier.REPEAT_BUDGET, *rules.Tier.ALL]),  # mostly quarantinable
         SIGHTING,  # last seen, days from today (None: never in an upload)
-        st.none() | st.tuples(EXPIRY, st.booleans()),  # an entry: expiry, cleared
+        st.none() | st.tuples(EXPIRY, st.booleans(), st.booleans()),  # expiry, cleared, ready
     ),
     max_size=20,
 )
@@ -55,11 +55,11 @@ def _ledger(today: date, nodes) -> Suite:
             first_seen=last, last_seen=last,
         )
         if entry is not None:
-            expires, cleared = entry
+            expires, cleared, ready = entry
             QuarantineEntry.objects.create(
                 suite=suite, node=node, owner="@o", evidence="ci/1",
                 expires=today + timedelta(days=expires), created_at=noon, created_by="@o",
-                updated_at=noon, cleared_at=noon if cleared else None,
+                updated_at=noon, cleared_at=noon if cleared else None, ready_to_clear=ready,
             )
     return suite
 
@@ -80,7 +80,9 @@ def test_state_filters_pick_exactly_the_entries_in_that_state(today, nodes):
             assert sql == {pk for pk, s in python.items() if s is state}, state
         counts = entry_counts(suite, today)
         tally = Counter(python.values())
-        assert counts == {state.value: tally[state] for state in OPEN_STATES}
+        ready = entries.filter(cleared_at__isnull=True, ready_to_clear=True).count()
+        assert counts == {**{state.value: tally[state] for state in OPEN_STATES},
+                          "ready_to_clear": ready}
 
 
 @SQL_PROPERTY
@@ -122,7 +124,7 @@ TODAY = date(2026, 10, 15)
     ],
 )
 def test_state_edges_in_python_and_sql(db, expires_in, state):
-    suite = _ledger(TODAY, [(2, 0, (expires_in, False))])
+    suite = _ledger(TODAY, [(2, 0, (expires_in, False, False))])
     assert _python_states(suite, TODAY) == {QuarantineEntry.objects.get().pk: state}
     assert QuarantineEntry.objects.in_state(state, TODAY).count() == 1
 

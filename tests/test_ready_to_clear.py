@@ -238,3 +238,17 @@ def test_the_count_on_the_settings_page(client_for, lead, suite, entry):
     assert Suite.objects.get(pk=suite.pk).clear_after_clean_measurements == 5
     event = AuditEvent.objects.filter(suite=suite, action=AuditEvent.Action.SETTINGS).last()
     assert event.after == {"clear_after_clean_measurements": 5}
+
+
+def test_the_overview_counts_the_ready_entries_and_links_to_them(client_for, viewer, suite,
+                                                                 entry):
+    client = client_for(viewer)
+    overview = reverse("overview", args=[suite.slug])
+    ledger = reverse("ledger", args=[suite.slug])
+    tile = (f'<a class="tile{{}}" href="{ledger}?ready=on"><span class="figure">{{}}</span> '
+            "ready to clear")
+    assert tile.format(" neutral", 0) in client.get(overview).content.decode()  # grey at 0
+    measure(suite, 0, 0, 0)
+    assert tile.format("", 1) in client.get(overview).content.decode()
+    filtered = client.get(ledger, {"ready": "on"}).content.decode()  # where it leads
+    assert NODE in filtered and 'class="badge ready"' in filtered

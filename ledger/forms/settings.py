@@ -111,14 +111,24 @@ class FixturePinForm(forms.Form):
                             "fixture_seed": suite.fixture_seed})
 
 
-class BadgeForm(forms.Form):
+class _SuiteFieldsForm(forms.Form):
+    """A form whose fields are the Suite's fields of the same names."""
+
+    @classmethod
+    def for_suite(cls, suite: Suite):
+        return cls(initial={name: getattr(suite, name) for name in cls.base_fields})
+
+
+class BadgeForm(_SuiteFieldsForm):
     public_badge = forms.BooleanField(
         label="Public: anyone with the address may see the badge", required=False
     )
 
-    @classmethod
-    def for_suite(cls, suite: Suite) -> BadgeForm:
-        return cls(initial={"public_badge": suite.public_badge})
+
+class AutoClearForm(_SuiteFieldsForm):
+    auto_clear = forms.BooleanField(
+        label="Clear each ready entry automatically", required=False
+    )
 
 
 class JUnitShareForm(forms.Form):

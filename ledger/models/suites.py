@@ -56,6 +56,12 @@ class Suite(models.Model):
         help_text="Anyone with its address may see the status badge (for a README); "
                   "otherwise only the suite's members.",
     )
+    # Release when fixed (issue 20): manage.py notify clears the ready entries itself.
+    auto_clear = models.BooleanField(
+        default=False,
+        help_text="manage.py notify clears every entry ready to clear, the board as the actor "
+                  "and the clean measurements as the note's evidence.",
+    )
     # Who owns which path (issue 20): default owners of nodes, never part of the gate.
     codeowners = models.TextField(
         blank=True,

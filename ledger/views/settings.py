@@ -21,8 +21,10 @@ from web.access import actor_label, for_leads
 from web.csv import CSV_CHUNK, csv_response
 from web.pages import percent, wants_partial
 
-from ..codeowners import codeowners_set, suite_codeowners
+from ..audit import BOARD_ACTOR
+from ..codeowners import codeowners_saved, codeowners_set, suite_codeowners
 from ..forms.settings import (
+    AutoClearForm,
     BadgeForm,
     CodeownersForm,
     FixturePinForm,
@@ -35,6 +37,7 @@ from ..forms.settings import (
 from ..models import ApiToken, AuditEvent, Membership, Node, Role, TierRule
 from ..selectors import share_figures
 from ..settings_services import (
+    auto_clear_set,
     badge_visibility_set,
     fixture_pin_set,
     junit_share_set,
@@ -95,6 +98,8 @@ def _page(request, suite, **overrides):
         "helper": _runs_needed(suite),
         "pin_form": FixturePinForm.for_suite(suite),
         "badge_form": BadgeForm.for_suite(suite),
+        "auto_clear_form": AutoClearForm.for_suite(suite),
+        "board_actor": BOARD_ACTOR,
         "junit_form": JUnitShareForm.for_suite(suite),
         "codeowners_form": CodeownersForm.for_suite(suite),
         "codeowners": suite_codeowners(suite),
@@ -237,6 +242,18 @@ def badge(request, suite):
 
 
 @for_leads("POST")
+def auto_clear(request, suite):
+    def save(data):
+        auto_clear_set(suite=suite, actor=actor_label(request.user), on=data["auto_clear"])
+        if data["auto_clear"]:
+            return "Auto-clear is on: manage.py notify clears each entry ready to clear."
+        return "Auto-clear is off: entries ready to clear wait for their owner."
+
+    form = AutoClearForm(request.POST)
+    return _saved(request, suite, form, save, section="auto-clear", form_name="auto_clear_form")
+
+
+@for_leads("POST")
 def junit_share(request, suite):
     def save(data):
         share = data["junit_infrastructure_share"]
@@ -251,12 +268,8 @@ def junit_share(request, suite):
 @for_leads("POST")
 def codeowners(request, suite):
     def save(data):
-        parsed = codeowners_set(suite=suite, text=data["codeowners"],
-                                actor=actor_label(request.user))
-        if not parsed.rules:
-            return "No CODEOWNERS: nodes have no default owner."
-        return (f"CODEOWNERS saved: {rules.plural(len(parsed), 'rule')}, "
-                f"{rules.plural(len(parsed.owners), 'owner')}.")
+        return codeowners_saved(codeowners_set(suite=suite, text=data["codeowners"],
+                                               actor=actor_label(request.user)))
 
     form = CodeownersForm(request.POST, request.FILES)
     return _saved(request, suite, form, save, section="codeowners", form_name="codeowners_form")

@@ -6,10 +6,13 @@ import logging
 import time
 from collections import Counter
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.urls import reverse
 from django.utils import timezone
 
 from flakeboard.rules.text import plural
+from ledger.clearance import auto_clear
 from ledger.models import Suite
 from notify.digests import suite_digests
 from notify.send import Outcome, message, send_digest, undelivered
@@ -23,22 +26,27 @@ class Command(BaseCommand):
     sleep = staticmethod(time.sleep)  # between a webhook's attempts; tests make it instant
     help = (
         "E-mail each owner one digest per suite: entries expiring within 7 days, expired, "
-        "tier violations (and ready to clear), and post the suite's items to its webhook. "
-        "Idempotent per day: run it from cron or a "
-        "systemd timer; an item is sent at most once a day, a failed one again on a later run."
+        "tier violations (and ready to clear), and to the suite's leads its API tokens "
+        "expiring within 14 days; post the suite's items to its webhook. A suite with "
+        "auto-clear on has its ready entries cleared first. Idempotent per day: run it from "
+        "cron or a systemd timer; an item is sent at most once a day, a failed one again on a "
+        "later run."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("--dry-run", action="store_true",
-                            help="print what would be sent; send and record nothing")
+                            help="print what would be cleared and sent; clear, send and "
+                                 "record nothing")
         parser.add_argument("--suite", metavar="SLUG", help="only this suite")
 
     def handle(self, *args, dry_run=False, suite=None, **options):
-        today = timezone.now().date()
+        now = timezone.now()
+        today = now.date()
         suites = [get_suite(suite)] if suite else list(Suite.objects.all())
         failed = 0
         for each in suites:
-            digests, unheard = suite_digests(each, today)
+            skip = {entry.pk for entry in self._auto_clear(each, dry_run)}
+            digests, unheard = suite_digests(each, today, now=now, skip=skip)
             if unheard:
                 logger.error("notify: %s in %s: no owner reachable and no lead with an e-mail",
                              plural(len(unheard), "item"), each.slug)
@@ -46,7 +54,7 @@ class Command(BaseCommand):
                                   "to tell (no reachable owner, no lead or staff with an e-mail)")
             if dry_run:
                 self._print(each, [undelivered(d) for d in digests])
-                if (due := webhook_due(each, today)) is not None:
+                if (due := webhook_due(each, today, skip)) is not None:
                     self.stdout.write(f"{each.slug}: {plural(due, 'item')} would be posted "
                                       "to the webhook.")
                 continue
@@ -60,6 +68,22 @@ class Command(BaseCommand):
         if failed:
             raise CommandError(f"{plural(failed, 'digest')} failed to send (see the log); "
                                "they are recorded, and the next run today tries them again.")
+
+    def _auto_clear(self, suite, dry_run):
+        """Clear the suite's ready entries when it turned auto-clear on, before the digests
+        are read: an entry cleared here is in none of them (the audit trail has it)."""
+
+        def report_url(report: int) -> str:
+            return settings.BASE_URL + reverse("report", args=[suite.slug, report])
+
+        cleared = auto_clear(suite=suite, report_url=report_url, dry_run=dry_run)
+        if cleared:
+            verb = "would auto-clear" if dry_run else "auto-cleared"
+            self.stdout.write(f"{suite.slug}: {verb} {plural(len(cleared), 'entry', 'entries')} "
+                              "ready to clear:")
+            for entry in cleared:
+                self.stdout.write(f"  {entry.node.nodeid} (owner {entry.owner})")
+        return cleared
 
     def _print(self, suite, digests):
         due = [digest for digest in digests if digest.items]

@@ -11,6 +11,7 @@ import itertools
 import json
 import random
 import zlib
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, time, timedelta
 
@@ -18,7 +19,8 @@ from django.contrib.auth import get_user_model
 from django.db import connections, transaction
 
 from flakeboard import rules
-from ledger.models import Node, QuarantineEntry, Suite
+from ledger.models import AuditEvent, Node, QuarantineEntry, Suite
+from runs.models import Measurement, NodeVerdict, ReasonRollup, Report, VerdictBatch
 
 SEED = 9137
 MANIFEST = "sha256:4be1c0de"
@@ -184,3 +186,106 @@ def rollup_rows(suite: Suite, *, days: int, per_day: int, today: date, seed: int
 
 
 ROLLUP_COLUMNS = ("suite_id", "day", "source", "reason", "count")
+
+
+EVENT_COLUMNS = ("suite_id", "entry_id", "action", "actor", "at", "before", "after", "note")
+
+
+def creation_events(suite: Suite, entries: Iterable[QuarantineEntry]) -> int:
+    """One ``create`` audit event per entry, as quarantine_create writes it."""
+    return insert_rows(AuditEvent, EVENT_COLUMNS, (
+        (suite.pk, e.pk, "create", e.created_by, db_datetime(e.created_at), "{}",
+         json.dumps({"owner": e.owner, "expires": e.expires.isoformat()}), e.note)
+        for e in entries
+    ))
+
+
+MEASUREMENT_COLUMNS = ("report_id", "suite_id", "node_id", "position", "created_at", "n",
+                       "fails", "upper95", "reported_upper95", "seed_base", "classification",
+                       "status", "reason", "flags", "entry_id", "entry_state")
+VERDICT_COLUMNS = ("batch_id", "suite_id", "node_id", "position", "created_at",
+                   "property_check", "fixture_lock", "flake_status", "fixture_manifest", "seed",
+                   "freeze_expires", "stated_tier", "effective_lock", "effective_status",
+                   "verdict", "reason", "flags", "entry_state")
+OUTCOMES = (  # (fails out of 200, status, reason), weighted toward the everyday
+    *[(0, "OK", "within_budget")] * 16, (1, "OK", "within_budget"),
+    (4, "WARN", "quarantined"), (6, "FAIL", "over_budget"), (9, "FAIL", "quarantine_expired"),
+)
+VERDICTS = (*[("pass", "match", "stable", "accept", "clean", "[]")] * 16,
+            ("fail", "match", "stable", "reject", "property_fail", "[]"),
+            ("not_run", "match", "stable", "hold", "property_not_run", "[]"),
+            ("pass", "drifted", "stable", "hold", "fixture_drifted", "[]"),
+            ("pass", "match", "frozen", "hold", "frozen_node", '["ledger_disagrees"]'))
+
+
+def uploads(suite: Suite, node_pks: Sequence[int], today: date, *, reports: int, batches: int,
+            rows: int, days: int = 0) -> tuple[int, int, Counter]:
+    """``reports`` reports and ``batches`` verdict batches of ``rows`` rows each, the newest
+    first: with ``days``, spread evenly over that many days up to today, each dated its day
+    (a board's history); without, all dated today. Returns the measurements and verdicts
+    written, and their (source, day, reason) counts, the rollups the ingest would have made."""
+    span = len(node_pks) - rows
+    counts: Counter = Counter()
+
+    def when(i: int, total: int, hours: int, hour: int = 9) -> tuple[datetime, date]:
+        if not days:
+            return moment(today - timedelta(hours=hours * i), hour), today
+        day = today - timedelta(days=i * days // total)
+        return moment(day, hour), day
+
+    report_objs = Report.objects.bulk_create([
+        Report(suite=suite, created_at=created, day=day,
+               commit=f"{i:010x}", branch="main", evidence=f"ci/run-{90000 + i}",
+               uploaded_by="token fbw_bench (ci)", digest=f"r{i:063d}", status="FAIL",
+               reason="over_budget", exit_code=1, quarantined=0, test_set_size=len(node_pks),
+               share=0.0, max_share=0.5, measurement_count=rows, fail_count=rows // 10,
+               warn_count=rows // 20)
+        for i in range(reports) for created, day in [when(i, reports, 8)]
+    ], batch_size=500)
+    uppers = {fails: rules.upper95(fails, 200) for fails, _, _ in OUTCOMES}
+
+    def measurement_rows():
+        for i, report in enumerate(report_objs):
+            created = db_datetime(report.created_at)
+            offset = (i * 997) % max(1, span)
+            for pos in range(rows):
+                fails, status, reason = OUTCOMES[(pos * 7 + i) % len(OUTCOMES)]
+                counts["reports", report.day, reason] += 1
+                yield (report.pk, suite.pk, node_pks[offset + pos], pos, created, 200, fails,
+                       uppers[fails], None, SEED, "", status, reason, "[]", None, "")
+
+    batch_objs = VerdictBatch.objects.bulk_create([
+        VerdictBatch(suite=suite, created_at=created, day=day, patch=f"patch-{i}",
+                     commit=f"{i:010x}", uploaded_by="token fbw_bench (ci)",
+                     digest=f"b{i:063d}", verdict="reject", reason="property_fail",
+                     exit_code=1, record_count=rows,
+                     reason_counts={"clean": rows * 4 // 5, "property_fail": rows // 20})
+        for i in range(batches) for created, day in [when(i, batches, 4, 11)]
+    ], batch_size=500)
+
+    def verdict_rows():
+        for i, batch in enumerate(batch_objs):
+            created = db_datetime(batch.created_at)
+            offset = (i * 991) % max(1, span)
+            for pos in range(rows):
+                prop, lock, status, verdict, reason, flags = VERDICTS[(pos * 3 + i) % 20]
+                counts["verdicts", batch.day, reason] += 1
+                yield (batch.pk, suite.pk, node_pks[offset + pos], pos, created, prop, lock,
+                       status, MANIFEST, SEED, None, None, lock, status, verdict,
+                       reason, flags, "")
+
+    measured = insert_rows(Measurement, MEASUREMENT_COLUMNS, measurement_rows())
+    verdicts = insert_rows(NodeVerdict, VERDICT_COLUMNS, verdict_rows())
+    return measured, verdicts, counts
+
+
+def history(suite: Suite, node_pks: Sequence[int], today: date, *, days: int, reports: int,
+            batches: int, rows: int) -> tuple[int, int]:
+    """``days`` days of uploads (see ``uploads``) with the per-day rollups their rows make,
+    as a board that has run that long holds them; the measurements and verdicts written."""
+    measured, verdicts, counts = uploads(suite, node_pks, today, reports=reports,
+                                         batches=batches, rows=rows, days=days)
+    insert_rows(ReasonRollup, ROLLUP_COLUMNS, (
+        (suite.pk, db_date(day), source, reason, count)
+        for (source, day, reason), count in sorted(counts.items())))
+    return measured, verdicts

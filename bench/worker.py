@@ -25,6 +25,7 @@ MODULES = {
     "B6": "bench.b6_measure",
     "B7": "bench.b7_junit",
     "B8": "bench.b8_largest",
+    "B9": "bench.b9_prune",
 }
 
 

@@ -234,6 +234,15 @@ if not BASE_URL.startswith(("http://", "https://")):
     raise ImproperlyConfigured("BASE_URL is the board's public address: http(s)://host[:port].")
 # Webhooks never reach loopback, private or other non-public addresses unless this is set.
 WEBHOOKS_ALLOW_PRIVATE_IPS = envbool("WEBHOOKS_ALLOW_PRIVATE_IPS", False)
+# Seconds a webhook POST waits to connect and for each read before it counts as a timeout.
+WEBHOOKS_TIMEOUT = envfloat("WEBHOOKS_TIMEOUT", 5.0)
+if not 0 < WEBHOOKS_TIMEOUT <= 60:
+    raise ImproperlyConfigured("WEBHOOKS_TIMEOUT is in seconds: more than 0, at most 60.")
+# The CA certificates (PEM) that https webhooks are verified against instead of the
+# system's, for receivers behind a private CA; empty, the system's trust store.
+WEBHOOKS_CA_FILE = env("WEBHOOKS_CA_FILE", "")
+if WEBHOOKS_CA_FILE and not Path(WEBHOOKS_CA_FILE).is_file():
+    raise ImproperlyConfigured(f"WEBHOOKS_CA_FILE {WEBHOOKS_CA_FILE} is not a file.")
 
 # Default policy numbers for new suites (each suite's lead can change its own).
 FLAKEBOARD_DEFAULT_POLICY = {

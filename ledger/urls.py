@@ -6,6 +6,7 @@ from .views import badge, entries, ledger, owners, settings
 
 urlpatterns = [
     path("ledger/", ledger.ledger, name="ledger"),
+    path("ledger/bulk/", ledger.ledger_bulk, name="ledger_bulk"),
     path("ledger.csv", ledger.ledger_csv, name="ledger_csv"),
     path("audit.csv", settings.audit_csv, name="audit_csv"),
     path("ledger/new/", entries.entry_new, name="entry_new"),

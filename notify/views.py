@@ -1,6 +1,8 @@
 """The settings page's Webhook section, for leads: the settings page includes it
 (templates/notify/_webhook_section.html) and loads it from here, so the ledger app never
-imports notify. Without JavaScript the section links to the same view, a page of its own."""
+imports notify. Without JavaScript the section links to the same view, a page of its own.
+Its forms post with htmx and get the section back, with what happened in a notice that
+takes the focus; without JavaScript they go back to the settings page with a message."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
 from web.access import actor_label, for_leads
-from web.pages import render_page
+from web.pages import render_page, wants_partial
 
 from .models import Webhook, WebhookPost
 from .webhooks import send_test, shown_url, webhook_remove, webhook_set
@@ -39,7 +41,12 @@ def _section(request, suite, **extra):
     return render_page(request, "notify/webhook.html", context, partial="section")
 
 
-def _back(suite):
+def _done(request, suite, text: str, *, ok: bool = True):
+    """What a lead's action did: in the section swapped in (htmx), or as a message on the
+    settings page."""
+    if wants_partial(request):
+        return _section(request, suite, notice=text, notice_ok=ok)
+    (messages.success if ok else messages.error)(request, text)
     return redirect(reverse("settings", args=[suite.slug]) + "#webhook")
 
 
@@ -61,9 +68,8 @@ def webhook_save(request, suite):
             form.add_error("url", exc)
         else:
             if secret is None:
-                messages.success(request, f"Webhook saved: {shown_url(saved.url)} "
-                                          f"({saved.get_format_display()}).")
-                return _back(suite)
+                return _done(request, suite, f"Webhook saved: {shown_url(saved.url)} "
+                                             f"({saved.get_format_display()}).")
             # Shown in this response only, never again.
             return _section(request, suite, new_secret=secret)
     return _section(request, suite, form=form)
@@ -71,20 +77,16 @@ def webhook_save(request, suite):
 
 @for_leads("POST")
 def webhook_delete(request, suite):
-    if webhook_remove(suite=suite, actor=actor_label(request.user)):
-        messages.success(request, "Webhook removed.")
-    return _back(suite)
+    removed = webhook_remove(suite=suite, actor=actor_label(request.user))
+    return _done(request, suite, "Webhook removed." if removed else "No webhook to remove.")
 
 
 @for_leads("POST")
 def webhook_test(request, suite):
     webhook = Webhook.objects.filter(suite=suite).select_related("suite").first()
     if webhook is None:
-        messages.error(request, "Set a webhook first.")
-        return _back(suite)
+        return _done(request, suite, "Set a webhook first.", ok=False)
     posted = send_test(webhook, timezone.now().date(), actor=actor_label(request.user))
     if posted.ok:
-        messages.success(request, f"Test delivery sent: HTTP {posted.response_code}.")
-    else:
-        messages.error(request, f"Test delivery failed: {posted.error}.")
-    return _back(suite)
+        return _done(request, suite, f"Test delivery sent: HTTP {posted.response_code}.")
+    return _done(request, suite, f"Test delivery failed: {posted.error}.", ok=False)

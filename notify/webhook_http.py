@@ -4,7 +4,8 @@ The host is resolved here, every address it resolves to is checked, and the conn
 made to a checked address: the name is not resolved a second time, so a name that rebinds
 between the check and the connection cannot slip through. The Host header and, for https,
 the certificate and SNI still name the host. Redirects are never followed: a 3xx is an
-answer like any other, which the caller counts as a failure.
+answer like any other, which the caller counts as a failure. Certificates are verified
+against the system's CAs, or WEBHOOKS_CA_FILE's for a receiver behind a private CA.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from __future__ import annotations
 import http.client
 import ipaddress
 import socket
+import ssl
 from urllib.parse import urlsplit
 
 from django.conf import settings
 
-TIMEOUT = 5  # seconds, to connect and for each read
 USER_AGENT = "Flakeboard-Webhook/1"
 
 
@@ -77,9 +78,15 @@ class _CheckedHTTPConnection(http.client.HTTPConnection):
         self.sock = _connect(self._addresses, self.timeout)
 
 
+def tls_context() -> ssl.SSLContext:
+    """Verifying certificates and host names: against WEBHOOKS_CA_FILE when set, else the
+    system's trust store."""
+    return ssl.create_default_context(cafile=settings.WEBHOOKS_CA_FILE or None)
+
+
 class _CheckedHTTPSConnection(http.client.HTTPSConnection):
     def __init__(self, host, port, *, addresses, timeout):
-        super().__init__(host, port, timeout=timeout)
+        super().__init__(host, port, timeout=timeout, context=tls_context())
         self._addresses = addresses
 
     def connect(self):
@@ -88,9 +95,14 @@ class _CheckedHTTPSConnection(http.client.HTTPSConnection):
         self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
 
 
-def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float = TIMEOUT) -> int:
-    """POST ``body`` to ``url``; its status code. Raises Refused before any connection is
-    made to a refused address, OSError (TimeoutError included) when the exchange fails."""
+def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float | None = None
+         ) -> int:
+    """POST ``body`` to ``url``; its status code. ``timeout`` (WEBHOOKS_TIMEOUT unless
+    given) bounds the connection and each read. Raises Refused before any connection is
+    made to a refused address, OSError (TimeoutError, ssl.SSLCertVerificationError included)
+    when the exchange fails."""
+    if timeout is None:
+        timeout = settings.WEBHOOKS_TIMEOUT
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise Refused("only http(s) URLs are posted to")

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import logging
 import secrets
+import ssl
 import time
 import uuid
 from dataclasses import dataclass
 from datetime import date
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.validators import URLValidator
 from django.db import transaction
 from django.utils import timezone
@@ -87,7 +89,8 @@ class Posted:
 
 def _post_with_retries(url: str, body: bytes, headers: dict, sleep) -> Posted:
     """Up to ATTEMPTS tries: again after a 5xx, a timeout or a failed connection; never
-    after a refused address, a 3xx (redirects are not followed) or a 4xx."""
+    after a refused address, a certificate that does not verify (trying again would not
+    change it), a 3xx (redirects are not followed) or a 4xx."""
     code, error = None, ""
     for attempt in range(1, ATTEMPTS + 1):
         if attempt > 1:
@@ -96,6 +99,11 @@ def _post_with_retries(url: str, body: bytes, headers: dict, sleep) -> Posted:
             code = post(url, body, headers)
         except Refused as exc:
             return Posted(False, attempt, None, f"refused: {exc}")
+        except ssl.SSLCertVerificationError as exc:
+            return Posted(False, attempt, None, f"certificate: {exc.verify_message or exc}")
+        except TimeoutError:
+            code, error = None, f"timeout: no answer within {settings.WEBHOOKS_TIMEOUT:g} s"
+            continue
         except OSError as exc:
             code, error = None, f"{type(exc).__name__}: {exc}"
             continue

@@ -39,6 +39,7 @@ POST entry_renew                   302 404 403 302 302 302 302 302 302 302
 GET  entry_clear                   302 404 403 200 200 200 302 302 302 302
 POST entry_clear                   302 404 403 302 302 302 302 302 302 302
 POST entry_clear_ready             302 404 403 302 302 302 302 302 302 302
+POST ledger_bulk                   302 404 403 302 302 302 302 302 302 302
 GET  reports                       302 404 200 200 200 200 302 302 302 302
 GET  report                        302 404 200 200 200 200 302 302 302 302
 GET  verdicts                      302 404 200 200 200 200 302 302 302 302
@@ -118,6 +119,9 @@ def page_request(method: str, action: str, w) -> Request:
             "expires": soon, "evidence": "ci/run-10", "owner": "", "note": "still flaky"}),
         "entry_clear": Request(gets["entry_clear"], {"note": "fixed"}),
         "entry_clear_ready": Request(reverse("entry_clear_ready", args=[s, w.entry.pk]), {}),
+        "ledger_bulk": Request(reverse("ledger_bulk", args=[s]), {
+            "action": "renew", "entry": [w.entry.pk], "expires": soon, "evidence": "ci/run-12",
+            "note": "still flaky"}),
         "settings_policy": Request(reverse("settings_policy", args=[s]), {
             "max_upper_rate": "3", "min_runs": "150", "max_quarantined_share": "10",
             "max_quarantine_days": "20", "note": "tuned"}),

@@ -1,9 +1,11 @@
-"""``manage.py backup PATH``: a consistent copy of a live SQLite board, taken while uploads
-run, through SQLite's online backup API. "Consistent" is checked as: the copy passes
-SQLite's integrity check; every report in it holds exactly its measurement_count rows and
-every batch its record_count; the per-day rollups equal the counts recomputed from the raw
-rows (both are written in one ingest transaction, so a torn copy would differ); and the
-ledger served from the restored copy is byte for byte the one the live board serves."""
+"""``manage.py backup PATH``: a consistent copy of a live board with more than a year of
+history (tests/year.py), taken while uploads run, on the configured database: SQLite's
+online backup API, or pg_dump restored by pg_restore into a fresh database. "Consistent"
+is checked as: every report in the copy holds exactly its measurement_count rows and every
+batch its record_count; the per-day rollups equal the counts recomputed from the raw rows
+(both are written in one ingest transaction, so a torn copy would differ); and the ledger
+served from the restored copy is byte for byte the one the live board serves. A backup
+taken once the uploads stop restores every table's row count exactly."""
 
 from __future__ import annotations
 
@@ -14,10 +16,11 @@ import sys
 import time
 
 import pytest
-from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from tests.throwaway import ROOT, Board
+from ledger.management.commands import backup as command
+from tests.throwaway import ROOT, Board, configured_backend
+from tests.year import DAYS, PER_DAY
 
 SETUP = """
 import json
@@ -25,10 +28,12 @@ from datetime import timedelta
 from django.utils import timezone
 from ledger.quarantine import quarantine_create
 from ledger.suites import suite_create
+from tests.year import year_of_history
 suite = suite_create(slug="acme", name="Acme")
 suite.max_quarantined_share = 1.0
 suite.save()
 today = timezone.now().date()
+year_of_history(suite, today)
 for i in range(3):
     quarantine_create(suite=suite, nodeid=f"t.py::q{i}", owner="@finley", actor="@finley",
                       expires=today + timedelta(days=9), evidence=f"ci/run-{i}", today=today)
@@ -75,11 +80,51 @@ print(json.dumps({"torn": torn, "rollups_true": rollups_true,
                   "ledger": served_ledger(suite, full=False, today=now.date(), now=now)[1].decode(),
                   "reports": Report.objects.count(), "counts": counts}))
 """.replace("from django.db.models import Count", "from django.db.models import Count, F")
+YEAR_REPORTS = DAYS * PER_DAY
 
 
-def test_a_backup_taken_during_uploads_restores_a_consistent_board(tmp_path):
-    board = Board(tmp_path, "sqlite")
-    board.run(SETUP)
+def restored(board: Board, backup, tmp_path, label: str) -> dict:
+    """CHECK's answer on a fresh database restored from ``backup``, as the README restores:
+    SQLite's copy put in the file's place, or pg_restore into a new PostgreSQL database."""
+    env = dict(board.env)
+    if board.backend == "sqlite":
+        copy = tmp_path / f"{label}.sqlite3"
+        shutil.copyfile(backup, copy)
+        board.env["DATABASE_URL"] = f"sqlite:///{copy}"
+    else:
+        name = f"{board.db_name}_{label}"
+        board._admin(f'CREATE DATABASE "{name}"')
+        board.env["DATABASE_URL"] = board.database_url.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        if board.backend == "postgresql":
+            subprocess.run(["pg_restore", "--no-owner", "--exit-on-error",
+                            f"--dbname={board.env['DATABASE_URL']}", str(backup)],
+                           check=True, capture_output=True, text=True, timeout=600)
+        board.manage("migrate", "--check")
+        return board.run(CHECK)
+    finally:
+        board.env = env
+        if board.backend == "postgresql":
+            board._admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def board(tmp_path):
+    backend = configured_backend()
+    if backend == "postgresql":
+        missing = [tool for tool in ("pg_dump", "pg_restore") if shutil.which(tool) is None]
+        if missing:
+            pytest.skip(f"{' and '.join(missing)} not on PATH (postgresql-client)")
+    board = Board(tmp_path, backend)
+    try:
+        board.run(SETUP)
+        yield board
+    finally:
+        board.close()
+
+
+@pytest.mark.slow
+def test_a_backup_taken_during_uploads_restores_a_consistent_board(board, tmp_path):
     stop, progress = tmp_path / "stop", tmp_path / "progress"
     uploads = subprocess.Popen(
         [sys.executable, "manage.py", "shell", "-c", UPLOADS % (str(stop), str(progress))],
@@ -90,21 +135,19 @@ def test_a_backup_taken_during_uploads_restores_a_consistent_board(tmp_path):
                 break
             assert uploads.poll() is None, uploads.communicate()[1]
             time.sleep(0.1)
-        backup = tmp_path / "backup.sqlite3"
+        backup = tmp_path / "backup.dump"
         assert "Backed up" in board.manage("backup", str(backup)).stdout
     finally:
         stop.touch()
         out, err = uploads.communicate(timeout=600)
     assert uploads.returncode == 0, err
     live = board.run(CHECK)
+    assert live["torn"] == [] and live["rollups_true"]
 
-    restored = tmp_path / "restored.sqlite3"
-    shutil.copyfile(backup, restored)  # the README's restore: the copy in the file's place
-    board.env["DATABASE_URL"] = f"sqlite:///{restored}"
-    board.manage("migrate", "--check")
-    again = board.run(CHECK)
+    again = restored(board, backup, tmp_path, "during")
     assert again["torn"] == [] and again["rollups_true"]
-    assert 2 <= again["reports"] < live["reports"] == json.loads(out.strip().splitlines()[-1])
+    assert 2 <= again["reports"] - YEAR_REPORTS < live["reports"] - YEAR_REPORTS == json.loads(
+        out.strip().splitlines()[-1])
     assert again["ledger"] == live["ledger"]  # uploads never change the served ledger
     assert set(again["counts"]) == set(live["counts"])
     assert all(again["counts"][t] <= live["counts"][t] for t in live["counts"])
@@ -112,12 +155,33 @@ def test_a_backup_taken_during_uploads_restores_a_consistent_board(tmp_path):
     refused = board.manage("backup", str(backup), check=False)
     assert refused.returncode != 0 and "--force" in refused.stderr
     assert board.manage("backup", str(backup), "--force").returncode == 0
+    at_rest = restored(board, backup, tmp_path, "at_rest")
+    assert at_rest["counts"] == live["counts"]
+    assert at_rest["ledger"] == live["ledger"]
 
 
-@pytest.mark.django_db
-def test_postgresql_is_pointed_to_pg_dump(monkeypatch, tmp_path):
-    from django.db import connection
+class Ran:
+    """subprocess.run's stand-in: keeps the command and environment it was given."""
 
-    monkeypatch.setattr(connection, "vendor", "postgresql")
-    with pytest.raises(CommandError, match="pg_dump"):
-        call_command("backup", str(tmp_path / "x"))
+    def __call__(self, args, env, **kwargs):
+        self.args, self.env = args, env
+        return subprocess.CompletedProcess(args, 0, "", "")
+
+
+def test_pg_dump_gets_the_password_in_its_environment_only(monkeypatch, tmp_path):
+    ran = Ran()
+    monkeypatch.setattr(command.shutil, "which", lambda tool: f"/usr/bin/{tool}")
+    monkeypatch.setattr(command.subprocess, "run", ran)
+    command.pg_dump({"NAME": "flakeboard", "USER": "board", "PASSWORD": "s3cret pass",
+                     "HOST": "db.internal", "PORT": 5433}, tmp_path / "x.dump")
+    assert ran.args == ["pg_dump", "--format=custom", f"--file={tmp_path / 'x.dump'}",
+                        "--no-password", "--host=db.internal", "--port=5433",
+                        "--username=board", "--", "flakeboard"]
+    assert ran.env["PGPASSWORD"] == "s3cret pass"
+    assert not [arg for arg in ran.args if "s3cret" in arg]
+
+
+def test_without_pg_dump_the_backup_is_refused(monkeypatch, tmp_path):
+    monkeypatch.setattr(command.shutil, "which", lambda tool: None)
+    with pytest.raises(CommandError, match="pg_dump is not on PATH"):
+        command.pg_dump({"NAME": "flakeboard"}, tmp_path / "x.dump")

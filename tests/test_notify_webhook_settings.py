@@ -121,3 +121,33 @@ def test_removing_the_webhook_is_audited(browser, suite):
     browser.post(reverse("settings_webhook_remove", args=["acme"]))
     assert not Webhook.objects.exists()
     assert AuditEvent.objects.filter(note="webhook removed", actor="@lea").exists()
+
+
+def test_with_htmx_each_action_answers_the_section_with_its_notice_focused(
+    browser, suite, settings, receiver  # noqa: F811
+):
+    settings.WEBHOOKS_ALLOW_PRIVATE_IPS = True
+    htmx = {"headers": {"HX-Request": "true"}}
+
+    def section(name, data=None) -> str:
+        response = browser.post(reverse(name, args=["acme"]), data or {}, **htmx)
+        assert response.status_code == 200
+        html = response.content.decode()
+        assert "<html" not in html and html.lstrip().startswith('<div class="webhook-section"')
+        return html
+
+    made = section("settings_webhook_save", {"url": receiver.url, "format": "json"})
+    secret = Webhook.objects.get(suite=suite).secret
+    assert made.count(secret) == 1
+    assert 'class="token-once" role="alert" tabindex="-1" data-focus' in made
+    tested = section("settings_webhook_test")
+    assert 'role="status" tabindex="-1" data-focus data-announce>Test delivery sent: HTTP 200.' \
+        in tested
+    assert str(WebhookPost.objects.get().id) in tested and secret not in tested
+    receiver.answers = [404]
+    failed = section("settings_webhook_test")
+    assert '<p class="notice failed"' in failed and "Test delivery failed: HTTP 404." in failed
+    refused = section("settings_webhook_save", {"url": "ftp://x", "format": "json"})
+    assert "has-error" in refused and " data-focus " in refused
+    removed = section("settings_webhook_remove")
+    assert "Webhook removed." in removed and "No webhook" in removed

@@ -11,6 +11,7 @@ import json
 import socket
 import threading
 import uuid
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -58,15 +59,24 @@ class Receiver:
         return [path for path, _, _ in self.requests]
 
 
+@contextmanager
+def serving(server):
+    """The server answering in a thread of its own; shut down and closed after."""
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
 @pytest.fixture
 def receiver():
     receiver = Receiver()
-    thread = threading.Thread(target=receiver.server.serve_forever, daemon=True)
-    thread.start()
-    yield receiver
-    receiver.server.shutdown()
-    receiver.server.server_close()
-    thread.join()
+    with serving(receiver.server):
+        yield receiver
 
 
 @pytest.fixture

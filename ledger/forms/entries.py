@@ -133,6 +133,47 @@ class RenewForm(ServiceForm):
         }
 
 
+class EntryIdsField(forms.Field):
+    """Entry ids, as many as the form posts under the field's name."""
+
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value) -> list[int]:
+        try:
+            return [int(v) for v in value or []]
+        except (TypeError, ValueError):
+            raise ValidationError("An entry id is a whole number.", code="invalid") from None
+
+
+class BulkForm(RenewForm):
+    """Renew or clear the selected entries of the ledger page, with one reason. The
+    selection is the checked rows (``entry``), or with ``select_page`` every row the page
+    showed (``shown``); a renewal's fields are RenewForm's, and a clearance ignores them."""
+
+    action = forms.ChoiceField(choices=[("renew", "Renew"), ("clear", "Clear")])
+    entry = EntryIdsField(required=False)
+    shown = EntryIdsField(required=False)
+    select_page = forms.BooleanField(
+        label="Select all on this page", required=False,
+        widget=forms.CheckboxInput(attrs={"data-select-page": ""}),
+    )
+
+    field_order = ["expires", "evidence", "owner", "note"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, auto_id="id_bulk_%s", **kwargs)
+        self.fields["expires"].help_text = "Renewals only."
+        self.fields["evidence"].help_text = "Renewals only; must differ from each entry's."
+        self.fields["owner"].help_text = "Renewals only; else each keeps its owner."
+        self.fields["note"].label = "Reason"
+        self.fields["note"].help_text = "Goes on each entry's history."
+        self.fields["note"].widget = _text()
+
+    def entry_ids(self) -> list[int]:
+        data = self.cleaned_data
+        return data["shown"] if data["select_page"] else data["entry"]
+
+
 class ClearForm(ServiceForm):
     note = forms.CharField(
         label="Why is it cleared?", required=False, widget=_note(),

@@ -69,6 +69,7 @@ def _row_context(request, suite, entry, today, **extra) -> dict:
         "entry": entry,
         "row": row,
         "can_edit": can_edit,
+        "can_bulk": can(request.role, Role.OWNER),
         "can_renew": can_edit and row.state is not rules.EntryState.TIER_VIOLATION,
         **extra,
     }

@@ -6,20 +6,26 @@ from datetime import date
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.http import QueryDict
+from django.shortcuts import redirect
+from django.template.defaultfilters import pluralize
+from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
 from flakeboard import rules
-from web.access import can, suite_for, user_handle
+from web.access import actor_label, can, suite_for, user_handle
 from web.csv import CSV_CHUNK, csv_response
 from web.pages import PER_PAGE, entry_row, list_page, share_context
 
+from ..bulk_actions import BulkAction, BulkOutcome, bulk_apply
 from ..codeowners import suite_codeowners
-from ..forms.entries import LedgerFilterForm, owners_of
+from ..forms.entries import BulkForm, LedgerFilterForm, owners_of
 from ..models import QuarantineEntry, Role, Suite
 from ..selectors import entry_counts, share_figures
 
@@ -98,6 +104,8 @@ def ledger(request, suite):
             **glance(suite, today),
             "handle": user_handle(request.user),
             "can_edit": can(request.role, Role.OWNER),
+            "can_bulk": can(request.role, Role.OWNER),
+            "bulk_form": bulk_form(suite, today),
             "csv_query": _without_page(request.GET),
         },
         rows=lambda page: [entry_row(entry, today, codeowners) for entry in page],
@@ -115,3 +123,55 @@ def ledger_csv(request, suite):
         for e in entries.iterator(chunk_size=CSV_CHUNK)
     )
     return csv_response(f"{suite.slug}-ledger-{today}.csv", LEDGER_CSV_HEADER, rows)
+
+
+def bulk_form(suite: Suite, today: date, data=None) -> BulkForm:
+    _, latest = rules.expiry_bounds(today, suite.max_quarantine_days)
+    return BulkForm(data, initial={"expires": latest}, today=today,
+                    max_days=suite.max_quarantine_days)
+
+
+def _say_outcomes(request, action: BulkAction, outcomes: list[BulkOutcome]) -> None:
+    """The result as messages: how many were done, then each refused row and why."""
+    past = "renewed" if action is BulkAction.RENEW else "cleared"
+    refused = [outcome for outcome in outcomes if not outcome.done]
+    done = len(outcomes) - len(refused)
+    if not refused:
+        messages.success(request, f"{past.capitalize()} {done} entr{pluralize(done, 'y,ies')}, "
+                                  "each with its own history event.")
+        return
+    total = len(outcomes)
+    say = messages.warning if done else messages.error
+    say(request, f"{past.capitalize()} {done} of {total} selected entr"
+                 f"{pluralize(total, 'y,ies')}; {len(refused)} refused, left unchanged:")
+    for outcome in refused:
+        reasons = " ".join(message for message, _code in outcome.refusals)
+        if outcome.nodeid is None:
+            messages.error(request, f"Not {past}: {reasons}")
+        else:
+            messages.error(request, f"{outcome.nodeid} was not {past}: {reasons}")
+
+
+@login_required
+@require_POST
+def ledger_bulk(request, suite):
+    """Renew or clear the selected rows with one reason; back to the ledger as it was
+    filtered, with the result: the count done and each refusal, row by row."""
+    suite = suite_for(request, suite, Role.OWNER)
+    today = timezone.now().date()
+    form = bulk_form(suite, today, request.POST)
+    query = QueryDict(request.POST.get("query", "")).urlencode()
+    back = redirect(reverse("ledger", args=[suite.slug]) + (f"?{query}" if query else ""))
+    if not form.is_valid():
+        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+        return back
+    action = BulkAction(form.cleaned_data["action"])
+    try:
+        outcomes = bulk_apply(suite=suite, entry_ids=form.entry_ids(), action=action,
+                              actor=actor_label(request.user), today=today,
+                              **form.service_arguments())
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return back
+    _say_outcomes(request, action, outcomes)
+    return back

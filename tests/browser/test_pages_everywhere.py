@@ -1,8 +1,9 @@
 """Every page of the demo, as each role, on a phone (390 by 844) and on a desk (1280 by 800)
 (issue 21, Acceptance): the document is never wider than the viewport, axe-core finds no
-violation, and the console stays clean. Each page's screenshot at both sizes goes to
-test-artifacts/pages/ (and, with UPDATE_README_SCREENSHOT=1, the flaky-tests page on a
-phone to docs/screenshot-phone.png, the README's second picture).
+violation, the console stays clean, and on a desk the suite's menu keeps to one line. Each
+page's screenshot at both sizes goes to test-artifacts/pages/ (and, with
+UPDATE_README_SCREENSHOT=1, the flaky-tests page on a phone to docs/screenshot-phone.png, the
+README's second picture).
 
 axe-core is vendored for the tests only (tests/vendor/axe-core/, from npm) and run in the
 page through Playwright, which the pages' Content-Security-Policy does not govern.
@@ -12,15 +13,18 @@ from __future__ import annotations
 
 import os
 import shutil
+import uuid
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from junit.models import NodeDay
 from ledger.models import QuarantineEntry
+from notify.models import Webhook, WebhookPost
 from runs.demo import build_demo
 from runs.models import Report, VerdictBatch
 
@@ -34,6 +38,9 @@ SIZES = {"phone": (390, 844), "desk": (1280, 800)}
 VIOLATIONS = """async () => (await axe.run(document, {resultTypes: ["violations"]})).violations
   .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(" | ")}`)"""
 WIDTH = "() => document.documentElement.scrollWidth"
+MENU_LINES = """() => new Set(Array.from(document.querySelectorAll(".suitenav a"))
+  .map((a) => { const box = a.getBoundingClientRect(); return Math.round(box.y + box.height / 2); })
+).size"""
 
 
 def demo_pages(suite, role: str) -> dict[str, tuple[str, int]]:
@@ -59,7 +66,8 @@ def demo_pages(suite, role: str) -> dict[str, tuple[str, int]]:
         "not found": "/suites/no-such-suite/",
     }
     answers = {name: (path, 404 if name == "not found" else 200) for name, path in pages.items()}
-    answers["settings"] = (reverse("settings", args=[slug]), 200 if role == "lead" else 403)
+    for name, url_name in (("settings", "settings"), ("webhook", "settings_webhook")):
+        answers[name] = (reverse(url_name, args=[slug]), 200 if role == "lead" else 403)
     if role != "viewer":
         answers["new entry"] = (reverse("entry_new", args=[slug]), 200)
     return answers
@@ -67,7 +75,18 @@ def demo_pages(suite, role: str) -> dict[str, tuple[str, int]]:
 
 @pytest.fixture
 def demo(transactional_db, today):
-    return build_demo(today)
+    """The demo, with a webhook and its log: a test sent, a delivery that timed out."""
+    suite = build_demo(today)
+    url = "https://hooks.example.com/services/T0/B0/demo"
+    now = timezone.now()
+    Webhook.objects.create(suite=suite, url=url, format="slack", secret="never-shown",
+                           created_at=now, created_by="@lead")
+    WebhookPost.objects.create(id=uuid.uuid4(), suite=suite, url=url, at=now, test=True,
+                               items=2, status="sent", attempts=1, response_code=200)
+    WebhookPost.objects.create(id=uuid.uuid4(), suite=suite, url=url, at=now, items=5,
+                               status="failed", attempts=3,
+                               error="timeout: no answer within 5 s")
+    return suite
 
 
 @pytest.mark.parametrize("role", ["lead", "owner", "viewer"])
@@ -93,6 +112,8 @@ def test_every_page_fits_the_screen_and_passes_axe(browser, live_server, demo, r
                 problems.append(f"{where}: {response.status}, not {status}")
             if page.evaluate(WIDTH) > width:
                 problems.append(f"{where}: {page.evaluate(WIDTH)} px wide")
+            if size == "desk" and page.evaluate(MENU_LINES) > 1:
+                problems.append(f"{where}: the suite's menu wraps onto a second line")
             page.evaluate(AXE)
             problems += [f"{where}: axe {v}" for v in page.evaluate(VIOLATIONS)]
             # A page answered with an error status logs that status; nothing else may log.

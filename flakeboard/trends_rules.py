@@ -8,14 +8,13 @@ problems is the next one; when that share is at least half, its codes dominate.
 The noun a sentence uses ("holds", "rejects", "failures", ...) is read off the gate rules
 themselves, so this module never restates which reason comes with which verdict.
 
-It also decides, once for the trends page and the API alike, which range of days a
-``from``/``to`` pair asks for, or why that pair is refused.
+It also gives the tone (fail, warn, ok) every chart and bar of a reason code is drawn in,
+read off the same rules. The range of days a trends view covers is in trends_range.py.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -120,6 +119,40 @@ def outcome_of(gate: Gate) -> dict[Reason, rules.Verdict | rules.GateStatus]:
     return found
 
 
+class Tone(StrEnum):
+    """The one colour scale of the board: FAIL and REJECT, WARN and HOLD, OK and ACCEPT, and
+    neutral for what is no outcome. Pages draw a tone with the CSS custom property
+    ``--tone-<tone>`` (static/css/board.css)."""
+
+    FAIL = "fail"
+    WARN = "warn"
+    OK = "ok"
+    NEUTRAL = "neutral"
+
+
+TONE_OF_OUTCOME: dict[rules.Verdict | rules.GateStatus, Tone] = {
+    rules.Verdict.REJECT: Tone.FAIL,
+    rules.Verdict.HOLD: Tone.WARN,
+    rules.Verdict.ACCEPT: Tone.OK,
+    rules.GateStatus.FAIL: Tone.FAIL,
+    rules.GateStatus.WARN: Tone.WARN,
+    rules.GateStatus.OK: Tone.OK,
+}
+
+
+def tone_of(gate: Gate, reason: str) -> Tone:
+    """The tone of a reason code on ``gate``: that of the outcome the gate's rules give it
+    (no_evidence holds a batch but fails a report)."""
+    return TONE_OF_OUTCOME[outcome_of(gate)[Reason(reason)]]
+
+
+def shade_of(gate: Gate, reason: str) -> int:
+    """Which of its tone's shades a reason code is drawn in: its place among the gate's
+    codes of that tone, so that a code keeps one colour on every chart and range."""
+    tone = tone_of(gate, reason)
+    return [r for r in gate.reasons if tone_of(gate, r) is tone].index(Reason(reason))
+
+
 @dataclass(frozen=True)
 class Reading:
     """One plain sentence about a distribution, and the facts it was made from."""
@@ -195,104 +228,3 @@ def read_distribution(totals: Mapping[str, int], gate: Gate) -> Reading:
             f"({percent(by_investment[second] / total)}%)."
         )
     return Reading(sentence, first, reasons, share, dominant)
-
-
-# --- The range of days a trends view covers ---------------------------------------------
-
-DEFAULT_RANGE_DAYS = 30
-MAX_RANGE_DAYS = 366  # a leap year, both ends included: a year fits, day by day
-# No upload predates the board. A floor this far above date.min also keeps every sum the
-# charts do on a range (the known-node window reaches 30 days before it, a week bucket
-# starts up to 6 days before it) inside the calendar; the latest day, today, is as far
-# from date.max.
-EARLIEST_DAY = date(2000, 1, 1)
-# The trends page once called its range start and end; the API never did.
-RENAMED_PARAMETERS = {"start": "from", "end": "to"}
-
-_ISO_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-
-
-class RangeProblem(StrEnum):
-    NOT_A_DATE = "not_a_date"
-    AFTER_TODAY = "after_today"
-    BEFORE_EARLIEST = "before_earliest"
-    AFTER_TO = "after_to"
-    TOO_LONG = "range_too_long"
-
-
-@dataclass(frozen=True)
-class DayRange:
-    """The days from ``start`` to ``end``, both included."""
-
-    start: date
-    end: date
-
-    @property
-    def days(self) -> int:
-        return (self.end - self.start).days + 1
-
-
-@dataclass(frozen=True)
-class RangeError:
-    """Why a range was refused: the parameter ("from" or "to") to change, and a sentence."""
-
-    parameter: str
-    problem: RangeProblem
-    message: str
-
-
-def last_days(days: int, today: date) -> DayRange:
-    """The ``days`` days ending today."""
-    return DayRange(today - timedelta(days=days - 1), today)
-
-
-def parse_day(text: str) -> date | None:
-    """A day written YYYY-MM-DD and nothing else (no time, no week date, no stray
-    whitespace), or None."""
-    if not _ISO_DAY.fullmatch(text):
-        return None
-    try:
-        return date.fromisoformat(text)
-    except ValueError:  # 2026-02-30 and the like
-        return None
-
-
-def day_range(first: str | None, last: str | None, *, today: date) -> DayRange | RangeError:
-    """The range the ``from`` (``first``) and ``to`` (``last``) parameters ask for, None
-    meaning not sent: by default ``to`` is today and ``from`` the day that makes the range
-    DEFAULT_RANGE_DAYS long (never before EARLIEST_DAY).
-
-    Refused: a parameter that is not a YYYY-MM-DD day, ``to`` after today, either before
-    EARLIEST_DAY, ``from`` after ``to``, and a range over MAX_RANGE_DAYS days. The first
-    problem found is named, ``from`` before ``to``.
-    """
-    parsed = {}
-    for name, text in (("from", first), ("to", last)):
-        if text is not None:
-            parsed[name] = parse_day(text)
-            if parsed[name] is None:
-                return RangeError(name, RangeProblem.NOT_A_DATE,
-                                  f"{name} must be a day written YYYY-MM-DD, such as {today}.")
-    end = parsed.get("to", today)
-    if end > today:
-        return RangeError("to", RangeProblem.AFTER_TODAY,
-                          f"to ({end}) is after today ({today}): a range ends today at the "
-                          f"latest.")
-    for name, day in parsed.items():
-        if day < EARLIEST_DAY:
-            return RangeError(name, RangeProblem.BEFORE_EARLIEST,
-                              f"{name} ({day}) is before {EARLIEST_DAY}, the earliest day a "
-                              f"range may cover.")
-    if "from" not in parsed:
-        # Computed only now: end is known to be at least EARLIEST_DAY, far from date.min.
-        start = max(end - timedelta(days=DEFAULT_RANGE_DAYS - 1), EARLIEST_DAY)
-        return DayRange(start, end)
-    found = DayRange(parsed["from"], end)
-    if found.start > found.end:
-        return RangeError("from", RangeProblem.AFTER_TO,
-                          f"from ({found.start}) is after to ({found.end}).")
-    if found.days > MAX_RANGE_DAYS:
-        return RangeError("from", RangeProblem.TOO_LONG,
-                          f"The range from {found.start} to {found.end} spans {found.days} "
-                          f"days: at most {MAX_RANGE_DAYS}.")
-    return found

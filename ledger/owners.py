@@ -41,7 +41,7 @@ class OwnerDebt:
         return self.renewals / self.open if self.open else 0.0
 
     def oldest_age_days(self, today: date) -> int:
-        return (today - self.oldest.date()).days if self.oldest else 0
+        return rules.entry_age_days(self.oldest.date(), today) if self.oldest else 0
 
     @property
     def debt(self) -> tuple:

@@ -6,6 +6,7 @@ Each returns what a page shows in a fixed number of queries, however many rows t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
 from django.db.models import Case, Count, IntegerField, Value, When
 
@@ -13,10 +14,10 @@ from flakeboard import rules
 from ledger.models import Node, QuarantineEntry, Suite
 from ledger.selectors import open_entries_by_node, tier_rule_specs
 
-from .models import Measurement, NodeVerdict, Report, VerdictBatch
+from .models import Measurement, Report, VerdictBatch
 
+# The node page's chart: its latest measurements. Its tables page through them all.
 NODE_MEASUREMENTS = 90
-NODE_VERDICTS = 50
 LATEST_MEASUREMENTS = 5
 
 
@@ -112,11 +113,40 @@ def batch_verdicts(batch: VerdictBatch, *, verdict: str | None = None, reason: s
 
 
 @dataclass(frozen=True)
+class QuarantinePeriod:
+    """A span of days the node was quarantined: an entry from the day it was made to the
+    day it was cleared, or to today while it is open."""
+
+    entry: QuarantineEntry
+    start: date
+    end: date
+    open: bool
+
+    @property
+    def days(self) -> int:
+        return self.entry.age_days(self.end)
+
+
+def quarantine_periods(entries: list[QuarantineEntry], today: date) -> list[QuarantinePeriod]:
+    """The periods of ``entries``, oldest first."""
+    periods = [
+        QuarantinePeriod(
+            entry,
+            entry.created_at.date(),
+            entry.cleared_at.date() if entry.cleared_at else today,
+            entry.cleared_at is None,
+        )
+        for entry in entries
+    ]
+    return sorted(periods, key=lambda period: (period.start, period.entry.pk))
+
+
+@dataclass(frozen=True)
 class NodeHistory:
     resolution: rules.TierResolution
-    measurements: list[Measurement]  # oldest first
-    verdicts: list[NodeVerdict]  # newest first
+    measurements: list[Measurement]  # the chart's, oldest first
     entries: list[QuarantineEntry]  # newest first
+    periods: list[QuarantinePeriod]  # oldest first
     chart: dict
 
 
@@ -124,9 +154,31 @@ def latest_measurements(node: Node, limit: int = LATEST_MEASUREMENTS) -> list[Me
     return list(node.measurements.order_by("-created_at", "-pk")[:limit])
 
 
-def measurement_chart(measurements: list[Measurement]) -> dict:
+def node_measurements(node: Node):
+    """Every measurement of the node, newest first, with its report (for its budget)."""
+    return node.measurements.select_related("report").order_by("-created_at", "-pk")
+
+
+def node_verdicts(node: Node):
+    """Every verdict on the node, newest first."""
+    return node.verdicts.order_by("-created_at", "-pk")
+
+
+def with_budgets(suite: Suite, measurements) -> list[Measurement]:
+    """``measurements``, each with ``budget`` set: the budget in force at its upload, or
+    today's for a report stored before it was kept."""
+    measurements = list(measurements)
+    for m in measurements:
+        policy = m.report.judged_policy
+        m.budget = policy.max_upper_rate if policy else suite.max_upper_rate
+    return measurements
+
+
+def measurement_chart(measurements: list[Measurement],
+                      periods: list[QuarantinePeriod] = ()) -> dict:
     """upper95 against the budget each was judged by, in the shape static/js/charts.js
-    draws (``budget`` is set on each measurement by node_history)."""
+    draws (``budget`` is set by with_budgets), with the quarantine periods as shaded
+    ``bands`` behind them."""
     return {
         "type": "line",
         "labels": [m.created_at.date().isoformat() for m in measurements],
@@ -134,28 +186,27 @@ def measurement_chart(measurements: list[Measurement]) -> dict:
             {"label": "upper95", "data": [round(m.upper95, 4) for m in measurements]},
             {"label": "budget", "data": [m.budget for m in measurements]},
         ],
+        "bands": [
+            {"from": period.start.isoformat(), "to": period.end.isoformat(),
+             "label": f"entry {period.entry.pk}"}
+            for period in periods
+        ],
     }
 
 
-def node_history(suite: Suite, node: Node) -> NodeHistory:
-    measurements = list(
-        node.measurements.select_related("report").order_by("-created_at", "-pk")[
-            :NODE_MEASUREMENTS
-        ]
-    )
+def node_history(suite: Suite, node: Node, today: date) -> NodeHistory:
+    measurements = with_budgets(suite, node_measurements(node)[:NODE_MEASUREMENTS])
     measurements.reverse()
-    for m in measurements:
-        # The budget in force at upload; today's for a report stored before it was kept.
-        policy = m.report.judged_policy
-        m.budget = policy.max_upper_rate if policy else suite.max_upper_rate
+    entries = list(
+        QuarantineEntry.objects.filter(suite=suite, node=node)
+        .select_related("node")
+        .order_by("-created_at", "-pk")
+    )
+    periods = quarantine_periods(entries, today)
     return NodeHistory(
         resolution=rules.resolve_tier(node.nodeid, tier_rule_specs(suite), node.stated_tier),
         measurements=measurements,
-        verdicts=list(node.verdicts.order_by("-created_at", "-pk")[:NODE_VERDICTS]),
-        entries=list(
-            QuarantineEntry.objects.filter(suite=suite, node=node)
-            .select_related("node")
-            .order_by("-created_at", "-pk")
-        ),
-        chart=measurement_chart(measurements),
+        entries=entries,
+        periods=periods,
+        chart=measurement_chart(measurements, periods),
     )

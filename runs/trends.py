@@ -14,31 +14,28 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from itertools import accumulate
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Min, Q, Sum
 
 from flakeboard import rules
-from flakeboard.trends_rules import Gate, Reading, read_distribution
+from flakeboard.trends_range import (
+    BUCKET_DAYS,
+    DayRange,
+    bucket_start,
+    bucket_starts,
+    charted_range,
+    days_covered,
+)
+from flakeboard.trends_rules import Gate, Reading, Tone, read_distribution, shade_of, tone_of
 from ledger.models import Node, QuarantineEntry, Suite
 
 from .models import ReasonRollup
 
-BUCKETS = ("day", "week")
+BUCKETS = tuple(BUCKET_DAYS)
 SOURCES = {"verdicts": Gate.ARBITER, "reports": Gate.BUDGET}
 # The code each source counts when all is well: hidden from the charts unless asked for.
 CLEAN_REASON = {"verdicts": rules.Reason.CLEAN, "reports": rules.Reason.WITHIN_BUDGET}
 REASON_ORDER = {reason.value: i for i, reason in enumerate(rules.Reason)}
 OVERVIEW_DAYS = 30
-
-
-def bucket_start(day: date, bucket: str) -> date:
-    """The first day of the bucket holding ``day`` (weeks start on Monday)."""
-    return day - timedelta(days=day.weekday()) if bucket == "week" else day
-
-
-def bucket_starts(start: date, end: date, bucket: str) -> list[date]:
-    step = timedelta(days=7 if bucket == "week" else 1)
-    first = bucket_start(start, bucket)
-    return [first + i * step for i in range((end - first) // step + 1)]
 
 
 def reason_counts(
@@ -200,6 +197,8 @@ class Column:
     values: list
     drawn: bool = True  # False: in the table and CSV only
     limit: bool = False  # a reference line, such as the cap
+    tone: Tone | None = None  # None: the chart's own colour, not an outcome's
+    shade: int = 0  # which of the tone's shades
 
 
 @dataclass(frozen=True)
@@ -215,6 +214,14 @@ class Chart:
     unit: str = ""
     reading: Reading | None = None
     description: str = ""
+    tones: list[tuple[Tone, int]] | None = None  # (tone, shade) per label, for one series
+    # How many days each label's bucket covers: fewer than a full bucket at the range's edges.
+    days: list[int] | None = None
+    bucket: str = "day"
+
+    @property
+    def full_days(self) -> int:
+        return BUCKET_DAYS[self.bucket]
 
     @property
     def has_data(self) -> bool:
@@ -225,6 +232,25 @@ class Chart:
         return f"chart-{self.key}"
 
     @property
+    def partial(self) -> list[tuple[str, int]]:
+        """The buckets covering fewer days than a full one, with their days."""
+        if not self.days:
+            return []
+        return [(label, days) for label, days in zip(self.labels, self.days, strict=True)
+                if days < self.full_days]
+
+    @property
+    def partial_note(self) -> str:
+        """The sentence under the chart naming its partial buckets."""
+        if not self.partial:
+            return ""
+        listed = " and ".join(f"{label} ({days} day{'s' if days != 1 else ''})"
+                              for label, days in self.partial)
+        drawn = "lighter bars" if self.kind == "bar" else "hollow points, dashed lines"
+        return (f"Partial {self.bucket}s, cut by the range: {listed}, of {self.full_days} "
+                f"days ({drawn}).")
+
+    @property
     def spec(self) -> dict:
         """What static/js/charts.js draws."""
         datasets = []
@@ -233,8 +259,10 @@ class Chart:
                 dataset = {"label": column.label, "data": column.values}
                 if column.limit:
                     dataset["limit"] = True
+                if column.tone:
+                    dataset.update(tone=column.tone.value, shade=column.shade)
                 datasets.append(dataset)
-        return {
+        spec = {
             "type": self.kind,
             "labels": self.labels,
             "datasets": datasets,
@@ -242,17 +270,35 @@ class Chart:
             "horizontal": self.horizontal,
             "unit": self.unit,
         }
+        if self.tones:
+            spec["tones"] = [{"tone": tone.value, "shade": shade} for tone, shade in self.tones]
+        if self.partial:
+            spec.update(days=self.days, full_days=self.full_days)
+        return spec
+
+    @property
+    def _counts_days(self) -> bool:
+        return self.days is not None and self.full_days > 1
 
     @property
     def header(self) -> list[str]:
-        return [self.index_label, *(column.label for column in self.columns)]
+        days = ["days"] if self._counts_days else []
+        return [self.index_label, *days, *(column.label for column in self.columns)]
 
     @property
     def rows(self) -> list[list]:
         return [
-            [label, *(column.values[i] for column in self.columns)]
+            [label, *([self.days[i]] if self._counts_days else []),
+             *(column.values[i] for column in self.columns)]
             for i, label in enumerate(self.labels)
         ]
+
+
+def bucket_days(labels: list[str], bucket: str, charted: DayRange) -> dict:
+    """The Chart fields saying how many of the charted days each bucket covers."""
+    days = [days_covered(date.fromisoformat(label), bucket, charted.start, charted.end)
+            for label in labels]
+    return {"days": days, "bucket": bucket}
 
 
 def _shown(counts: dict, source: str, include_clean: bool) -> dict[str, list[int]]:
@@ -262,27 +308,36 @@ def _shown(counts: dict, source: str, include_clean: bool) -> dict[str, list[int
     return dict(sorted(series.items(), key=lambda item: REASON_ORDER[item[0]]))
 
 
+def _reason_column(gate: Gate, reason: str, values: list) -> Column:
+    """A reason code's series, in the tone of the outcome it comes with on ``gate``."""
+    return Column(reason, values, tone=tone_of(gate, reason), shade=shade_of(gate, reason))
+
+
 def reason_chart(counts: dict, *, key: str, title: str, source: str, bucket: str,
-                 include_clean: bool) -> Chart:
+                 include_clean: bool, days: dict | None = None) -> Chart:
     series = _shown(counts, source, include_clean)
     totals = [sum(values) for values in zip(*series.values(), strict=True)] or [
         0 for _ in counts["buckets"]
     ]
+    gate = SOURCES[source]
     return Chart(
         key=key, title=title, kind="bar", index_label=bucket.capitalize(),
         labels=counts["buckets"],
-        columns=[Column(r, v) for r, v in series.items()] + [Column("total", totals, False)],
-        stacked=True,
+        columns=[_reason_column(gate, r, v) for r, v in series.items()]
+        + [Column("total", totals, False)],
+        stacked=True, **(days or {}),
     )
 
 
 def cumulative_chart(counts: dict, *, key: str, title: str, source: str, bucket: str,
-                     include_clean: bool) -> Chart:
+                     include_clean: bool, days: dict | None = None) -> Chart:
     series = _shown(counts, source, include_clean)
+    gate = SOURCES[source]
     return Chart(
         key=key, title=title, kind="line", index_label=f"Up to {bucket}",
         labels=counts["buckets"],
-        columns=[Column(r, list(accumulate(v))) for r, v in series.items()],
+        columns=[_reason_column(gate, r, list(accumulate(v))) for r, v in series.items()],
+        **(days or {}),
     )
 
 
@@ -292,27 +347,35 @@ def distribution_chart(counts: dict, *, key: str, title: str, source: str,
     ranked = sorted(totals.items(), key=lambda item: (-item[1], REASON_ORDER[item[0]]))
     whole = sum(totals.values())
     shares = [round(100 * c / whole, 1) if whole else 0.0 for _, c in ranked]
+    gate = SOURCES[source]
     return Chart(
         key=key, title=title, kind="bar", index_label="Reason",
         labels=[r for r, _ in ranked],
         columns=[Column("% of shown", shares), Column("count", [c for _, c in ranked], False)],
         horizontal=True, unit="%",
-        reading=read_distribution(counts["totals"], SOURCES[source]),
+        reading=read_distribution(counts["totals"], gate),
+        tones=[(tone_of(gate, r), shade_of(gate, r)) for r, _ in ranked],
     )
 
 
-def share_chart(suite: Suite, *, start: date, end: date, bucket: str) -> Chart:
-    points = peak_per_bucket(share_over_time(suite, start=start, end=end), bucket)
+def share_chart(suite: Suite, *, charted: DayRange | None, bucket: str) -> Chart:
+    """The peak share per bucket of the charted days against the cap; no point, and no cap,
+    on a day the suite knew no node (nothing to share)."""
+    points = [] if charted is None else peak_per_bucket(
+        share_over_time(suite, start=charted.start, end=charted.end), bucket)
     cap = round(100 * suite.max_quarantined_share, 2)
     peak = bucket == "week"
+    labels = [d.isoformat() for d, _ in points]
     return Chart(
         key="share", title="Quarantined share against the cap", kind="line",
         index_label="Week" if peak else "Day",
-        labels=[d.isoformat() for d, _ in points],
+        labels=labels,
         columns=[
             Column("peak share %" if peak else "share %",
-                   [round(100 * p.share, 2) for _, p in points]),
-            Column("cap %", [cap] * len(points), limit=True),
+                   [round(100 * p.share, 2) if p.size else None for _, p in points],
+                   tone=Tone.NEUTRAL),
+            Column("cap %", [cap if p.size else None for _, p in points], limit=True,
+                   tone=Tone.FAIL),
             Column("quarantined", [p.quarantined for _, p in points], False),
             Column("known nodes", [p.size for _, p in points], False),
         ],
@@ -321,6 +384,7 @@ def share_chart(suite: Suite, *, start: date, end: date, bucket: str) -> Chart:
             "Entries counting toward the share (open, unexpired, not tier violations) "
             "over the nodes the suite knew, at the end of each day."
         ),
+        **(bucket_days(labels, bucket, charted) if charted else {}),
     )
 
 
@@ -331,6 +395,7 @@ def expiring_chart(suite: Suite, today: date) -> Chart:
         index_label="Week starting", labels=["expired", *(d.isoformat() for d, _ in weeks)],
         columns=[Column("entries", [expired, *(c for _, c in weeks)])],
         description="Expired entries fail their gate until renewed or cleared.",
+        tones=[(Tone.FAIL, 0), *((Tone.NEUTRAL, 0) for _ in weeks)],
     )
 
 
@@ -339,6 +404,7 @@ class TrendCharts:
     verdicts: list[Chart] = field(default_factory=list)  # per-node verdict reasons
     budget: list[Chart] = field(default_factory=list)  # budget-gate outcomes
     ledger: list[Chart] = field(default_factory=list)  # share and expiries
+    note: str = ""  # why the charts start after the range does, or are empty
 
     def by_key(self) -> dict[str, Chart]:
         return {c.key: c for c in (*self.verdicts, *self.budget, *self.ledger)}
@@ -351,23 +417,57 @@ _GROUPS = {
 }
 
 
+def first_data_day(suite: Suite) -> date | None:
+    """The suite's first day with anything to chart: its first upload or ledger entry.
+    Asked per source, so that the rollups' (suite, source, day) key answers at once."""
+    days = [
+        ReasonRollup.objects.filter(suite=suite, source=source).aggregate(day=Min("day"))["day"]
+        for source in SOURCES
+    ]
+    entered = QuarantineEntry.objects.filter(suite=suite).aggregate(at=Min("created_at"))["at"]
+    days.append(entered and entered.astimezone(UTC).date())
+    return min((day for day in days if day), default=None)
+
+
+def _range_note(start: date, end: date, first: date | None,
+                charted: DayRange | None) -> str:
+    if first is None:
+        return "Nothing uploaded or quarantined yet: the charts start with the first upload."
+    if charted is None:
+        return (f"Nothing uploaded or quarantined in this range: the first upload or entry "
+                f"is on {first}.")
+    if charted.start > start:
+        return f"No uploads or entries before {first}; the charts start there."
+    return ""
+
+
 def trend_charts(suite: Suite, *, start: date, end: date, bucket: str, include_clean: bool,
                  today: date) -> TrendCharts:
-    """Every chart of the trends page, each read once from the rollups or the ledger."""
+    """Every chart of the trends page, each read once from the rollups or the ledger, over
+    the days of [start, end] from the suite's first data on."""
+    first = first_data_day(suite)
+    charted = charted_range(start, end, first)
     groups = {}
     for source, (key, name) in _GROUPS.items():
-        counts = reason_counts(suite, start=start, end=end, bucket=bucket, source=source)
+        if charted is None:
+            counts, days = {"buckets": [], "series": {}, "totals": {}}, None
+        else:
+            counts = reason_counts(suite, start=charted.start, end=charted.end,
+                                   bucket=bucket, source=source)
+            days = bucket_days(counts["buckets"], bucket, charted)
         shown = {"source": source, "include_clean": include_clean}
         groups[key] = [
-            reason_chart(counts, key=key, title=f"{name} per {bucket}", bucket=bucket, **shown),
+            reason_chart(counts, key=key, title=f"{name} per {bucket}", bucket=bucket,
+                         days=days, **shown),
             cumulative_chart(counts, key=f"{key}-cumulative", title=f"{name}, accumulated",
-                             bucket=bucket, **shown),
+                             bucket=bucket, days=days, **shown),
             distribution_chart(counts, key=f"{key}-distribution",
                                title=f"{name}, distribution over the range", **shown),
         ]
-    ledger = [share_chart(suite, start=start, end=end, bucket=bucket),
+    ledger = [share_chart(suite, charted=charted, bucket=bucket),
               expiring_chart(suite, today)]
-    return TrendCharts(groups["verdicts"], groups["budget"], ledger)
+    return TrendCharts(groups["verdicts"], groups["budget"], ledger,
+                       _range_note(start, end, first, charted))
 
 
 def overview_chart(suite: Suite, today: date, days: int = OVERVIEW_DAYS) -> Chart:

@@ -1,7 +1,7 @@
 """The entry page, and renewing and clearing in place: from a ledger row (the row
 re-renders) and from the entry page (its body re-renders), with htmx or without it."""
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.urls import reverse
@@ -222,3 +222,20 @@ def test_the_entry_page_makes_a_bounded_number_of_queries(
     with django_assert_max_num_queries(10):
         response = client.get(url("entry", suite, entry))
     assert response.content.decode().count("<td>Renewed</td>") == 10
+
+
+def test_a_cleared_entrys_age_stops_at_the_day_it_was_cleared(client_for, owner, suite, entry,
+                                                              today):
+    quarantine_clear(entry=entry, note="Fixed the pool.", actor="@finley")
+    midnight = datetime.combine(today, datetime.min.time(), tzinfo=UTC)
+    QuarantineEntry.objects.filter(pk=entry.pk).update(
+        created_at=midnight - timedelta(days=30, hours=-9),
+        cleared_at=midnight - timedelta(days=20, hours=-15))
+    entry.refresh_from_db()
+    assert entry.age_days(today) == entry.age_days(today + timedelta(days=365)) == 10
+    client = client_for(owner)
+    html = client.get(url("entry", suite, entry)).content.decode()
+    assert "<dt>Age</dt><dd>10 days in the ledger, until it was cleared" in html
+    csv_rows = client.get(reverse("ledger_csv", args=[suite.slug]), {"state": "cleared"})
+    header, row = csv_rows.getvalue().decode().splitlines()
+    assert row.split(",")[header.split(",").index("age_days")] == "10"

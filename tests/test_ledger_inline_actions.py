@@ -105,7 +105,8 @@ def test_the_entry_page_focuses_its_notice(client_for, owner, suite, entries):
     html = client_for(owner).post(
         reverse("entry_clear", args=[suite.slug, entries[0].pk]),
         {"note": "Test deleted.", "place": "entry"}, headers=HTMX).content.decode()
-    assert re.search(r'<p class="notice" role="status" tabindex="-1" data-focus data-announce>Cleared', html)
+    assert re.search(
+        r'<p class="notice" role="status" tabindex="-1" data-focus data-announce>Cleared', html)
 
 
 def test_every_row_action_is_named_after_its_node(client_for, owner, suite, entries):

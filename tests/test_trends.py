@@ -103,12 +103,15 @@ def assert_page_agrees_with_raw(html, suite, start, end, bucket, with_clean=True
         assert set(drawn) == set(raw)
         for reason, data in drawn.items():
             assert data == [raw[reason][label] for label in spec["labels"]]
-        # The table under the chart holds the same numbers, plus each bucket's total.
+        # The table under the chart holds the same numbers, plus each bucket's total (and
+        # per week, the days it covers).
         header, *rows = tables[key]
-        assert header[1:-1] == list(drawn) and header[-1] == "total"
+        first = 2 if bucket == "week" else 1
+        assert header[1:first] == (["days"] if bucket == "week" else [])
+        assert header[first:-1] == list(drawn) and header[-1] == "total"
         for i, row in enumerate(rows):
             assert row[0] == spec["labels"][i]
-            counts = [int(cell) for cell in row[1:]]
+            counts = [int(cell) for cell in row[first:]]
             assert counts[:-1] == [drawn[r][i] for r in drawn]
             assert counts[-1] == sum(counts[:-1])
         cumulative = {d["label"]: d["data"] for d in specs[f"{key}-cumulative"]["datasets"]}

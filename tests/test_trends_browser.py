@@ -44,10 +44,27 @@ SWAPPED = """() => {
     const verdicts = document.querySelector("canvas[data-chart-source=chart-verdicts]");
     return canvases.length > 0 && canvases.every((canvas) => Chart.getChart(canvas))
       && Object.keys(Chart.instances).length === canvases.length
-      && Chart.getChart(verdicts)?.data.labels.length === 7;
+      && document.querySelector(".range-summary").textContent.includes(": 7 days")
+      && Chart.getChart(verdicts)?.data.labels.length > 0;
   } catch (error) {
     return false;  // caught mid-swap: ask again on the next frame
   }
+}"""
+
+
+# Each outcome series' colour as drawn, and the shades of the tones as the page styles them.
+PAINTED = """() => {
+  const style = getComputedStyle(document.documentElement);
+  const shades = {};
+  for (const tone of ["fail", "warn", "ok", "neutral"]) {
+    shades[tone] = style.getPropertyValue(`--tone-${tone}-shades`).trim().split(/\\s+/);
+  }
+  const drawn = {};
+  for (const canvas of document.querySelectorAll("canvas.chart")) {
+    drawn[canvas.dataset.chartSource] = Chart.getChart(canvas).data.datasets.map(
+      (d) => d.borderColor);
+  }
+  return {shades, drawn};
 }"""
 
 
@@ -90,12 +107,13 @@ def test_every_chart_is_drawn_and_htmx_redraws_them(live_server, client, suite, 
         page.goto(f"{live_server.url}{page_url}?range=30")
         page.wait_for_load_state("networkidle")
         drawn = page.evaluate(DRAWN)
+        painted = page.evaluate(PAINTED)
 
         page.select_option("#id_range", "7")
         page.wait_for_url("**range=7**")
         # While htmx swaps the panel in, the new canvases have no charts yet and the old
         # charts are being destroyed (a destroyed chart's data throws): wait until every
-        # canvas has its chart, the old ones are gone, and the week is drawn.
+        # canvas has its chart, the old ones are gone, and the week's panel is in.
         page.wait_for_function(SWAPPED)
         redrawn = page.evaluate(DRAWN)
         live_charts = page.evaluate("() => Object.keys(Chart.instances).length")
@@ -112,6 +130,13 @@ def test_every_chart_is_drawn_and_htmx_redraws_them(live_server, client, suite, 
                 {"label": d["label"], "data": d["data"]} for d in spec["datasets"]
             ]
     assert live_charts == len(redrawn)
+    # A series of an outcome is drawn in its tone's shade, read from the style sheet.
+    shades = painted["shades"]
+    for key, spec in expected.items():
+        for dataset, color in zip(spec["datasets"], painted["drawn"][f"chart-{key}"],
+                                  strict=True):
+            if "tone" in dataset:
+                assert color == shades[dataset["tone"]][dataset["shade"]], (key, dataset)
 
 
 def test_a_custom_day_can_be_typed_and_applies_on_enter(live_server, client, suite, lead,

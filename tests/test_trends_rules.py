@@ -19,21 +19,23 @@ from flakeboard.rules import (
     Reason,
     Verdict,
 )
-from flakeboard.trends_rules import (
+from flakeboard.trends_range import (
     DEFAULT_RANGE_DAYS,
-    DOMINANT_SHARE,
     EARLIEST_DAY,
-    INVESTMENT_FOR,
     MAX_RANGE_DAYS,
     RENAMED_PARAMETERS,
     DayRange,
-    Gate,
-    Investment,
     RangeError,
     RangeProblem,
-    Reading,
     day_range,
     last_days,
+)
+from flakeboard.trends_rules import (
+    DOMINANT_SHARE,
+    INVESTMENT_FOR,
+    Gate,
+    Investment,
+    Reading,
     outcome_of,
     percent,
     read_distribution,

@@ -103,6 +103,34 @@ def list_page(
     return render_page(request, template, context, partial=partial)
 
 
+@dataclass(frozen=True)
+class Pager:
+    """One page of a list that shares its page with others: its own page parameter, and
+    links to the pages beside it that keep the rest of the query (the other lists' pages)."""
+
+    page: Page
+    param: str
+    previous_url: str | None
+    next_url: str | None
+
+
+def pager(request, items, param: str, per_page: int = PER_PAGE) -> Pager:
+    """A page of ``items`` chosen by ``?<param>=`` (past the end is the last page)."""
+    page = Paginator(items, per_page).get_page(request.GET.get(param))
+
+    def url(number: int) -> str:
+        query = request.GET.copy()
+        query[param] = str(number)
+        return "?" + query.urlencode()
+
+    return Pager(
+        page,
+        param,
+        url(page.previous_page_number()) if page.has_previous() else None,
+        url(page.next_page_number()) if page.has_next() else None,
+    )
+
+
 def percent(fraction: float) -> str:
     """0.083 → "8.3%", 0.05 → "5%"."""
     return f"{fraction * 100:.1f}".removesuffix(".0") + "%"

@@ -13,6 +13,7 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``budget``: the budget gate for a measurement and a report (2.2);
 - ``codeowners``: who owns a path by a CODEOWNERS file (GitHub's rules);
 - ``clearance``: when an entry is ready to clear, and what a fresh measurement needs;
+- ``worsening``: whether a quarantined node's rate has got worse since its entry was made;
 - ``arbiter``: effective signals, the precedence table and the batch aggregate (2.3);
 - ``status``: whether the suite's gate passes now, and why not;
 - ``text``: counts in words (one plural rule);
@@ -84,6 +85,7 @@ from .entries import (
     STATE_WINDOWS,
     EntryFacts,
     ExpiryProblem,
+    entry_age_days,
     entry_is_live,
     entry_state,
     expiry_bounds,
@@ -109,7 +111,7 @@ from .share import (
     share_over_cap,
     share_over_limit,
 )
-from .stats import UPPER95_TOLERANCE, Z95, runs_needed, upper95, upper95_mismatch
+from .stats import UPPER95_TOLERANCE, Z95, lower95, runs_needed, upper95, upper95_mismatch
 from .status import GateStatusNow, StatusCause, cause_text, status_summary
 from .text import plural
 from .tiers import (
@@ -137,5 +139,6 @@ from .vocab import (
     Verdict,
 )
 from .windows import DayWindow, retention_window
+from .worsening import RateChange, rate_change
 
 __all__ = [name for name in dir() if not name.startswith("_")]

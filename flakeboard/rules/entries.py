@@ -49,6 +49,13 @@ def entry_is_live(facts: EntryFacts, today: date) -> bool:
     return not facts.tier_violation and LIVE.contains(facts.expires, today)
 
 
+def entry_age_days(created: date, today: date, cleared: date | None = None) -> int:
+    """Whole days an entry has been in the ledger: to today while it is open, and to the day
+    it was cleared once it is (a cleared entry's age stops there)."""
+    end = today if cleared is None else min(cleared, today)
+    return (end - created).days
+
+
 # A new or renewed entry expires after today, at most the policy's days ahead.
 def expiry_window(max_days: int) -> DayWindow:
     return DayWindow(first=1, last=max_days)

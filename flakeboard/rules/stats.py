@@ -1,4 +1,4 @@
-"""The Wilson score bound (SPEC 2.1) and the run count it implies."""
+"""The Wilson score bounds (SPEC 2.1) and the run count they imply."""
 
 from __future__ import annotations
 
@@ -8,15 +8,27 @@ Z95 = 1.96
 UPPER95_TOLERANCE = 0.0005
 
 
-def upper95(fails: int, n: int, z: float = Z95) -> float:
-    """Upper limit of the Wilson score interval for fails/n, clipped to [0, 1]."""
-    if n <= 0 or fails >= n:
-        return 1.0
+def _wilson(fails: int, n: int, z: float, sign: int) -> float:
     p = fails / n
     z2 = z * z
     centre = p + z2 / (2 * n)
     margin = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    return min(1.0, max(0.0, (centre + margin) / (1 + z2 / n)))
+    return min(1.0, max(0.0, (centre + sign * margin) / (1 + z2 / n)))
+
+
+def upper95(fails: int, n: int, z: float = Z95) -> float:
+    """Upper limit of the Wilson score interval for fails/n, clipped to [0, 1]."""
+    if n <= 0 or fails >= n:
+        return 1.0
+    return _wilson(fails, n, z, 1)
+
+
+def lower95(fails: int, n: int, z: float = Z95) -> float:
+    """Lower limit of the Wilson score interval for fails/n, clipped to [0, 1]: 0 with no
+    failure or no run."""
+    if n <= 0 or fails <= 0:
+        return 0.0
+    return _wilson(min(fails, n), n, z, -1)
 
 
 def upper95_mismatch(reported: float | None, fails: int, n: int) -> bool:

@@ -111,15 +111,25 @@ class QuarantineEntry(models.Model):
     def trail_clean(self) -> list[bool]:
         return [seen["clean"] for seen in self.trail]
 
+    @property
+    def trail_runs(self) -> list[tuple[int, int]]:
+        """(n, fails) of each measurement since the entry was made, oldest first."""
+        return [(seen["n"], seen["fails"]) for seen in self.trail]
+
     def outlook(self, policy: rules.Policy) -> rules.ClearanceOutlook:
         """What a fresh measurement needs to clear the entry, at the node's recent rate:
         its latest measurements since the entry was made, or else the one it was made on."""
-        recent = [(seen["n"], seen["fails"]) for seen in self.trail[-rules.RECENT_MEASUREMENTS:]]
+        recent = self.trail_runs[-rules.RECENT_MEASUREMENTS:]
         rate = rules.recent_rate(recent or [(self.n, self.fails)])
         return rules.clearance_outlook(policy, rate)
 
+    def rate_change(self) -> rules.RateChange | None:
+        """The node's recent rate against the one the entry was made on."""
+        return rules.rate_change((self.n, self.fails), self.trail_runs)
+
     def age_days(self, today: date) -> int:
-        return (today - self.created_at.date()).days
+        cleared = self.cleared_at.date() if self.cleared_at else None
+        return rules.entry_age_days(self.created_at.date(), today, cleared)
 
     @property
     def evidence_is_link(self) -> bool:

@@ -102,6 +102,7 @@ def _page_context(request, suite, entry, today, **extra) -> dict:
     context["clear_form"] = _clear_form(suite, entry, today)
     if context["row"].is_open:
         context.update(_outlook(suite, entry))
+        context["rate_change"] = entry.rate_change()
     context.update(extra)
     return context
 

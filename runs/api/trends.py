@@ -8,7 +8,7 @@ from django.utils import timezone
 from ninja import Query, Router
 from pydantic import WithJsonSchema
 
-from flakeboard.trends_rules import (
+from flakeboard.trends_range import (
     DEFAULT_RANGE_DAYS,
     EARLIEST_DAY,
     MAX_RANGE_DAYS,

@@ -5,6 +5,7 @@ from django.http import Http404, HttpResponsePermanentRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
 from flakeboard import rules
@@ -12,7 +13,7 @@ from junit.selectors import passive_history
 from ledger.codeowners import suite_codeowners
 from ledger.models import Node, Role
 from web.access import can, suite_for
-from web.pages import entry_row, render_page, wants_partial
+from web.pages import entry_row, pager, render_page, wants_partial
 
 from .. import selectors
 
@@ -33,6 +34,22 @@ def node_by_id(request, suite, nodeid):
     return HttpResponsePermanentRedirect(url)
 
 
+MEASUREMENTS_PER_PAGE = 10
+VERDICTS_PER_PAGE = 25
+# The lists that page on their own: with htmx, a page link swaps only its list.
+LISTS = ("measurements-list", "verdicts-list")
+
+
+def _lists(request, suite, node) -> dict:
+    """A page of the node's measurements (``?mpage=``) and one of its verdicts
+    (``?vpage=``), each newest first."""
+    measurements = pager(request, selectors.node_measurements(node), "mpage",
+                         MEASUREMENTS_PER_PAGE)
+    measurements.page.object_list = selectors.with_budgets(suite, measurements.page)
+    verdicts = pager(request, selectors.node_verdicts(node), "vpage", VERDICTS_PER_PAGE)
+    return {"measurements": measurements, "verdicts": verdicts}
+
+
 @login_required
 @require_GET
 def node_detail(request, suite, key):
@@ -47,21 +64,31 @@ def node_detail(request, suite, key):
         context = {"suite": suite, "node": node,
                    "latest": selectors.latest_measurements(node)}
         return render_page(request, "runs/node.html", context, partial="latest")
+    if wants_partial(request) and request.htmx.target in LISTS:
+        context = {"suite": suite, "node": node, "swapped": True,
+                   **_lists(request, suite, node)}
+        response = render_page(request, "runs/node.html", context, partial=request.htmx.target)
+        patch_vary_headers(response, ["HX-Target"])
+        return response
     today = timezone.now().date()
-    history = selectors.node_history(suite, node)
+    history = selectors.node_history(suite, node, today)
     codeowners = suite_codeowners(suite)
     entries = [entry_row(entry, today, codeowners) for entry in history.entries]
+    open_row = next((row for row in entries if row.is_open), None)
     context = {
         "suite": suite,
         "nav": "node",
         "node": node,
         "history": history,
         "entries": entries,
-        "open_row": next((row for row in entries if row.is_open), None),
-        "measurements_desc": history.measurements[::-1],
+        "open_row": open_row,
+        "rate_change": open_row and open_row.entry.rate_change(),
+        **_lists(request, suite, node),
         "passive": passive_history(node, today),
         "budget": suite.max_upper_rate,
         "code_owners": codeowners.owners_of_node(node.nodeid),
         "can_edit": can(request.role, Role.OWNER),
     }
-    return render(request, "runs/node.html", context)
+    response = render(request, "runs/node.html", context)
+    patch_vary_headers(response, ["HX-Request", "HX-Target"])
+    return response

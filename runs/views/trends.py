@@ -15,7 +15,7 @@ from django.shortcuts import redirect
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from flakeboard.trends_rules import (
+from flakeboard.trends_range import (
     DEFAULT_RANGE_DAYS,
     EARLIEST_DAY,
     MAX_RANGE_DAYS,

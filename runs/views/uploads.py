@@ -9,6 +9,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from flakeboard import rules
+from flakeboard.trends_rules import Gate, tone_of
 from ledger.models import Role
 from ledger.selectors import share_figures
 from web.access import can, suite_for
@@ -136,7 +137,9 @@ def batch_detail(request, suite, pk):
         "nav": "verdicts",
         "batch": batch,
         "evidence_is_link": rules.evidence_is_link(batch.evidence),
-        "reasons": _by_count(batch.reason_counts),
+        # Each reason with the tone of the outcome it comes with, for its bar's colour.
+        "reasons": [(reason, count, tone_of(Gate.ARBITER, reason))
+                    for reason, count in _by_count(batch.reason_counts)],
         "verdicts": VERDICTS,
         **filters,
     }

@@ -4,9 +4,14 @@
  *
  *   {"type": "bar" | "line", "labels": [...],
  *    "datasets": [{"label": ..., "data": [...], "limit": true?}],
- *    "stacked": bool, "horizontal": bool, "unit": "%" | ""}
+ *    "stacked": bool, "horizontal": bool, "unit": "%" | "",
+ *    "bands": [{"from": "YYYY-MM-DD", "to": "YYYY-MM-DD"}]?}
  *
- * A dataset marked "limit" (or labelled "budget") is drawn as a dashed reference line.
+ * A dataset marked "limit" (or labelled "budget") is drawn as a dashed reference line;
+ * "bands" (the node chart's quarantine periods) are shaded behind the datasets.
+ * Outcomes are drawn in the page's tones: a dataset's "tone" and "shade", or a single
+ * series' "tones" ([{tone, shade}] per label). "days" and "full_days" (per label) mark the
+ * buckets that cover fewer days than a full one: lighter bars, hollow points, dashed lines.
  * Charts are drawn on page load and again after every htmx swap; Chart.getChart(canvas)
  * returns a canvas's chart.
  */
@@ -15,30 +20,42 @@
 
   const INK = "#1d2330";
   const GRID = "#e3e7ee";
-  const LIMIT = "#b3261e";
-  // One colour per reason code, the same on every chart: fixture trouble in oranges,
-  // flakes in blues, property checks in red and pink, ledger upkeep in purple.
-  const COLORS = {
-    clean: "#1c7a3d",
-    within_budget: "#1c7a3d",
-    fixture_drifted: "#e69f00",
-    fixture_missing: "#a65e00",
-    frozen_node: "#0072b2",
-    over_budget: "#1f4e9c",
-    quarantined: "#56b4e9",
-    quarantine_cap_exceeded: "#00304f",
-    property_fail: "#c0392b",
-    property_not_run: "#cc79a7",
-    too_few_runs: "#8a8f98",
-    quarantine_expired: "#7b3fa0",
-    tier_violation: "#6d214f",
-    no_evidence: "#4d4d4d",
-    expired: LIMIT,
-  };
+  // Series that are no outcome (a node's measurements, say): colour-blind-safe hues.
   const FALLBACK = ["#2456c8", "#009e73", "#e69f00", "#cc79a7", "#56b4e9", "#d55e00"];
+  const TONES = ["fail", "warn", "ok", "neutral"];
+  const PARTIAL_ALPHA = 0.4;
 
-  function colorOf(label, index) {
-    return COLORS[label] || FALLBACK[index % FALLBACK.length];
+  // The outcome tones of static/css/board.css: "--tone-<tone>-shades" lists a tone's shades,
+  // the first its own colour. A series or label marked {tone, shade} is drawn in one.
+  function readPalette() {
+    const style = getComputedStyle(document.documentElement);
+    const palette = {};
+    TONES.forEach(function (tone) {
+      const shades = style.getPropertyValue("--tone-" + tone + "-shades").trim();
+      palette[tone] = shades ? shades.split(/\s+/) : [INK];
+    });
+    return palette;
+  }
+
+  function paint(palette, tone, shade) {
+    const shades = palette[tone] || palette.neutral;
+    return shades[(shade || 0) % shades.length];
+  }
+
+  function lighter(color, alpha) {
+    const hex = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(color);
+    if (!hex) {
+      return color;
+    }
+    const rgb = hex.slice(1).map(function (part) {
+      return parseInt(part, 16);
+    });
+    return "rgba(" + rgb.join(", ") + ", " + alpha + ")";
+  }
+
+  // Whether the bucket at index i covers fewer days than a full one (the range's edges).
+  function partialAt(spec, i) {
+    return Boolean(spec.days) && spec.days[i] < spec.full_days;
   }
 
   function isLimit(dataset) {
@@ -96,6 +113,78 @@
     },
   };
 
+  // Shades spans of days behind the datasets: a spec's "bands", each {"from": day, "to": day}
+  // (ISO dates) on a chart whose labels are ISO dates, oldest first. A band's edges fall
+  // between the points around them, in proportion to the days.
+  const BAND = "rgba(217, 154, 0, 0.16)";
+  const BAND_EDGE = "rgba(166, 94, 0, 0.55)";
+
+  function dayOf(iso) {
+    return Math.round(Date.parse(iso) / 86400000);
+  }
+
+  // The fractional index of a day among ``days`` (ascending, repeats allowed): a band's
+  // start takes the first point of its day, its end the last; a day before every point is
+  // -0.5, after every point last + 0.5 (both outside the chart area).
+  function dayIndex(days, day, end) {
+    const last = days.length - 1;
+    if (!end) {
+      const i = days.findIndex(function (d) { return d >= day; });
+      if (i === -1) {
+        return last + 0.5;
+      }
+      if (days[i] === day) {
+        return i;
+      }
+      return i === 0 ? -0.5 : i - 1 + (day - days[i - 1]) / (days[i] - days[i - 1]);
+    }
+    let j = last;
+    while (j >= 0 && days[j] > day) {
+      j -= 1;
+    }
+    if (j === -1) {
+      return -0.5;
+    }
+    if (days[j] === day) {
+      return j;
+    }
+    return j === last ? last + 0.5 : j + (day - days[j]) / (days[j + 1] - days[j]);
+  }
+
+  const periodBands = {
+    id: "flakeboardBands",
+    beforeDatasetsDraw(chart, args, options) {
+      const bands = (options && options.bands) || [];
+      const labels = chart.data.labels || [];
+      if (!bands.length || !labels.length) {
+        return;
+      }
+      const days = labels.map(dayOf);
+      const x = chart.scales.x;
+      const area = chart.chartArea;
+      const ctx = chart.ctx;
+      ctx.save();
+      bands.forEach(function (band) {
+        const from = dayIndex(days, dayOf(band.from), false);
+        const to = dayIndex(days, dayOf(band.to), true);
+        if (to < from || from > days.length - 1 || to < 0) {
+          return;
+        }
+        let left = Math.max(area.left, x.getPixelForValue(from));
+        let right = Math.min(area.right, x.getPixelForValue(to));
+        if (right - left < 3) {
+          left -= 1.5;
+          right = left + 3;
+        }
+        ctx.fillStyle = BAND;
+        ctx.fillRect(left, area.top, right - left, area.bottom - area.top);
+        ctx.fillStyle = BAND_EDGE;
+        ctx.fillRect(left, area.top, right - left, 3);
+      });
+      ctx.restore();
+    },
+  };
+
   // Lines appear as a short line in the legend (dashed for a limit), bars as a square.
   function legendItems(chart) {
     const items = Chart.defaults.plugins.legend.labels.generateLabels(chart);
@@ -103,6 +192,10 @@
       const dataset = chart.data.datasets[item.datasetIndex];
       const line = (dataset.type || chart.config.type) === "line";
       item.pointStyle = line ? "line" : "rect";
+      // A series' own colour, not that of its first bar (lighter when its bucket is partial).
+      if (typeof dataset.borderColor === "string") {
+        item.fillStyle = dataset.borderColor;
+      }
       item.strokeStyle = dataset.borderColor;
       item.lineWidth = line ? 3 : 0;
       item.lineDash = dataset.borderDash || [];
@@ -110,13 +203,18 @@
     return items;
   }
 
-  function datasetFor(spec, dataset, index) {
+  function datasetFor(spec, dataset, index, palette) {
     const single = spec.type === "bar" && spec.datasets.length === 1;
-    const color = single
-      ? spec.labels.map(function (label) {
-          return COLORS[label] || colorOf(dataset.label, index);
-        })
-      : colorOf(dataset.label, index);
+    let color;
+    if (single && spec.tones) {
+      color = spec.tones.map(function (tone) {
+        return paint(palette, tone.tone, tone.shade);
+      });
+    } else if (dataset.tone) {
+      color = paint(palette, dataset.tone, dataset.shade);
+    } else {
+      color = FALLBACK[index % FALLBACK.length];
+    }
     const many = spec.labels.length > 45;
     const out = {
       label: dataset.label,
@@ -124,30 +222,60 @@
       backgroundColor: color,
       borderColor: color,
     };
+    const partial = function (i) {
+      return partialAt(spec, i);
+    };
     if (spec.type === "line") {
       out.borderWidth = 2;
       out.pointRadius = many ? 0 : 2;
       out.pointHoverRadius = 4;
       out.tension = 0;
       out.fill = false;
+      if (spec.days) {
+        // A partial bucket's point is hollow and the line into or out of it dashed.
+        out.pointRadius = spec.labels.map(function (label, i) {
+          return partial(i) ? 3 : out.pointRadius;
+        });
+        out.pointBackgroundColor = spec.labels.map(function (label, i) {
+          return partial(i) ? "#fff" : color;
+        });
+        out.segment = {
+          borderDash: function (ctx) {
+            return partial(ctx.p0DataIndex) || partial(ctx.p1DataIndex) ? [5, 4] : undefined;
+          },
+        };
+      }
     } else {
       out.borderWidth = 0;
       out.maxBarThickness = 42;
+      if (spec.days && typeof color === "string") {
+        // A partial bucket's bar is lighter, outlined in its full colour.
+        out.backgroundColor = spec.labels.map(function (label, i) {
+          return partial(i) ? lighter(color, PARTIAL_ALPHA) : color;
+        });
+        out.borderWidth = spec.labels.map(function (label, i) {
+          return partial(i) ? 1.5 : 0;
+        });
+      }
     }
     if (isLimit(dataset)) {
+      const limit = paint(palette, "fail", 0);
       out.type = "line";
-      out.borderColor = LIMIT;
-      out.backgroundColor = LIMIT;
+      out.borderColor = limit;
+      out.backgroundColor = limit;
       out.borderDash = [6, 4];
       out.borderWidth = 2;
       out.pointRadius = 0;
+      out.pointBackgroundColor = limit;
+      out.segment = undefined;
       out.stack = "limit";
       out.order = -1;
     }
     return out;
   }
 
-  function configFor(spec) {
+  function configFor(spec, palette) {
+    palette = palette || readPalette();
     const unit = spec.unit || "";
     const format = formatter(unit);
     const horizontal = Boolean(spec.horizontal);
@@ -179,7 +307,7 @@
       data: {
         labels: spec.labels,
         datasets: spec.datasets.map(function (dataset, i) {
-          return datasetFor(spec, dataset, i);
+          return datasetFor(spec, dataset, i, palette);
         }),
       },
       options: {
@@ -198,15 +326,26 @@
           },
           tooltip: {
             callbacks: {
+              title: function (items) {
+                if (!items.length) {
+                  return "";
+                }
+                const i = items[0].dataIndex;
+                const label = spec.labels[i];
+                return partialAt(spec, i)
+                  ? label + " (" + spec.days[i] + " of " + spec.full_days + " days)"
+                  : label;
+              },
               label: function (item) {
                 return item.dataset.label + ": " + format(item.raw);
               },
             },
           },
           flakeboardValueLabels: { enabled: labelBars, format: format },
+          flakeboardBands: { bands: spec.bands || [] },
         },
       },
-      plugins: [valueLabels],
+      plugins: [valueLabels, periodBands],
     };
   }
 

@@ -46,6 +46,7 @@ MEASURED_DAYS = 21
 # matrix), pytest-rerunfailures rerunning a failure up to twice.
 JUNIT_DAYS = 28
 JUNIT_JOBS = ("py3.12", "py3.13")
+LOAD_FLAKE_RATE = 0.02  # the few tests that flake under CI's load only
 FAILURE_MESSAGES = [
     "AssertionError: settlement took {0}.{1}s, over the 2.000s deadline",
     "TimeoutError: lock at 0x7f3a{0}{1:04x} held by worker {1}",
@@ -258,14 +259,18 @@ def _junit_attempts(name: str, rate: float, rng: random.Random) -> list[str]:
 
 
 def _junit_history(suite, today, tier2, flakes: Flakes, rng, actor: str, at):
-    """The JUnit files of the last JUNIT_DAYS days, through the same ingest as the API."""
+    """The JUnit files of the last JUNIT_DAYS days, through the same ingest as the API. A few
+    tests flake now and then under CI's load only (a rerun passes them), as passive evidence
+    shows and a measurement in isolation does not."""
+    under_load = set(tier2[::23])
     for i in range(JUNIT_DAYS):
         day = today - timedelta(days=JUNIT_DAYS - 1 - i)
         day_index = DAYS - JUNIT_DAYS + i
         commit = f"{rng.getrandbits(40):010x}"
         for job in JUNIT_JOBS:
             cases = "".join(case for name in tier2 for case in
-                            _junit_attempts(name, flakes.rate(name, day_index), rng))
+                            _junit_attempts(name, LOAD_FLAKE_RATE if name in under_load
+                                            else flakes.rate(name, day_index), rng))
             xml = (f'<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests">'
                    f'<testsuite name="pytest">{cases}</testsuite></testsuites>').encode()
             junit_ingest(suite=suite, body=xml, actor=actor,

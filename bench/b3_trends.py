@@ -1,4 +1,4 @@
-"""B3: the trends query (``runs.trends.reason_counts``, per day, for 365 days) on a suite
+"""B3: the trends query (``runs.trend_counts.reason_counts``, per day, for 365 days) on a suite
 whose history holds 5M node verdicts, against the same query on a suite with 50k.
 
 The charts read the per-day rollups that ingest keeps, never the verdict rows, so the
@@ -17,7 +17,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from runs.models import ReasonRollup
-from runs.trends import reason_counts
+from runs.trend_counts import reason_counts
 
 from . import data, routing
 from .measure import TIMES, Row, fmt_seconds, interleaved, progress, repeats

@@ -14,7 +14,7 @@ from django.urls import reverse
 from flakeboard.rules import GateStatus, Verdict
 from flakeboard.trends_rules import Gate, Tone, outcome_of
 from runs.models import ReasonRollup
-from runs.trends import SOURCES
+from runs.trend_counts import SOURCES
 from tests.test_batch_page import batch  # noqa: F401 - a fixture
 from tests.test_trends import page_charts
 

@@ -19,7 +19,7 @@ from ledger.quarantine import quarantine_create, quarantine_renew
 from runs import prune
 from runs.ingest import report_ingest, signals_ingest
 from runs.models import Measurement, NodeVerdict, ReasonRollup, Report, VerdictBatch
-from runs.trends import reason_counts, share_over_time
+from runs.trend_counts import reason_counts, share_over_time
 from tests.helpers import body, measurement, record
 
 AGES = (0, 399, 400, 450)  # days ago; 400 days kept: 0 and 399 stay

@@ -21,13 +21,14 @@ from django.utils import timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
+from flakeboard.trends_range import bucket_start
 from ledger.models import Node, QuarantineEntry, Suite
 from ledger.quarantine import quarantine_clear, quarantine_create
 from ledger.selectors import share_figures
 from ledger.tiers import tier_rule_add
 from runs.ingest import report_ingest, signals_ingest
 from runs.rollups import counts_from_raw, counts_from_rollups, rebuild_rollups
-from runs.trends import bucket_start, expiring_per_week, share_over_time
+from runs.trend_counts import expiring_per_week, share_over_time
 from tests.helpers import body, measurement, record
 from tests.properties import db_property, rolled_back
 from tests.test_rollups_property import DAYS, FIRST_DAY, histories, ingested

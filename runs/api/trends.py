@@ -19,7 +19,7 @@ from flakeboard.trends_range import (
 from web.api.auth import Scope, suite_for_token
 from web.api.errors import ApiError, ErrorOut
 
-from ..trends import reason_counts
+from ..trend_counts import reason_counts
 from .schemas import TrendsOut
 
 router = Router(tags=["trends"])

@@ -29,7 +29,8 @@ from web.access import suite_for
 from web.csv import csv_response
 from web.pages import render_page, wants_partial
 
-from ..trends import BUCKETS, trend_charts
+from ..trend_counts import BUCKETS
+from ..trends import trend_charts
 
 PRESETS = (7, DEFAULT_RANGE_DAYS, 90, 365)
 WEEKLY_AFTER_DAYS = 90  # a longer range is drawn per week unless the day is asked for

@@ -1,6 +1,6 @@
 """Renew or clear many entries at once, with one reason: each entry goes through the
-single-entry service of ledger.quarantine (its lock, its rules, its audit event), in its
-own savepoint, so a refused entry changes nothing of its own and stops no other."""
+single-entry service of ledger.quarantine (its lock, its rules, its audit event, its own
+transaction), so a refused entry changes nothing of its own and stops no other."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from datetime import date, datetime
 from enum import StrEnum
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
 
 from web.pages import PAGE_SIZES
 
@@ -82,14 +81,13 @@ def bulk_apply(
             outcomes.append(BulkOutcome(pk, None, (
                 (f"No entry #{pk} in this suite.", "not_found"),)))
             continue
-        try:
-            with transaction.atomic():
-                if action is BulkAction.RENEW:
-                    quarantine_renew(entry=entry, expires=expires, evidence=evidence,
-                                     owner=owner or None, note=note, actor=actor, today=today,
-                                     now=now)
-                else:
-                    quarantine_clear(entry=entry, note=note, actor=actor, now=now)
+        try:  # each service call is its own transaction: a refusal undoes only its entry
+            if action is BulkAction.RENEW:
+                quarantine_renew(entry=entry, expires=expires, evidence=evidence,
+                                 owner=owner or None, note=note, actor=actor, today=today,
+                                 now=now)
+            else:
+                quarantine_clear(entry=entry, note=note, actor=actor, now=now)
         except ValidationError as exc:
             outcomes.append(BulkOutcome(pk, entry.node.nodeid, _refusals(exc)))
         else:

@@ -60,16 +60,17 @@ def signal_records(nodes: Sequence[str], seed: int) -> list[dict]:
             "property_check": r.choices(("pass", "fail", "not_run"), (0.95, 0.02, 0.03))[0],
             "fixture_lock": "missing" if missing else ("drifted" if drifted else "match"),
             "flake_status": "frozen" if frozen else "stable",
-            "fixture_manifest": None if missing else ("sha256:0ld" if drifted else MANIFEST),
+            "fixture_manifest": None if missing else ("sha256:01d" if drifted else MANIFEST),
             "seed": SEED,
             "freeze_expires": "2099-01-01" if frozen and r.random() < 0.5 else None,
         })
     return records
 
 
-def signals_body(records: list[dict], patch: str) -> bytes:
+def signals_body(records: list[dict], patch: str, evidence: str = "") -> bytes:
     return json.dumps(
-        {"records": records, "patch": patch, "commit": f"{zlib.crc32(patch.encode()):010x}"}
+        {"records": records, "patch": patch, "commit": f"{zlib.crc32(patch.encode()):010x}",
+         **({"evidence": evidence} if evidence else {})}
     ).encode()
 
 
@@ -206,7 +207,7 @@ MEASUREMENT_COLUMNS = ("report_id", "suite_id", "node_id", "position", "created_
 VERDICT_COLUMNS = ("batch_id", "suite_id", "node_id", "position", "created_at",
                    "property_check", "fixture_lock", "flake_status", "fixture_manifest", "seed",
                    "freeze_expires", "stated_tier", "effective_lock", "effective_status",
-                   "verdict", "reason", "flags", "entry_state")
+                   "verdict", "reason", "flags", "entry_state", "sent", "flipped")
 OUTCOMES = (  # (fails out of 200, status, reason), weighted toward the everyday
     *[(0, "OK", "within_budget")] * 16, (1, "OK", "within_budget"),
     (4, "WARN", "quarantined"), (6, "FAIL", "over_budget"), (9, "FAIL", "quarantine_expired"),
@@ -272,7 +273,7 @@ def uploads(suite: Suite, node_pks: Sequence[int], today: date, *, reports: int,
                 counts["verdicts", batch.day, reason] += 1
                 yield (batch.pk, suite.pk, node_pks[offset + pos], pos, created, prop, lock,
                        status, MANIFEST, SEED, None, None, lock, status, verdict,
-                       reason, flags, "")
+                       reason, flags, "", True, False)
 
     measured = insert_rows(Measurement, MEASUREMENT_COLUMNS, measurement_rows())
     verdicts = insert_rows(NodeVerdict, VERDICT_COLUMNS, verdict_rows())

@@ -9,13 +9,15 @@ The noun a sentence uses ("holds", "rejects", "failures", ...) is read off the g
 themselves, so this module never restates which reason comes with which verdict.
 
 It also gives the tone (fail, warn, ok) every chart and bar of a reason code is drawn in,
-read off the same rules. The range of days a trends view covers is in trends_range.py.
+read off the same rules, and what the retries charts count: an attempt after a REJECT at
+the same commit, and the attempt where a node first flipped. The range of days a trends
+view covers is in trends_range.py.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from enum import StrEnum
@@ -228,3 +230,26 @@ def read_distribution(totals: Mapping[str, int], gate: Gate) -> Reading:
             f"({percent(by_investment[second] / total)}%)."
         )
     return Reading(sentence, first, reasons, share, dominant)
+
+
+# --- Retries at one commit (SPEC 2.4a) -------------------------------------------------
+
+# A retry after a REJECT: an attempt at a patch and commit whose previous attempt there
+# already answered REJECT. The SQL that counts them (runs/trend_counts.py) is built from
+# these two names, and a property test holds it to ``retried_after_reject``.
+FIRST_RETRY = 2
+RETRIED_AFTER = rules.Verdict.REJECT
+
+
+def retried_after_reject(attempt: int, previous_verdict: str | None) -> bool:
+    """Whether attempt ``attempt`` retried a gate its previous attempt, which answered
+    ``previous_verdict`` (None: none is stored), had already rejected."""
+    return attempt >= FIRST_RETRY and previous_verdict == RETRIED_AFTER
+
+
+def first_flip(failed_in: Sequence[int], passed_in: Sequence[int]) -> int | None:
+    """The attempt where a node first flipped: the first by which it had both failed and
+    passed (None: it never flipped). A flip is counted once, at that attempt."""
+    if not (failed_in and passed_in):
+        return None
+    return max(min(failed_in), min(passed_in))

@@ -23,7 +23,6 @@ urlpatterns = [
     path("ci/flakeboard_ci.py", ci_client, name="ci_client"),
     path("suites/<slug:suite>/", include("ledger.urls")),
     path("suites/<slug:suite>/", include("runs.urls")),
-    path("suites/<slug:suite>/", include("junit.urls")),
     path("suites/<slug:suite>/", include("notify.urls")),
 ]
 

@@ -1,5 +1,5 @@
 """What the pages and the targets file read of passive evidence: the tests ranked by flaky
-failures over a window of days, and each ranked test's figures, top failure signatures,
+failures over a window of days, and each listed test's figures, top failure signatures,
 last 30 days, quarantine entry and measurement mark. Everything here reads the rollups
 (``NodeDay``, ``SignatureDay``), so its cost follows the window and the page, never the
 raw rows kept."""
@@ -9,11 +9,14 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, timedelta
+from operator import add
+from typing import Any
 
-from django.db.models import Max, Min, Sum
+from django.db.models import Exists, Max, Min, OuterRef, Q, Sum
 
 from flakeboard import rules as gate_rules
 from ledger.models import MeasureTarget, Node, QuarantineEntry, Suite
+from ledger.predicates import window_q
 from web.pages import EntryRow, entry_row
 
 from .models import CaseResult, JUnitFile, NodeDay, SignatureDay
@@ -27,7 +30,8 @@ TOP_SIGNATURES = 3
 
 @dataclass(frozen=True)
 class Window:
-    """The days a ranking counts (``days`` of them, ending ``today``), on one branch or all."""
+    """The days a ranking counts (``days`` of them, ending ``today``), on one branch or all,
+    and the text a node id holds. ``q`` is the days alone, for rows that have no branch."""
 
     today: date
     days: int = DEFAULT_WINDOW
@@ -35,20 +39,35 @@ class Window:
     text: str = ""
 
     @property
+    def days_window(self) -> gate_rules.DayWindow:
+        return gate_rules.DayWindow(first=-(self.days - 1), last=0)
+
+    @property
     def since(self) -> date:
-        return self.today - timedelta(days=self.days - 1)
+        return self.days_window.bounds(self.today)[0]
+
+    def q(self, field: str = "day") -> Q:
+        """``field`` (a day) falls in the window, both ends included."""
+        return window_q(field, self.days_window, self.today)
 
     def rows(self, model, **more):
-        rows = model.objects.filter(day__gte=self.since, day__lte=self.today, **more)
+        rows = model.objects.filter(self.q(), **more)
         return rows.filter(branch=self.branch) if self.branch else rows
 
 
-def flaky_ranking(suite: Suite, window: Window):
-    """The tests with flaky failures in the window, most first: values rows of ``node_id``,
-    ``flaky_failures``, ``flaky_commits``, ``first_flaky`` and ``last_flaky``."""
+def flaky_days(suite: Suite, window: Window):
+    """The days' rollups with flaky failures in the window (its branch and text too)."""
     rows = window.rows(NodeDay, suite=suite, flaky_failures__gt=0)
     if window.text:
         rows = rows.filter(node__nodeid__icontains=window.text)
+    return rows
+
+
+def flaky_ranking(suite: Suite, window: Window, days=None):
+    """The tests with flaky failures in the window (or in ``days``, some of its
+    ``flaky_days``), most first: values rows of ``node_id``, ``flaky_failures``,
+    ``flaky_commits``, ``first_flaky`` and ``last_flaky``."""
+    rows = flaky_days(suite, window) if days is None else days
     return (
         rows.values("node_id")
         .annotate(flaky_failures=Sum("flaky_failures"), flaky_commits=Sum("flaky_commits"),
@@ -59,8 +78,7 @@ def flaky_ranking(suite: Suite, window: Window):
 
 def flaky_count(suite: Suite, window: Window) -> int:
     """How many tests had flaky failures in the window (the overview's tile)."""
-    return window.rows(NodeDay, suite=suite, flaky_failures__gt=0).values(
-        "node_id").distinct().count()
+    return flaky_days(suite, window).values("node_id").distinct().count()
 
 
 @dataclass(frozen=True)
@@ -95,13 +113,16 @@ class Spark:
 class FlakyRow:
     node: Node
     figures: FlakyFigures
-    first_flaky: date
-    last_flaky: date
+    first_flaky: date | None  # None: not flaky in a JUnit file in the window
+    last_flaky: date | None
     signatures: list[tuple[str, int]]
     spark: Spark
     entry: EntryRow | None
     marked: bool = False
     quarantine_query: str = ""  # the entry form's prefill, set by the page
+    # Evidence from outside JUnit files (the gate's flips), set by the page that shows it.
+    flip: Any = None
+    heading: str = ""  # the group this row begins on its page, set by the page
 
     @property
     def can_quarantine(self) -> bool:
@@ -109,23 +130,27 @@ class FlakyRow:
         return self.entry is None and gate_rules.quarantinable(self.node.tier)
 
 
-def flaky_rows(suite: Suite, window: Window, ranked: list[dict]) -> list[FlakyRow]:
-    """The page's rows for ranked values rows (a page of ``flaky_ranking``): five queries
-    whatever the page's size."""
-    ids = [row["node_id"] for row in ranked]
-    nodes = Node.objects.in_bulk(ids)
+def flaky_rows(suite: Suite, window: Window, ids: list[int]) -> list[FlakyRow]:
+    """The page's rows for the nodes ``ids`` (a page of a ranking), in that order, with
+    their passive figures in the window (zero for a node no JUnit file showed flaky): four
+    queries whatever the page's size."""
+    nodes = Node.objects.annotate(marked=Exists(MeasureTarget.objects.filter(
+        node=OuterRef("pk")))).in_bulk(ids)
     # One read of each node's days, over the window and the sparkline's 30 days together.
     spark_since = window.today - timedelta(days=SPARK_DAYS - 1)
     widest = Window(window.today, max(window.days, SPARK_DAYS), window.branch)
-    totals = defaultdict(lambda: [0, 0])
+    totals = defaultdict(lambda: (0, 0, 0, 0))
+    flaky_on = defaultdict(list)  # each node's days with flaky failures in the window
     daily = defaultdict(int)
-    for node, day, runs, failures, flaky in widest.rows(NodeDay, node_id__in=ids).values_list(
-            "node_id", "day").annotate(Sum("runs"), Sum("failures"), Sum("flaky_failures")):
+    for node, day, *sums in widest.rows(NodeDay, node_id__in=ids).values_list(
+            "node_id", "day").annotate(Sum("runs"), Sum("failures"), Sum("flaky_failures"),
+                                       Sum("flaky_commits")):
         if day >= window.since:
-            totals[node][0] += runs
-            totals[node][1] += failures
+            totals[node] = tuple(map(add, totals[node], sums))
+            if sums[2]:
+                flaky_on[node].append(day)
         if day >= spark_since:
-            daily[node, day] += flaky
+            daily[node, day] += sums[2]
     signatures = defaultdict(list)
     for row in window.rows(SignatureDay, node_id__in=ids).values("node_id", "signature").annotate(
             count=Sum("failures")).order_by("-count", "signature"):
@@ -134,18 +159,15 @@ def flaky_rows(suite: Suite, window: Window, ranked: list[dict]) -> list[FlakyRo
     entries = {entry.node_id: entry_row(entry, window.today)
                for entry in QuarantineEntry.objects.open().filter(
                    node_id__in=ids).select_related("node")}
-    marked = set(MeasureTarget.objects.filter(node_id__in=ids).values_list("node_id", flat=True))
     rows = []
-    for row in ranked:
-        pk = row["node_id"]
-        runs, failures = totals[pk]
+    for pk in ids:
         counts = [daily.get((pk, spark_since + timedelta(days=i)), 0) for i in range(SPARK_DAYS)]
+        days = flaky_on[pk]
         rows.append(FlakyRow(
-            node=nodes[pk],
-            figures=FlakyFigures(runs, failures, row["flaky_failures"], row["flaky_commits"]),
-            first_flaky=row["first_flaky"], last_flaky=row["last_flaky"],
+            node=nodes[pk], figures=FlakyFigures(*totals[pk]),
+            first_flaky=min(days, default=None), last_flaky=max(days, default=None),
             signatures=signatures[pk], spark=Spark(spark_since, counts),
-            entry=entries.get(pk), marked=pk in marked,
+            entry=entries.get(pk), marked=nodes[pk].marked,
         ))
     return rows
 

@@ -17,7 +17,7 @@ from web.access import actor_label
 
 from .models import ApiToken, AuditEvent, Membership, Node, QuarantineEntry, Role, Suite, TierRule
 from .quarantine import quarantine_create
-from .settings_services import _last_lead_error, member_change, member_drop
+from .settings_services import _last_lead_error, member_change, member_drop, pin_manifest_clean
 from .tokens import token_revoke
 
 
@@ -81,10 +81,21 @@ class MembershipInline(admin.TabularInline):
     autocomplete_fields = ["user"]
 
 
+class SuiteForm(forms.ModelForm):
+    def clean(self):
+        # A new suite's pin (later ones are set on the settings page) is taken as the
+        # settings page takes it: canonical, or refused.
+        cleaned = super().clean()
+        if "fixture_manifest" in cleaned:
+            cleaned["fixture_manifest"] = pin_manifest_clean(cleaned["fixture_manifest"])
+        return cleaned
+
+
 @admin.register(Suite)
 class SuiteAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "max_upper_rate", "min_runs", "max_quarantined_share"]
     search_fields = ["slug", "name"]
+    form = SuiteForm
     inlines = [MembershipInline]
     # Policy and the fixture pin change gate results: they change on the settings page,
     # whose service writes the audit event and bumps the ledger revision.

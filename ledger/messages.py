@@ -47,6 +47,18 @@ def evidence_message(problem: Problem) -> str:
     return f"The evidence {phrase(problem, rules.EVIDENCE_MAX_LENGTH)}."
 
 
+def digest_phrase(problem: Problem, max_length: int) -> str:
+    """What a manifest digest's problem says of the field, after its name."""
+    if problem is Problem.BAD_FORMAT:
+        return ("must be a digest: hex digits, with or without sha256: before them "
+                "(as flakeboard_ci.py pin prints it)")
+    return phrase(problem, max_length)
+
+
+def digest_message(problem: Problem, max_length: int) -> str:
+    return f"The manifest digest {digest_phrase(problem, max_length)}."
+
+
 def expiry_message(problem: ExpiryProblem, today: date, max_days: int) -> str:
     _, latest = rules.expiry_bounds(today, max_days)
     if problem is ExpiryProblem.NOT_AFTER_TODAY:

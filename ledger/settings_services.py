@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from flakeboard import rules
 
+from . import messages
 from .audit import bump_ledger_revision, record_event
 from .clearance import ready_flags_refresh
 from .locks import lock_suite
@@ -120,11 +121,24 @@ def policy_update(
     return locked
 
 
-def fixture_pin_set(*, suite: Suite, actor: str, manifest: str, seed: int | None) -> Suite:
-    """Pin the fixture manifest digest and seed; an empty manifest removes the pin."""
+def pin_manifest_clean(manifest: str | None) -> str:
+    """A typed pin's manifest as it is stored: blank (no pin), or the digest in its canonical
+    form (``rules.canonical_digest``); a ValidationError naming fixture_manifest for
+    anything else. The settings page and the admin both take a pin through it."""
     manifest = (manifest or "").strip()
     if rules.has_control_chars(manifest):
         raise ValidationError({"fixture_manifest": "The digest may not hold control characters."})
+    if not manifest:
+        return manifest
+    max_length = Suite._meta.get_field("fixture_manifest").max_length
+    if (problem := rules.digest_problem(manifest, max_length)) is not None:
+        raise ValidationError({"fixture_manifest": messages.digest_message(problem, max_length)})
+    return rules.canonical_digest(manifest)
+
+
+def fixture_pin_set(*, suite: Suite, actor: str, manifest: str, seed: int | None) -> Suite:
+    """Pin the fixture manifest digest and seed; an empty manifest removes the pin."""
+    manifest = pin_manifest_clean(manifest)
     values = {"fixture_manifest": manifest, "fixture_seed": seed if manifest else None}
     _check_bounds(suite, values)
     note = "fixture pin set" if manifest else "fixture pin removed"

@@ -283,6 +283,29 @@ Evidence = Annotated[
     str, Strict(), _label(rules.EVIDENCE_MAX_LENGTH),
     WithJsonSchema({"type": "string", "maxLength": rules.EVIDENCE_MAX_LENGTH}),
 ]
+
+
+def _manifest(value: str) -> str:
+    """A record's manifest digest, canonical (``rules.canonical_digest``); blank is none."""
+    if value == "":
+        return value
+    if (problem := rules.digest_problem(value, rules.META_MAX_LENGTH)) is not None:
+        code = TEXT_CODES.get(problem, Code.INVALID_VALUE)
+        raise refusal(code, f"{messages.digest_phrase(problem, rules.META_MAX_LENGTH)} "
+                            f"(got {shown(value)})")
+    return rules.canonical_digest(value)
+
+
+# A fixture manifest: the record's text checks, then a digest in either spelling.
+Manifest = Annotated[
+    str, Strict(), _label(rules.META_MAX_LENGTH), AfterValidator(_manifest),
+    WithJsonSchema({
+        "type": "string", "maxLength": rules.META_MAX_LENGTH,
+        "pattern": "^(([Ss][Hh][Aa]256:)?[0-9A-Fa-f]+)?$",
+        "description": "The fixture manifest's digest: hex digits, with or without sha256: "
+                       "before them (stored as sha256: and lower-case hex); blank is none.",
+    }),
+]
 # Upload metadata and an import's owner and evidence: missing or null is blank.
 OptionalMeta = Annotated[Meta | None, AfterValidator(_blank_if_null)]
 OptionalEvidence = Annotated[Evidence | None, AfterValidator(_blank_if_null)]

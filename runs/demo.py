@@ -6,7 +6,9 @@ report fails, its owner quarantines it, the fix lands a few days later, and once
 measurements are clean again the entry is cleared. One week in the second half went bad
 (a dependency bump made three tests flake at once). The signals' reason codes drift on
 purpose: fixture trouble dominates the first half (the pin was not yet kept up to date),
-frozen nodes the second half. Nothing is dated after the moment the demo is built.
+frozen nodes the second half. Now and then a rejected patch is rerun at its commit until
+its flaky node passes, and the board still rejects it. Nothing is dated after the moment
+the demo is built.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ ORDER_DEPENDENT = "tests/test_export.py::test_pager_after_setup"
 REPEAT_UNSAFE = "tests/test_queue.py::test_global_registry"
 # The order-dependent node was found on the first of these days and fixed after the last.
 ORDER_DEPENDENT_DAYS = range(DAYS - 14, DAYS - 11)
+# The days a rejected patch was rerun at its commit: some in every range the trends offer.
+RETRY_DAYS = (DAYS - 50, DAYS - 20, DAYS - 6, DAYS - 2)
 # Flaky episodes: (first day, days until the fix lands, failure rate). Days count from the
 # first of the history. The last two were fixed days ago: their entries are ready to clear
 # (the first of them renewed while its fix was in review), and the last days pass.
@@ -130,20 +134,34 @@ def _signals_body(nodes, day_index, rng, frozen: set[str]) -> bytes:
     for i, node in enumerate(touched):
         drift = drifted and i % 2 == 0
         lost = missing and i == 1
-        record = {
-            "node": node,
-            "property_check": ("fail" if failed and i == 0
-                               else "not_run" if not_run and i == len(touched) - 1 else "pass"),
-            "fixture_lock": "missing" if lost else ("drifted" if drift else "match"),
-            "flake_status": "frozen" if node in frozen else "stable",
-            "fixture_manifest": None if lost else (f"sha256:{day_index:08x}" if drift
-                                                   else MANIFEST),
-            "seed": SEED,
-            "freeze_expires": None,
-        }
-        records.append(record)
+        check = ("fail" if failed and i == 0
+                 else "not_run" if not_run and i == len(touched) - 1 else "pass")
+        records.append(_record(
+            node, check, frozen, lock="missing" if lost else ("drifted" if drift else "match"),
+            manifest=None if lost else (f"sha256:{day_index:08x}" if drift else MANIFEST)))
     return json.dumps({"records": records, "patch": f"patch-{day_index}-{rng.randint(1, 999)}",
                        "commit": f"{rng.getrandbits(40):010x}"}).encode()
+
+
+def _record(node, check, frozen: set[str], lock="match", manifest=MANIFEST) -> dict:
+    return {"node": node, "property_check": check, "fixture_lock": lock,
+            "flake_status": "frozen" if node in frozen else "stable",
+            "fixture_manifest": manifest, "seed": SEED, "freeze_expires": None}
+
+
+def _rerun_until_green(suite, nodes, day_index, rng, frozen: set[str], actor, at) -> None:
+    """A patch rejected at its commit, rerun twice: its flaky node passes the second time
+    (a flip), and the board still rejects every attempt (SPEC 2.4a)."""
+    touched = rng.sample([node for node in nodes if node not in frozen], 8)
+    meta = {"patch": f"patch-{day_index}-{rng.randint(1, 999)}",
+            "commit": f"{rng.getrandbits(40):010x}"}
+    for attempt in range(3):
+        records = [_record(node, "fail" if attempt == 0 and i == 0 else "pass", frozen)
+                   for i, node in enumerate(touched)]
+        signals_ingest(suite=suite, actor=actor, now=at + timedelta(minutes=20 * attempt),
+                       body=json.dumps({**meta, "records": records,
+                                        "evidence": f"ci/run-{77000 + 10 * day_index + attempt}"
+                                        }).encode())
 
 
 def _users():
@@ -222,6 +240,7 @@ def build_demo(today: date) -> Suite:
     all_nodes = nodes["tier0"] + nodes["tier1"] + nodes["tier2"]
     start = today - timedelta(days=DAYS - 1)
     at = _clock(today)
+    reruns = random.Random(SEED + 1)  # its own draws: the rest of the history stays as it was
     for i in range(DAYS):
         day = start + timedelta(days=i)
         outcome = report_ingest(suite=suite, body=_report_body(nodes["tier2"], flakes, i, rng),
@@ -233,6 +252,8 @@ def build_demo(today: date) -> Suite:
         for hour in (12, 16):
             signals_ingest(suite=suite, body=_signals_body(all_nodes, i, rng, frozen),
                            actor=ci, now=at(day, hour, rng.randint(0, 59)))
+        if i in RETRY_DAYS:
+            _rerun_until_green(suite, all_nodes, i, reruns, frozen, ci, at(day, 14))
     _ensure_every_state(suite, today, nodes["tier2"], at(today, 8))
     _junit_history(suite, today, nodes["tier2"], flakes, rng, ci, at)
     used = suite.batches.order_by("created_at").values_list("created_at", flat=True)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
 from functools import cache
@@ -18,26 +16,29 @@ from typing import NamedTuple
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import BooleanField, ExpressionWrapper, Q
 from django.utils import timezone
 
 from flakeboard import rules
-from ledger.audit import bump_ledger_revision
 from ledger.clearance import measurements_seen
 from ledger.locks import lock_suite
-from ledger.models import Node, QuarantineEntry, Suite, text_key
-from ledger.selectors import open_entries_by_node, share_figures, tier_rule_specs
+from ledger.models import QuarantineEntry, Suite
+from ledger.selectors import open_entries_by_node, share_figures
 from ledger.wire import UploadInvalid
-from web.bulk import cycle_collector_paused, insert_plain, plain_rows, update_pks
+from web.bulk import cycle_collector_paused
 from web.metrics import observed
 from web.stored_once import stored_once
 
+from .attempts import (
+    earlier_measurements,
+    latest_attempt,
+    next_attempt,
+    pooled_answer,
+    prior_records,
+)
 from .models import Measurement, NodeVerdict, Report, VerdictBatch
 from .rollups import Source, rollup_add, upload_counts
+from .upload_nodes import insert_rows, nodes_for_upload
 from .wire import parse_report, parse_signals
-
-CHUNK = 5000  # ids per IN list: far under SQLite's variable limit (32,766)
-INSERT_CHUNK = 10_000  # rows per insert statement or COPY
 
 
 @dataclass
@@ -48,77 +49,11 @@ class IngestOutcome:
     dry_run: bool = False
 
 
-class SeenNode(NamedTuple):
-    """A node as an upload needs it: read as plain values, not as a model instance."""
-
-    pk: int
-    stated_tier: int | None
-    never_seen: bool  # by any upload: quarantined by hand only
-    seen_today: bool | None
-
-
-NODE_VALUES = ("nodeid", "pk", "stated_tier", "never_seen", "seen_today")
-NODE_COLUMNS = ("suite_id", "nodeid", "key", "stated_tier", "tier", "first_seen", "last_seen")
-
-
 def upload_digest(kind: str, body: bytes, meta: dict) -> str:
     digest = hashlib.sha256(kind.encode() + b"\0")
     digest.update(json.dumps(sorted((k, str(v)) for k, v in meta.items() if v)).encode())
     digest.update(b"\0" + body)
     return digest.hexdigest()
-
-
-def _chunks(items: list, size: int = CHUNK) -> Iterable[list]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def _fetch_nodes(suite: Suite, nodeids: list[str], today: date) -> dict[str, SeenNode]:
-    """The stored nodes among ``nodeids``: by key for a few, and for many (most of a suite,
-    as a CI upload is) the suite's nodes in one read, kept when named."""
-    nodes = Node.objects.filter(suite=suite).annotate(
-        never_seen=ExpressionWrapper(Q(first_seen__isnull=True), output_field=BooleanField()),
-        seen_today=ExpressionWrapper(Q(last_seen=today), output_field=BooleanField()),
-    )
-    if len(nodeids) <= CHUNK:
-        found = plain_rows(nodes.named(*nodeids).values_list(*NODE_VALUES), CHUNK)
-        return {nodeid: SeenNode(*values) for nodeid, *values in found}
-    wanted = set(nodeids)
-    return {
-        nodeid: SeenNode(*values)
-        for nodeid, *values in plain_rows(nodes.values_list(*NODE_VALUES), CHUNK)
-        if nodeid in wanted
-    }
-
-
-def _nodes_for_upload(suite: Suite, stated: dict[str, int | None], today) -> dict[str, SeenNode]:
-    """Every uploaded node id's node, stored: new ones created, all marked seen today, and
-    a stated tier 0 or 1 made sticky (re-tiering a node changes the served ledger)."""
-    nodeids = sorted(stated)
-    existing = _fetch_nodes(suite, nodeids, today)
-    specs = tier_rule_specs(suite)
-    day = connection.ops.adapt_datefield_value(today)
-    new_nodes, retiered = [], defaultdict(list)
-    for nodeid in nodeids:
-        node = existing.get(nodeid)
-        if node is None:
-            sticky = rules.sticky_tier(None, stated[nodeid])
-            new_nodes.append((suite.pk, nodeid, text_key(nodeid), sticky,
-                              rules.resolve_tier(nodeid, specs, sticky).tier, day, day))
-        elif (sticky := rules.sticky_tier(node.stated_tier, stated[nodeid])) != node.stated_tier:
-            retiered[sticky, rules.resolve_tier(nodeid, specs, sticky).tier].append(node.pk)
-
-    # No conflict to ignore: every writer of the suite's nodes holds its lock (lock_suite).
-    _insert(Node, NODE_COLUMNS, new_nodes)
-    existing.update(_fetch_nodes(suite, [row[1] for row in new_nodes], today))
-    update_pks(Node, sorted(n.pk for n in existing.values() if n.never_seen), first_seen=today)
-    update_pks(Node, sorted(n.pk for n in existing.values() if not n.seen_today),
-               last_seen=today)
-    for (sticky, tier), pks in sorted(retiered.items()):
-        update_pks(Node, sorted(pks), stated_tier=sticky, tier=tier)
-    if retiered:
-        bump_ledger_revision(suite)
-    return existing
 
 
 NO_ENTRY = (None, None, "", None)
@@ -163,20 +98,25 @@ def _stored_rows(model, upload) -> list[dict]:
     """The stored rows' answers, read as plain values."""
     if model is Report:
         names = ("node__nodeid", "status", "reason", "n", "fails", "upper95",
-                 "reported_upper95", "flags", "classification", *ENTRY_VALUES)
+                 "reported_upper95", "flags", "classification", "pooled", *ENTRY_VALUES)
         return [
             {"nodeid": nodeid, "status": status, "reason": reason, "n": n, "fails": fails,
              "upper95": round(upper95, 4), "reported_upper95": reported, "flags": flags,
-             "classification": kind or None, "entry": _entry_answer(*entry)}
-            for nodeid, status, reason, n, fails, upper95, reported, flags, kind, *entry
+             "classification": kind or None,
+             "pooled": pooled_answer(**pooled) if pooled else pooled_answer(n, fails, []),
+             "entry": _entry_answer(*entry)}
+            for nodeid, status, reason, n, fails, upper95, reported, flags, kind, pooled, *entry
             in upload.measurements.order_by("position").values_list(*names)
         ]
     names = ("node__nodeid", "verdict", "reason", "flags", "effective_lock",
-             "effective_status", *ENTRY_VALUES)
+             "effective_status", "property_check", "attempts", "sent", *ENTRY_VALUES)
     return [
         {"node": nodeid, "verdict": verdict, "reason": reason, "flags": flags,
-         "fixture_lock": lock, "flake_status": status, "entry": _entry_answer(*entry)}
-        for nodeid, verdict, reason, flags, lock, status, *entry
+         "fixture_lock": lock, "flake_status": status,
+         "attempts": attempts or rules.add_attempt(
+             None, upload.attempt, rules.PropertyCheck(check), rules.FixtureLock(lock)).answer(),
+         "sent": sent, "entry": _entry_answer(*entry)}
+        for nodeid, verdict, reason, flags, lock, status, check, attempts, sent, *entry
         in upload.verdicts.order_by("position").values_list(*names)
     ]
 
@@ -190,11 +130,6 @@ def stored_outcome(upload: Report | VerdictBatch) -> IngestOutcome:
 def _stored(model, suite: Suite, digest: str) -> IngestOutcome | None:
     upload = model.objects.filter(suite=suite, digest=digest).first()
     return None if upload is None else stored_outcome(upload)
-
-
-def _insert(model, attnames, rows: list[tuple]) -> None:
-    for chunk in _chunks(rows, INSERT_CHUNK):
-        insert_plain(model, attnames, chunk)
 
 
 def _ingest(model, suite, digest, dry_run, evaluate_and_store) -> IngestOutcome:
@@ -226,13 +161,13 @@ class Decision(NamedTuple):
 MEASUREMENT_COLUMNS = (
     "suite_id", "report_id", "node_id", "position", "created_at", "n", "fails", "upper95",
     "reported_upper95", "seed_base", "classification", "status", "reason", "flags", "entry_id",
-    "entry_state",
+    "entry_state", "pooled",
 )
 VERDICT_COLUMNS = (
     "suite_id", "batch_id", "node_id", "position", "created_at", "property_check",
     "fixture_lock", "flake_status", "fixture_manifest", "seed", "freeze_expires",
     "stated_tier", "effective_lock", "effective_status", "verdict", "reason", "flags",
-    "entry_id", "entry_state",
+    "attempts", "flipped", "entry_id", "entry_state", "sent",
 )
 
 
@@ -243,14 +178,15 @@ def _received(kind: str, parse, names: tuple[str, ...], body: bytes, query: dict
     return parse(body, query, settings.UPLOAD_MAX_RECORDS), upload_digest(kind, body, query)
 
 
-def _judging(suite: Suite, stated: dict[str, int | None], today: date):
+def _judging(suite: Suite, stated: dict[str, int | None], today: date, also=()):
     """What every row is judged with: the upload's nodes, stored and seen today; the suite
     as it is now in force (its ledger revision, policy and pin, read after the nodes may
-    have bumped the revision); and each node's open entry."""
-    nodes = _nodes_for_upload(suite, stated, today)
+    have bumped the revision); and each node's open entry, and those of the nodes ``also``
+    (earlier attempts' nodes that this upload does not name)."""
+    nodes = nodes_for_upload(suite, stated, today)
     judged = Suite.objects.get(pk=suite.pk)
     entries = entries_at_upload(
-        open_entries_by_node(suite, [n.pk for n in nodes.values()]), today)
+        open_entries_by_node(suite, sorted({n.pk for n in nodes.values()} | set(also))), today)
     return nodes, judged, entries
 
 
@@ -273,16 +209,26 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
         gate = cache(lambda n, fails, facts: rules.gate_measurement(
             n=n, fails=fails, entry=facts, policy=policy, today=today))
         bound = cache(rules.upper95)
+        pool = cache(lambda measured: rules.pool_measurements(measured))
         mismatch = cache(rules.upper95_mismatch)
         flags_text = JsonText()
         stored_at = connection.ops.adapt_datetimefield_value(now)
+        # The node's earlier measurements at this commit pool with this one (SPEC 2.4a).
+        earlier = earlier_measurements(suite.pk, parsed.commit,
+                                       [node.pk for node in nodes.values()])
         rows, answers, outcomes, measured = [], [], [], {}
         for position, row in enumerate(parsed.measurements):
             node_pk = nodes[row.nodeid].pk
             entry_id, facts, state, entry_answer = entries.get(node_pk, NO_ENTRY)
             if entry_id is not None:
                 measured[entry_id] = (row.n, row.fails)
-            outcome = gate(row.n, row.fails, facts)
+            pooled, stored_pool = rules.PooledCounts(row.n, row.fails), None
+            if before := earlier.get(node_pk):
+                pooled = pool((rules.SeededCounts(row.n, row.fails, row.seed_base),
+                               *(counts for _, counts in before)))
+                stored_pool = {"n": pooled.n, "fails": pooled.fails,
+                               "reports": sorted({report for report, _ in before})}
+            outcome = gate(pooled.n, pooled.fails, facts)
             outcomes.append(outcome)
             flags = [rules.Flag.UPPER95_MISMATCH.value] if mismatch(
                 row.upper95, row.fails, row.n) else []
@@ -292,12 +238,14 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
             rows.append((
                 suite.pk, None, node_pk, position, stored_at, row.n, row.fails, upper95,
                 row.upper95, row.seed_base, kind or "", status, reason, flags_text(flags),
-                entry_id, state,
+                entry_id, state, None if stored_pool is None else json.dumps(stored_pool),
             ))
             answers.append({
                 "nodeid": row.nodeid, "status": status, "reason": reason, "n": row.n,
                 "fails": row.fails, "upper95": round(upper95, 4),
                 "reported_upper95": row.upper95, "flags": flags, "classification": kind,
+                "pooled": pooled_answer(pooled.n, pooled.fails,
+                                        stored_pool["reports"] if stored_pool else []),
                 "entry": entry_answer,
             })
         result = rules.gate_report(outcomes, share=share)
@@ -309,13 +257,14 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
             test_set_size=share.size, share=result.share, max_share=share.cap,
             size_source=share.source.value, cap_exceeded=result.cap_exceeded,
             measurement_count=len(rows),
+            attempt=next_attempt(latest_attempt(Report, suite.pk, parsed.commit)),
             fail_count=sum(o.status is rules.GateStatus.FAIL for o in outcomes),
             warn_count=sum(o.status is rules.GateStatus.WARN for o in outcomes),
         )
         report.judge(judged)
         if not dry_run:
             report.save()
-            _insert(Measurement, MEASUREMENT_COLUMNS,
+            insert_rows(Measurement, MEASUREMENT_COLUMNS,
                     [(r[0], report.pk, *r[2:]) for r in rows])
             # Release when fixed: each entry's trail and ready flag, in this transaction.
             measurements_seen(suite=judged, report=report.pk, measured=measured, now=now)
@@ -339,59 +288,93 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
     today = now.date()
 
     def evaluate_and_store() -> IngestOutcome:
+        # An attempt of the gate at its patch and commit: judged over every attempt so far
+        # (SPEC 2.4a), the latest stored one holding each earlier node's merged evidence.
+        latest = latest_attempt(VerdictBatch, suite.pk, parsed.commit, parsed.patch)
+        attempt = next_attempt(latest)
+        prior = prior_records(latest)
         nodes, judged, entries = _judging(
-            suite, {record.node: record.tier for record in parsed.records}, today)
+            suite, {record.node: record.tier for record in parsed.records}, today, also=prior)
         pin = judged.fixture_pin
-        # The arbiter's answer depends on the record's signals and the entry, never on the
-        # node's name: decided once per distinct combination, with the values it stores and
-        # answers.
+        # The arbiter's answer depends on the record's signals, the node's earlier attempts
+        # and its entry, never on the node's name: decided once per distinct combination,
+        # with the values it stores and answers.
         flags_text = JsonText()
+        attempts_text = cache(lambda merged: json.dumps(merged.answer()))
         day_text = cache(connection.ops.adapt_datefield_value)
 
-        @cache
-        def decide(signals: tuple, facts: rules.EntryFacts | None) -> Decision:
-            outcome = rules.evaluate_record(rules.SignalRecord("", *signals), ledger_entry=facts,
-                                            pin=pin, today=today)
+        def decision(signals: tuple, outcome: rules.ArbiterOutcome,
+                     merged: rules.NodeAttempts) -> Decision:
             check, lock, status, manifest, seed, freeze, tier = signals
             flags = [f.value for f in outcome.flags]
             answer = {"verdict": outcome.verdict.value, "reason": outcome.reason.value,
                       "flags": flags, "fixture_lock": outcome.fixture_lock.value,
-                      "flake_status": outcome.flake_status.value}
+                      "flake_status": outcome.flake_status.value,
+                      "attempts": merged.answer()}
             stored = (check.value, lock.value, status.value, manifest, seed, day_text(freeze),
                       tier, answer["fixture_lock"], answer["flake_status"], answer["verdict"],
-                      answer["reason"], flags_text(flags))
+                      answer["reason"], flags_text(flags), attempts_text(merged),
+                      merged.flipped)
             return Decision(outcome, stored, answer)
 
-        judged_rows, answers = [], []
+        @cache
+        def decide(signals: tuple, facts: rules.EntryFacts | None,
+                   before: rules.NodeAttempts | None) -> Decision:
+            """A record of this attempt, added to the node's earlier ones."""
+            record = rules.SignalRecord("", *signals)
+            own = rules.evaluate_record(record, ledger_entry=facts, pin=pin, today=today)
+            merged = rules.add_attempt(before, attempt, record.property_check,
+                                       own.fixture_lock)
+            return decision(signals, rules.judge_attempts(
+                record, merged, ledger_entry=facts, today=today), merged)
+
+        @cache
+        def carry(signals: tuple, facts: rules.EntryFacts | None,
+                  merged: rules.NodeAttempts) -> Decision:
+            """A node of earlier attempts that this one does not name, judged again now."""
+            return decision(signals, rules.judge_attempts(
+                rules.SignalRecord("", *signals), merged, ledger_entry=facts, today=today),
+                merged)
+
+        judged_rows, answers = [], []  # judged_rows: (node pk, decision, entry id, state, sent)
         for record in parsed.records:
             node_pk = nodes[record.node].pk
             entry_id, facts, state, entry_answer = entries.get(node_pk, NO_ENTRY)
-            decision = decide((
+            before = prior.pop(node_pk, None)
+            decided = decide((
                 record.property_check, record.fixture_lock, record.flake_status,
                 record.fixture_manifest, record.seed, record.freeze_expires, record.tier,
-            ), facts)
-            judged_rows.append((node_pk, decision, entry_id, state))
-            answers.append({"node": record.node, **decision.answer, "entry": entry_answer})
-        outcomes = [decision.outcome for _, decision, _, _ in judged_rows]
+            ), facts, before and before.merged)
+            judged_rows.append((node_pk, decided, entry_id, state, True))
+            answers.append({"node": record.node, **decided.answer, "sent": True,
+                            "entry": entry_answer})
+        for node_pk, (nodeid, signals, merged) in prior.items():
+            entry_id, facts, state, entry_answer = entries.get(node_pk, NO_ENTRY)
+            decided = carry(signals, facts, merged)
+            judged_rows.append((node_pk, decided, entry_id, state, False))
+            answers.append({"node": nodeid, **decided.answer, "sent": False,
+                            "entry": entry_answer})
+        outcomes = [decided.outcome for _, decided, _, _, _ in judged_rows]
         verdict, reason = rules.aggregate_reason(outcomes)
         counts = upload_counts((o.reason for o in outcomes), reason)
         batch = VerdictBatch(
             suite=suite, created_at=now, day=today, patch=parsed.patch, commit=parsed.commit,
             evidence=parsed.evidence, uploaded_by=actor, digest=digest,
             verdict=verdict.value, reason=reason.value, exit_code=rules.EXIT_CODES[verdict],
-            record_count=len(judged_rows), reason_counts=dict(sorted(counts.items())),
+            record_count=len(parsed.records), reason_counts=dict(sorted(counts.items())),
             pin_manifest=pin.manifest if pin else "", pin_seed=pin.seed if pin else None,
             deselected_frozen=list(parsed.deselected_frozen),
             patch_class=parsed.patch_class or "", risky_lines=parsed.risky_lines,
+            attempt=attempt,
         )
         batch.judge(judged)
         if not dry_run:
             batch.save()
             stored_at = connection.ops.adapt_datetimefield_value(now)
-            _insert(NodeVerdict, VERDICT_COLUMNS, [
-                (suite.pk, batch.pk, node_pk, position, stored_at, *decision.stored,
-                 entry_id, state)
-                for position, (node_pk, decision, entry_id, state) in enumerate(judged_rows)
+            insert_rows(NodeVerdict, VERDICT_COLUMNS, [
+                (suite.pk, batch.pk, node_pk, position, stored_at, *decided.stored,
+                 entry_id, state, sent)
+                for position, (node_pk, decided, entry_id, state, sent) in enumerate(judged_rows)
             ])
             rollup_add(suite=suite, source=Source.VERDICTS, day=today, counts=counts)
         return IngestOutcome(batch, answers, dry_run=dry_run)

@@ -65,6 +65,11 @@ class Upload(JudgedAgainst):
     digest = models.CharField(max_length=64)
     reason = models.CharField(max_length=40, choices=REASON_CHOICES)
     exit_code = models.PositiveSmallIntegerField()
+    attempt = models.PositiveIntegerField(
+        default=1,
+        help_text="Which upload at its commit (and a batch's patch) this is, from 1: its "
+                  "answer judges the evidence of every one up to it.",
+    )
 
     class Meta:
         abstract = True
@@ -132,6 +137,7 @@ class Report(Upload):
 
     class Meta(Upload.Meta):
         constraints, indexes = upload_keys("report")
+        indexes = [*indexes, models.Index(fields=["suite", "commit"], name="report_suite_commit")]
 
     def __str__(self):
         return f"report {self.pk} ({self.status})"
@@ -153,12 +159,22 @@ class Measurement(UploadRow):
         help_text="What the client's measure command found the test to be (empty: not said).",
     )
     status = models.CharField(max_length=4, choices=STATUS_CHOICES)
+    pooled = models.JSONField(
+        null=True, blank=True,
+        help_text="The node's counts pooled with the earlier reports at the commit, which the "
+                  "gate judged: n, fails and the earlier reports' ids (null: none earlier).",
+    )
 
     class Meta(UploadRow.Meta):
         indexes = row_indexes("measurement", upload="report")
 
     def __str__(self):
         return f"{self.node_id}: {self.fails}/{self.n} {self.status}"
+
+    @property
+    def pooled_upper95(self) -> float | None:
+        """The Wilson bound of the node's pooled counts at the commit (None: not pooled)."""
+        return None if not self.pooled else rules.upper95(self.pooled["fails"], self.pooled["n"])
 
     @property
     def classification_help(self) -> str:
@@ -190,10 +206,12 @@ class VerdictBatch(Upload):
         null=True, blank=True,
         help_text="The patch's added source lines that touch concurrency or time.",
     )
-
     class Meta(Upload.Meta):
         verbose_name_plural = "verdict batches"
         constraints, indexes = upload_keys("batch")
+        indexes = [*indexes,
+                   models.Index(fields=["suite", "commit", "patch", "-attempt"],
+                                name="batch_suite_attempts")]
 
     def __str__(self):
         return f"batch {self.pk} ({self.verdict})"
@@ -216,12 +234,41 @@ class NodeVerdict(UploadRow):
     effective_lock = models.CharField(max_length=8)
     effective_status = models.CharField(max_length=8)
     verdict = models.CharField(max_length=6, choices=VERDICT_CHOICES)
+    # The verdict and the effective lock judge the node over every attempt at the batch's
+    # patch and commit up to this one; ``attempts`` says which failed and passed.
+    attempts = models.JSONField(
+        null=True, blank=True,
+        help_text="The node's attempts at this patch and commit: runs, failed_in, passed_in.",
+    )
+    flipped = models.BooleanField(
+        default=False,
+        help_text="The node failed in one attempt up to this one and passed in another: "
+                  "flaky evidence.",
+    )
+    sent = models.BooleanField(
+        default=True,
+        help_text="False: the node was not in this upload; its record is its latest from an "
+                  "earlier attempt, judged again with this one.",
+    )
 
     class Meta(UploadRow.Meta):
-        indexes = row_indexes("verdict", upload="batch")
+        indexes = [
+            *row_indexes("verdict", upload="batch"),
+            # The flips the flaky-tests page and the targets file read (runs.flips): a few
+            # rows among every batch's, found without reading the others.
+            models.Index(fields=["suite", "node"], condition=models.Q(flipped=True),
+                         name="verdict_flipped"),
+        ]
 
     def __str__(self):
         return f"{self.node_id}: {self.verdict} ({self.reason})"
+
+    @property
+    def merged(self) -> rules.NodeAttempts | None:
+        """The node's attempts up to this batch (None for a row stored before they were kept)."""
+        if self.attempts is None:
+            return None
+        return rules.NodeAttempts.from_answer(self.attempts, rules.FixtureLock(self.effective_lock))
 
 
 class ReasonRollup(models.Model):

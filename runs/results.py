@@ -8,8 +8,10 @@ from flakeboard import rules
 from ledger.models import KEY_LENGTH, text_key
 from ledger.selectors import explain_violations
 
+from .attempts import earlier_attempts
 from .ingest import IngestOutcome
-from .models import Report
+from .models import Report, VerdictBatch
+from .patches import patch_batches, patch_url
 
 # The rows that pass: a report's OK measurements, a batch's ACCEPT records. Every other row
 # fails the gate or warns, and links its node's page.
@@ -79,6 +81,8 @@ def report_answer(outcome: IngestOutcome) -> dict:
         "status": report.status,
         "share": {**share.answer(), "size_source": report.size_source or None},
         "counts": gate_counts(report),
+        "attempt": report.attempt,
+        "earlier_attempts": earlier_attempts(report),
         "measurements": link_nodes(_explained(outcome.rows, report.suite), "measurements",
                                    report.suite.slug),
     }
@@ -94,8 +98,17 @@ def batch_answer(outcome: IngestOutcome) -> dict:
             if batch.pin_manifest else None
         ),
         "reason_counts": batch.reason_counts,
+        "patch_url": _patch_page(batch),
+        "attempt": batch.attempt,
+        "earlier_attempts": earlier_attempts(batch),
         "records": link_nodes(_explained(outcome.rows, batch.suite), "records", batch.suite.slug),
     }
+
+
+def _patch_page(batch) -> str | None:
+    """The batch's patch page; in a dry run, only once a stored batch names the patch."""
+    stored = batch.pk or patch_batches(batch.suite, batch.patch).exists()
+    return patch_url(batch.suite, batch.patch) if batch.patch and stored else None
 
 
 def answer(outcome: IngestOutcome) -> dict:
@@ -118,6 +131,10 @@ def summary_lines(outcome: IngestOutcome) -> list[str]:
             lines.append(f"{v['verdict'].upper():<6} {v['node']}: {v['reason']}")
         u = outcome.upload
         lines.append(f"batch {u.verdict.upper()} {u.reason}: exit {u.exit_code}")
+    if outcome.upload.attempt > 1:
+        gate = "patch and commit" if isinstance(outcome.upload, VerdictBatch) else "commit"
+        lines.append(f"(attempt {outcome.upload.attempt} at this {gate}: judged with the "
+                     f"earlier ones)")
     if outcome.duplicate:
         lines.append("(a duplicate of an earlier upload: the stored result)")
     if outcome.dry_run:

@@ -1,10 +1,15 @@
 """The measurement targets file (``GET /api/v1/suites/{suite}/targets``): what CI should
 measure next, one node id a line.
 
-First the nodes the suite's owners marked to measure, in the order they were marked; then
-the tests most often flaky in JUnit files over the last 30 days (``junit.selectors``) that
-no measurement has yet found within budget since they were last seen flaky: a test
-measured clean, then flaky again, comes back.
+First the nodes the suite's owners marked to measure, in the order they were marked; then,
+in the order the flaky-tests page lists them (``runs.flaky``), the nodes that flipped
+between gate attempts over the last 30 days, and the tests most often flaky in JUnit files
+over those days, each left out once a measurement has found it within budget since it was
+last seen flaky that way: a test measured clean, then flaky again, comes back.
+
+Flips rank before the JUnit tests, whatever their counts: each flip blocked a gate whose
+answer said to measure the node, and a retry will not change that verdict. Among the JUnit
+tests alone one flip would rank low, past the limit, and never be measured.
 """
 
 from __future__ import annotations
@@ -12,10 +17,11 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, time
 
 from flakeboard import rules
-from junit.selectors import Window, flaky_ranking
+from junit.selectors import Window
 from ledger.measure_targets import marked_nodeids
 from ledger.models import Suite
 
+from .flaky import flaky_sources
 from .models import Measurement
 
 DEFAULT_LIMIT = 20
@@ -39,23 +45,33 @@ def _measured_within_budget(ranked: list[dict]) -> set[int]:
     return {node for node, reason in latest.items() if reason == rules.Reason.WITHIN_BUDGET}
 
 
-def measure_targets(suite: Suite, today: date, limit: int = DEFAULT_LIMIT) -> list[str]:
-    """The marked nodes, then at most ``limit`` flaky ones not yet measured within budget."""
-    marked = marked_nodeids(suite)
-    chosen = set(marked)
-    flaky: list[str] = []
-    ranking = flaky_ranking(suite, Window(today)).values("node_id", "node__nodeid",
-                                                         "last_flaky")
+def _not_measured(ranking, chosen: set[str], limit: int) -> list[str]:
+    """At most ``limit`` node ids of ``ranking`` (values rows of ``node_id`` and
+    ``last_flaky``), in its order, neither ``chosen`` nor measured within budget since."""
+    found: list[str] = []
+    ranking = ranking.values("node_id", "node__nodeid", "last_flaky")
     start = 0
-    while len(flaky) < limit:
+    while len(found) < limit:
         batch = list(ranking[start:start + BATCH])
         done = _measured_within_budget(batch)
         for row in batch:
             if row["node_id"] not in done and row["node__nodeid"] not in chosen:
-                flaky.append(row["node__nodeid"])
-                if len(flaky) == limit:
+                found.append(row["node__nodeid"])
+                chosen.add(row["node__nodeid"])
+                if len(found) == limit:
                     break
         if len(batch) < BATCH:
             break
         start += BATCH
-    return marked + flaky
+    return found
+
+
+def measure_targets(suite: Suite, today: date, limit: int = DEFAULT_LIMIT) -> list[str]:
+    """The marked nodes, then at most ``limit`` flipped or flaky ones not yet measured
+    within budget."""
+    marked = marked_nodeids(suite)
+    chosen = set(marked)
+    found: list[str] = []
+    for ranking in flaky_sources(suite, Window(today)):
+        found += _not_measured(ranking, chosen, limit - len(found))
+    return marked + found

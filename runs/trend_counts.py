@@ -2,6 +2,10 @@
 per-day rollups only, so the cost depends on the range, never on how much history the suite
 holds.
 
+Retries at one commit (attempts after a REJECT, flips) are read from the verdict batches
+of the range that retried a gate, and their flipped rows: the rollups count reason codes,
+not attempts. Their cost grows with the retries in the range, not with all history.
+
 The quarantined share over time is rebuilt from the ledger's entries (their creation,
 clearing and expiry) and the nodes' first and last sightings: its cost grows with the
 number of entries and with the range, not with the upload history.
@@ -14,14 +18,14 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from itertools import accumulate
 
-from django.db.models import Count, Min, Q, Sum
+from django.db.models import Count, Exists, Min, OuterRef, Q, Sum
 
 from flakeboard import rules
 from flakeboard.trends_range import BUCKET_DAYS, bucket_start, bucket_starts
-from flakeboard.trends_rules import Gate
+from flakeboard.trends_rules import FIRST_RETRY, RETRIED_AFTER, Gate, first_flip
 from ledger.models import Node, QuarantineEntry, Suite
 
-from .models import ReasonRollup
+from .models import NodeVerdict, ReasonRollup, VerdictBatch
 
 BUCKETS = tuple(BUCKET_DAYS)
 SOURCES = {"verdicts": Gate.ARBITER, "reports": Gate.BUDGET}
@@ -55,6 +59,42 @@ def reason_counts(
         "series": series,
         "totals": {reason: sum(counts) for reason, counts in series.items()},
     }
+
+
+def retries_after_reject(batches):
+    """Those of ``batches`` that retried a gate its previous attempt at the same patch and
+    commit had already rejected (``trends_rules.retried_after_reject``, in SQL)."""
+    previous = VerdictBatch.objects.filter(
+        suite=OuterRef("suite"), patch=OuterRef("patch"), commit=OuterRef("commit"),
+        attempt=OuterRef("attempt") - 1, verdict=RETRIED_AFTER)
+    return batches.filter(attempt__gte=FIRST_RETRY).filter(Exists(previous))
+
+
+def retry_counts(suite: Suite, *, start: date, end: date, bucket: str = "day") -> dict:
+    """Per bucket of [start, end], in two queries: ``after_reject``, the verdict batches
+    that retried a gate already rejected at its patch and commit; ``flips``, the nodes
+    that flipped, each once per patch and commit, on the day of the attempt where it
+    first flipped.
+
+    Returns ``{"buckets": [ISO dates], "after_reject": [count per bucket],
+    "flips": [count per bucket]}``.
+    """
+    starts = bucket_starts(start, end, bucket)
+    index = {d: i for i, d in enumerate(starts)}
+    counts = {"after_reject": [0] * len(starts), "flips": [0] * len(starts)}
+    retries = VerdictBatch.objects.filter(suite=suite, day__gte=start, day__lte=end,
+                                          attempt__gte=FIRST_RETRY)
+    after = retries_after_reject(retries).values_list("day").annotate(n=Count("pk")).order_by()
+    for day, n in after:
+        counts["after_reject"][index[bucket_start(day, bucket)]] += n
+    # A node first flips in an attempt that sent it: the rows carried from earlier
+    # attempts (sent false) never hold a first flip.
+    flipped = (NodeVerdict.objects.filter(batch__in=retries, flipped=True, sent=True)
+               .values_list("batch__day", "batch__attempt", "attempts").order_by())
+    for day, attempt, seen in flipped:
+        if seen and first_flip(seen["failed_in"], seen["passed_in"]) == attempt:
+            counts["flips"][index[bucket_start(day, bucket)]] += 1
+    return {"buckets": [d.isoformat() for d in starts], **counts}
 
 
 # --- Quarantined share and expiries, from the ledger ----------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from itertools import accumulate
+from typing import NamedTuple
 
 from flakeboard import rules
 from flakeboard.trends_range import (
@@ -24,6 +25,7 @@ from .trend_counts import (
     first_data_day,
     peak_per_bucket,
     reason_counts,
+    retry_counts,
     share_over_time,
 )
 
@@ -60,6 +62,7 @@ class Chart:
     # How many days each label's bucket covers: fewer than a full bucket at the range's edges.
     days: list[int] | None = None
     bucket: str = "day"
+    empty: str = "Nothing to draw for this range."  # said in place of a chart with no data
 
     @property
     def full_days(self) -> int:
@@ -241,15 +244,59 @@ def expiring_chart(suite: Suite, today: date) -> Chart:
     )
 
 
+class RetrySeries(NamedTuple):
+    """One chart of retries at one commit: the series of ``trend_counts.retry_counts`` it
+    draws, and what it says."""
+
+    key: str
+    series: str
+    title: str
+    label: str
+    tone: Tone
+    description: str
+    empty: str
+
+
+RETRY_SERIES = (
+    RetrySeries(
+        "after-reject", "after_reject", "Attempts after a REJECT at the same commit",
+        "attempts after a reject", Tone.FAIL,
+        "Verdict batches whose previous attempt at the same patch and commit was already "
+        "REJECT: reruns hoping for green. Each still rejects, since a retry adds evidence and "
+        "never replaces it.",
+        "No attempt after a REJECT at the same commit in this range.",
+    ),
+    RetrySeries(
+        "flips", "flips", "Nodes that flipped between attempts", "nodes flipped", Tone.WARN,
+        "Nodes that failed in one attempt and passed in another at the same patch and commit: "
+        "flaky evidence, each counted once, on the day of the attempt where it first flipped.",
+        "No node flipped between attempts in this range.",
+    ),
+)
+
+
+def retry_charts(counts: dict, *, bucket: str, days: dict | None = None) -> list[Chart]:
+    """Retries at one commit (SPEC 2.4a), from ``trend_counts.retry_counts``: the attempts
+    made after a REJECT at the same patch and commit, and the nodes that flipped."""
+    return [
+        Chart(key=chart.key, title=f"{chart.title}, per {bucket}", kind="bar",
+              index_label=bucket.capitalize(), labels=counts["buckets"],
+              columns=[Column(chart.label, counts[chart.series], tone=chart.tone)],
+              description=chart.description, empty=chart.empty, **(days or {}))
+        for chart in RETRY_SERIES
+    ]
+
+
 @dataclass(frozen=True)
 class TrendCharts:
     verdicts: list[Chart] = field(default_factory=list)  # per-node verdict reasons
+    retries: list[Chart] = field(default_factory=list)  # attempts at one commit
     budget: list[Chart] = field(default_factory=list)  # budget-gate outcomes
     ledger: list[Chart] = field(default_factory=list)  # share and expiries
     note: str = ""  # why the charts start after the range does, or are empty
 
     def by_key(self) -> dict[str, Chart]:
-        return {c.key: c for c in (*self.verdicts, *self.budget, *self.ledger)}
+        return {c.key: c for c in (*self.verdicts, *self.retries, *self.budget, *self.ledger)}
 
 
 # source → (chart key, chart name)
@@ -294,10 +341,15 @@ def trend_charts(suite: Suite, *, start: date, end: date, bucket: str, include_c
             distribution_chart(counts, key=f"{key}-distribution",
                                title=f"{name}, distribution over the range", **shown),
         ]
+    if charted is None:
+        retries, days = {"buckets": [], "after_reject": [], "flips": []}, None
+    else:
+        retries = retry_counts(suite, start=charted.start, end=charted.end, bucket=bucket)
+        days = bucket_days(retries["buckets"], bucket, charted)
     ledger = [share_chart(suite, charted=charted, bucket=bucket),
               expiring_chart(suite, today)]
-    return TrendCharts(groups["verdicts"], groups["budget"], ledger,
-                       _range_note(start, end, first, charted))
+    return TrendCharts(groups["verdicts"], retry_charts(retries, bucket=bucket, days=days),
+                       groups["budget"], ledger, _range_note(start, end, first, charted))
 
 
 def overview_chart(suite: Suite, today: date, days: int = OVERVIEW_DAYS) -> Chart:

@@ -19,7 +19,7 @@ from ledger.wire import (
     MAX_ERRORS,
     Code,
     FailCount,
-    Meta,
+    Manifest,
     MomentDate,
     NodeId,
     OptionalEvidence,
@@ -71,7 +71,7 @@ class SignalRecordIn(rules.SignalRecord):
     property_check: rules.PropertyCheck
     fixture_lock: rules.FixtureLock
     flake_status: rules.FlakeStatus
-    fixture_manifest: Meta | None = None
+    fixture_manifest: Manifest | None = None
     seed: Seed | None = None
     freeze_expires: MomentDate | None = None
     tier: StatedTier | None = None

@@ -118,14 +118,16 @@ def staff(db):
 
 @pytest.fixture
 def world(suite, other_suite, lead, owner, viewer, outsider, staff, today):
-    """The suite with one of everything a caller may ask for: a report, a verdict batch, an
-    open entry, a tier rule; the people; and a token of every kind (read, write, another
-    suite's, a revoked one), by plaintext."""
+    """The suite with one of everything a caller may ask for: a report, a verdict batch
+    (of a patch), an open entry, a tier rule; the people; and a token of every kind (read,
+    write, another suite's, a revoked one), by plaintext."""
     flaky = "tests/test_flaky.py::test_once"
     rows = [measurement(f"tests/test_{i}.py::test_ok") for i in range(40)]
     rows.append(measurement(flaky, fails=9))
     report = report_ingest(suite=suite, body=body(rows), actor="ci").upload
-    batch = signals_ingest(suite=suite, body=body([record(flaky)]), actor="ci").upload
+    batch = signals_ingest(suite=suite, body=body({"patch": "feature/retry", "commit": "c1",
+                                                   "records": [record(flaky)]}),
+                           actor="ci").upload
     entry = quarantine_create(suite=suite, nodeid=flaky, owner="@finley",
                               expires=today + timedelta(days=3), evidence="ci/run-1",
                               actor="@finley", today=today)

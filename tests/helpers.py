@@ -65,9 +65,12 @@ def record(node, prop="pass", lock="match", status="stable", **extra):
 
 
 def suite_pages(suite, *, entry, report, batch, node) -> dict[str, str]:
-    """The pages of a suite an owner reads or acts on, by URL name, on the given rows."""
+    """The pages of a suite an owner reads or acts on, by URL name, on the given rows (the
+    batch's patch page too, when it names a patch)."""
     slug = suite.slug
+    patch = {"patch": reverse("patch", args=[slug, batch.patch])} if batch.patch else {}
     return {
+        **patch,
         "overview": reverse("overview", args=[slug]),
         "ledger": reverse("ledger", args=[slug]),
         "entry": reverse("entry", args=[slug, entry.pk]),

@@ -98,10 +98,10 @@ def test_flags_come_back_per_node(board, suite, token, today):
 
 
 def test_the_fixture_pin_decides_the_effective_lock(board, suite, token):
-    suite.fixture_manifest, suite.fixture_seed = "sha256:pin", 7
+    suite.fixture_manifest, suite.fixture_seed = "sha256:feed", 7
     suite.save()
-    records = [record("a::pinned", fixture_manifest="sha256:pin", seed=7),
-               record("a::drifted", fixture_manifest="sha256:old", seed=7)]
+    records = [record("a::pinned", fixture_manifest="sha256:feed", seed=7),
+               record("a::drifted", fixture_manifest="sha256:01d", seed=7)]
     result = board.verdicts(suite.slug, token, body(records)).json
     assert [(r["reason"], r["fixture_lock"]) for r in result["records"]] == [
         ("clean", "match"), ("fixture_drifted", "drifted")]

@@ -188,7 +188,10 @@ def test_the_edges_are_written_in_every_width_of_utf8():
     for case in ONE_OVER_CASES:
         place = (case["endpoint"], case["field"], case["field"] in case.get("query", {}))
         widths.setdefault(place, set()).add(case["one_over"]["width"])
-    assert widths and all(found == {1, 2, 3, 4} for found in widths.values()), widths
+    # A fixture manifest is a digest, hex digits: its edge is written in 1-byte characters.
+    ascii_only = {("verdicts", "fixture_manifest", False)}
+    assert widths and all(found == ({1} if place in ascii_only else {1, 2, 3, 4})
+                          for place, found in widths.items()), widths
     limits = {case["one_over"]["limit"] for case in ONE_OVER_CASES}
     assert limits == {"NODEID_MAX_LENGTH", "OWNER_MAX_LENGTH", "EVIDENCE_MAX_LENGTH",
                       "META_MAX_LENGTH"}

@@ -17,18 +17,18 @@ HTMX = {"HX-Request": "true"}
 
 @pytest.fixture
 def batch(suite, today):
-    suite.fixture_manifest, suite.fixture_seed = "sha256:pin", 7
+    suite.fixture_manifest, suite.fixture_seed = "sha256:feed", 7
     suite.save()
     report_ingest(suite=suite, body=body([measurement(f"t.py::t{i}") for i in range(40)]),
                   actor="ci")
     quarantine_create(suite=suite, nodeid="t.py::frozen", owner="@sam", evidence="ci/run-1",
                       expires=today + timedelta(days=9), actor="@sam", today=today)
-    pinned = {"fixture_manifest": "sha256:pin", "seed": 7}
+    pinned = {"fixture_manifest": "sha256:feed", "seed": 7}
     records = [
         record("t.py::clean", **pinned),
         record("t.py::fails", prop="fail", **pinned),
         record("t.py::not_run", prop="not_run", **pinned),
-        record("t.py::drifted", fixture_manifest="sha256:old", seed=7),  # claims match
+        record("t.py::drifted", fixture_manifest="sha256:01d", seed=7),  # claims match
         record("t.py::frozen", **pinned),  # the ledger freezes it
         record("t.py::frozen_forever", status="frozen", **pinned),
     ]

@@ -55,6 +55,11 @@ def meta_of(width: int, length: int = rules.META_MAX_LENGTH) -> str:
     return wide(width, length)
 
 
+def digest_of(length: int = rules.META_MAX_LENGTH) -> str:
+    """A fixture manifest at the limit: a digest is hex, so only 1-byte characters."""
+    return "sha256:" + ("9f2c" * length)[: length - len("sha256:")]
+
+
 widths = pytest.mark.parametrize("width", WIDTHS, ids=[f"{w}byte" for w in WIDTHS])
 
 
@@ -67,7 +72,7 @@ def test_the_values_are_as_long_as_they_say(width):
     assert len(nodeid_of(width)) == len(glob_of(width)) == rules.NODEID_MAX_LENGTH
     assert len(owner_of(width)) == rules.OWNER_MAX_LENGTH
     assert len(evidence_of(width)) == rules.EVIDENCE_MAX_LENGTH
-    assert len(meta_of(width)) == rules.META_MAX_LENGTH
+    assert len(meta_of(width)) == len(digest_of()) == rules.META_MAX_LENGTH
     assert rules.owner_problem(owner_of(width)) is None
     assert {len(c.encode()) for c in wide(width, rules.EVIDENCE_MAX_LENGTH)} == {width}
     if width >= 3:  # too wide for a b-tree entry, unless it compresses: it must not
@@ -174,7 +179,7 @@ def test_ids_and_labels_at_the_limit_are_shown_and_linked_from_the_upload_pages(
     ).upload
     batch = signals_ingest(
         suite=suite, actor="ci",
-        body=body({"records": [record(n, fixture_manifest=meta_of(2)) for n in ids],
+        body=body({"records": [record(n, fixture_manifest=digest_of()) for n in ids],
                    "patch": meta_of(3), **meta}),
     ).upload
     client = client_for(viewer)

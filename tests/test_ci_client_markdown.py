@@ -43,7 +43,7 @@ def rows(n, width=1000):
 
 def summary(rows, **kwargs):
     answer = {"url": URL, "exit_code": 1}
-    return client.markdown_summary(answer, rows, ("report FAIL", "over_budget",
+    return client.markdown_summary(answer, "report", rows, ("report FAIL", "over_budget",
                                                   f"{len(rows)} measurements"), **kwargs)
 
 

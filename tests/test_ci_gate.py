@@ -118,7 +118,26 @@ def test_a_fixture_edited_after_the_pin_holds_every_node(gate, project, pinned, 
     assert set(verdicts(done.stdout).values()) == {"HOLD fixture_drifted"}
     assert len(verdicts(done.stdout)) == 4
     if not upload:
-        assert f"is not the suite's pin {pinned} with seed {SEED}" in done.stdout
+        assert f"is not the pin's {pinned}: every node holds" in done.stdout
+        assert "PATCH_SEED" not in done.stdout  # the seed matches: only the manifest is named
+
+
+@pytest.mark.parametrize(("stored", "upload"), [
+    ("typed", False), ("typed", True), ("stored-before", False), ("stored-before", True)])
+def test_a_pin_set_as_the_bare_hex_matches_the_digest_gate_sends(gate, run, project, suite,
+                                                                 stored, upload):
+    """Issue 29: the lead pins the bare hex (here in capitals), gate sends sha256:<hex>."""
+    done = run("pin", "--fixtures", "fixtures", "--seed", str(SEED))
+    digest = done.stdout.splitlines()[0].removeprefix("fixture_manifest: ")
+    bare = digest.removeprefix("sha256:").upper()
+    if stored == "typed":
+        fixture_pin_set(suite=suite, actor="@lea", manifest=bare, seed=SEED)
+    else:  # a pin kept from before the board took digests in one form
+        Suite.objects.filter(pk=suite.pk).update(fixture_manifest=bare, fixture_seed=SEED)
+    done = gate("--fixtures", "fixtures", "--all", *(["--upload"] if upload else []))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert set(verdicts(done.stdout).values()) == {"ACCEPT clean"}
+    assert "FIXTURES DRIFTED" not in done.stdout
 
 
 def test_a_missing_fixture_folder_holds_every_node(gate, project, pinned, suite):

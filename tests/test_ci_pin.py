@@ -135,10 +135,50 @@ def test_the_clients_aggregate_is_the_rules():
                 (verdict.value, reason.value)
 
 
+# Digests in every spelling, and values that are none (a pin or record stored before the
+# board took digests in one form matches itself only).
+SPELLINGS = ["sha256:9f2c", "9f2c", "9F2C", "SHA256:9F2C", "sha256:9f2d", "sha256:", "",
+             "md5:9f2c", " 9f2c", "9f2c\n", "9f2g", "\u017fha256:9f2c", "\uff19", "m1", "M1"]
+
+
+def test_the_clients_digest_is_the_rules():
+    for value in SPELLINGS:
+        assert client.canonical_digest(value) == rules.canonical_digest(value), value
+    for one, other in itertools.product(SPELLINGS, repeat=2):
+        assert client.same_digest(one, other) is rules.same_digest(one, other), (one, other)
+    assert client.DIGEST_PREFIX == rules.DIGEST_PREFIX
+
+
 def test_the_clients_fixture_lock_is_the_rules():
-    pins = [None, rules.FixturePin("sha256:pin", None), rules.FixturePin("sha256:pin", 7)]
+    pins = [None, rules.FixturePin("sha256:pin", None), rules.FixturePin("sha256:pin", 7),
+            rules.FixturePin("9F2C", 7), rules.FixturePin("sha256:9f2c", None)]
+    manifests = [None, "", "sha256:pin", "sha256:old", "sha256:9f2c", "9f2c", "sha256:9f2d"]
     for claimed, manifest, seed, pin_ in itertools.product(
-            rules.FixtureLock, [None, "", "sha256:pin", "sha256:old"], [None, 7, 8], pins):
+            rules.FixtureLock, manifests, [None, 7, 8], pins):
         served = None if pin_ is None else {"manifest": pin_.manifest, "seed": pin_.seed}
         assert client.effective_fixture_lock(claimed.value, manifest, seed, served) == \
             rules.effective_fixture_lock(claimed, manifest, seed, pin_).value
+
+
+def test_the_client_matches_a_bare_hex_pin_to_the_digest_it_computes(tmp_path):
+    """Issue 29's scenario on the client: a pin written as the bare hex, in capitals."""
+    digest = digest_of(make_tree(tmp_path / "fixtures", TREE), tmp_path)
+    bare = digest.removeprefix("sha256:").upper()
+    assert client.effective_fixture_lock("match", digest, 7, {"manifest": bare, "seed": 7}) \
+        == "match"
+    assert client.effective_fixture_lock("match", digest, 8, {"manifest": bare, "seed": 7}) \
+        == "drifted"
+
+
+DRIFTS = [  # (manifest, seed) against the pin sha256:9f2c with seed 7: what the line names
+    ("9F2C", 7, ""),
+    ("sha256:9f2c", 8, "PATCH_SEED=8 is not the pin's seed 7"),
+    ("sha256:0bad", 7, "the manifest sha256:0bad is not the pin's sha256:9f2c"),
+    ("sha256:0bad", 8, "the manifest sha256:0bad is not the pin's sha256:9f2c and "
+                       "PATCH_SEED=8 is not the pin's seed 7"),
+]
+
+
+@pytest.mark.parametrize(("manifest", "seed", "said"), DRIFTS)
+def test_a_drift_names_only_what_differs_from_the_pin(manifest, seed, said):
+    assert client.drift(manifest, seed, {"manifest": "sha256:9f2c", "seed": 7}) == said

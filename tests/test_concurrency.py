@@ -71,7 +71,7 @@ print(json.dumps({
     "batches": list(VerdictBatch.objects.filter(suite=suite).values_list("commit", flat=True)),
     "rows_complete": all(r.measurements.count() == r.measurement_count
                          for r in Report.objects.all())
-                     and all(b.verdicts.count() == b.record_count
+                     and all(b.verdicts.filter(sent=True).count() == b.record_count
                              for b in VerdictBatch.objects.all()),
     "rollups_match": counts_from_raw(suite) == counts_from_rollups(suite),
     "entries": entries,
@@ -130,7 +130,7 @@ def upload_plan(processes: int, per_process: int, entry_nodes: list[str]):
             else:
                 rows = [{"node": n, "property_check": ("pass", "fail", "not_run")[(j + i) % 3],
                          "fixture_lock": "match", "flake_status": "stable",
-                         "fixture_manifest": "m1"} for j, n in enumerate(nodes)]
+                         "fixture_manifest": "sha256:a1"} for j, n in enumerate(nodes)]
                 body = {"records": rows, "commit": key, "patch": f"patch-{key}"}
             uploads.append({"key": key, "kind": kind, "body": body})
         plans.append(uploads)
@@ -217,6 +217,49 @@ def test_fewer_writers_on_sqlite_never_see_database_is_locked(sqlite_board):
     sent, distinct = check_the_load(sqlite_board, processes=4, per_process=10, owners=1,
                                     rounds=1)
     assert (sent, distinct) == (40, 34)
+
+
+ATTEMPTS = """
+import json
+from runs.models import VerdictBatch
+batches = VerdictBatch.objects.filter(suite__slug="acme", patch="patch-race", commit="c-race")
+print(json.dumps([
+    {"attempt": b.attempt, "evidence": b.evidence, "verdict": b.verdict, "id": b.pk,
+     "records": {v.node.nodeid: v.attempts for v in b.verdicts.select_related("node")}}
+    for b in batches.order_by("attempt")
+]))
+"""
+
+
+@pytest.mark.parametrize(("backend", "processes"), [("postgresql", 8), ("sqlite", 4)])
+def test_attempts_sent_at_once_are_judged_one_after_another(request, backend, processes):
+    """Attempts of one gate (one patch and commit) sent at the same moment: every one is
+    stored, numbered 1..k without a gap, and each is judged over all the attempts before it,
+    so the failure in one of them is in the verdict of every later one."""
+    board = request.getfixturevalue(f"{backend}_board")
+    nodes = [f"tests/test_attempt.py::test_{k}" for k in range(10)]
+    failing = 2  # the process whose attempt fails one node
+
+    def attempt(p: int) -> dict:
+        records = [{"node": n, "property_check": "fail" if p == failing and k == 3 else "pass",
+                    "fixture_lock": "match", "flake_status": "stable"}
+                   for k, n in enumerate(nodes)]
+        return {"key": f"attempt-{p}", "kind": "verdicts",
+                "body": {"records": records, "patch": "patch-race", "commit": "c-race",
+                         "evidence": f"ci/attempt-{p}"}}
+
+    results = run_clients([("upload", {"url": board.url, "suite": "acme",
+                                       "token": board.seeded["token"],
+                                       "uploads": [attempt(p)]}) for p in range(processes)])
+    assert [r["status"] for [r] in results] == [201] * processes, board.server_log()[-3000:]
+    stored = board.run(ATTEMPTS)
+    assert [b["attempt"] for b in stored] == list(range(1, processes + 1))
+    failed_at = next(b["attempt"] for b in stored if b["evidence"] == f"ci/attempt-{failing}")
+    assert [b["verdict"] for b in stored] == [
+        "reject" if b["attempt"] >= failed_at else "accept" for b in stored]
+    last = stored[-1]["records"][nodes[3]]
+    assert last == {"runs": processes, "failed_in": [failed_at],
+                    "passed_in": [a for a in range(1, processes + 1) if a != failed_at]}
 
 
 RACE = """

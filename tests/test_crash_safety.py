@@ -30,7 +30,7 @@ from ledger.suites import suite_create
 from runs.ingest import report_ingest, signals_ingest
 suite = suite_create(slug="acme", name="Acme")
 record = {"property_check": "pass", "fixture_lock": "match", "flake_status": "stable",
-          "fixture_manifest": "m1"}
+          "fixture_manifest": "sha256:a1"}
 signals_ingest(suite=suite, actor="ci", body=json.dumps(
     [{**record, "node": f"tests/test_seed.py::test_{i}"} for i in range(50)]).encode())
 report_ingest(suite=suite, actor="ci", body=json.dumps(
@@ -108,7 +108,7 @@ def board(request, tmp_path):
 def big_upload(path) -> None:
     records = [
         {"node": f"tests/test_big_{i // 100}.py::test_{i}", "property_check": "pass",
-         "fixture_lock": "match", "flake_status": "stable", "fixture_manifest": "m1",
+         "fixture_lock": "match", "flake_status": "stable", "fixture_manifest": "sha256:a1",
          "seed": i}
         for i in range(RECORDS)
     ]
@@ -161,7 +161,7 @@ def test_a_killed_ingest_leaves_no_trace(board, tmp_path):
     small = tmp_path / "next.json"
     small.write_text(json.dumps([{"node": "tests/test_next.py::test_ok",
                                   "property_check": "pass", "fixture_lock": "match",
-                                  "flake_status": "stable", "fixture_manifest": "m1"}]))
+                                  "flake_status": "stable", "fixture_manifest": "sha256:a1"}]))
     board.manage("ingest_signals", "acme", str(small))
     final = board.run(STATE)
     assert final["tables"]["runs.VerdictBatch"] == before["tables"]["runs.VerdictBatch"] + 1

@@ -98,10 +98,10 @@ def test_empty_batch_holds(suite):
 
 
 def test_fixture_pin_overrides_the_claim(suite):
-    suite.fixture_manifest, suite.fixture_seed = "sha256:pin", 7
+    suite.fixture_manifest, suite.fixture_seed = "sha256:feed", 7
     suite.save()
-    records = [record("a::x", fixture_manifest="sha256:pin", seed=7),
-               record("a::y", fixture_manifest="sha256:old", seed=7),
+    records = [record("a::x", fixture_manifest="sha256:feed", seed=7),
+               record("a::y", fixture_manifest="sha256:01d", seed=7),
                record("a::z", fixture_manifest=None)]
     outcome = signals_ingest(suite=suite, body=body(records), actor="ci")
     assert [v["reason"] for v in outcome.rows] == ["clean", "fixture_drifted", "fixture_missing"]

@@ -115,7 +115,7 @@ def upload(args: dict, kind: str, commit: str, nodes: list[str], statuses: list[
     """Upload a report or a signal batch naming ``nodes`` (stating tier 0 for PROPS)."""
     rows = [{"nodeid": n, "n": 200, "fails": i % 4} if kind == "reports" else
             {"node": n, "property_check": ("pass", "fail", "not_run")[i % 3],
-             "fixture_lock": "match", "flake_status": "stable", "fixture_manifest": "m1"}
+             "fixture_lock": "match", "flake_status": "stable", "fixture_manifest": "sha256:a1"}
             for i, n in enumerate(nodes)]
     rows = [{**row, "tier": 0} if n in PROPS else row for n, row in zip(nodes, rows, strict=True)]
     body = {"commit": commit, "evidence": f"ci/run-{commit}",

@@ -20,7 +20,9 @@ def pages(suite, today):
     rows = [measurement(f"t.py::t{i}") for i in range(40)]
     report = report_ingest(suite=suite, body=body([*rows, measurement(NODE, fails=7)]),
                            actor="ci").upload
-    batch = signals_ingest(suite=suite, body=body([record(NODE)]), actor="ci").upload
+    batch = signals_ingest(suite=suite, body=body({"patch": "feature/refunds", "commit": "c1",
+                                                   "records": [record(NODE)]}),
+                           actor="ci").upload
     entry = quarantine_create(suite=suite, nodeid=NODE, owner="@finley", evidence="ci/run-1",
                               expires=today + timedelta(days=9), actor="@finley", today=today)
     return suite_pages(suite, entry=entry, report=report, batch=batch, node=NODE)

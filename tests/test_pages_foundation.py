@@ -11,6 +11,7 @@ from django.urls import reverse
 from ledger.models import QuarantineEntry, Suite
 from ledger.quarantine import quarantine_create
 from ledger.tiers import tier_rule_add
+from runs.demo import RETRY_DAYS
 from runs.ingest import report_ingest
 from runs.models import Measurement
 from tests.helpers import body, measurement
@@ -39,7 +40,9 @@ def test_demo_is_idempotent_and_has_every_state(client):
     today = timezone.now().date()
     states = {entry.state(today) for entry in QuarantineEntry.objects.select_related("node")}
     assert states >= {"active", "expiring", "expired", "cleared", "tier_violation"}
-    assert suite.reports.count() == 90 and suite.batches.count() == 180
+    # Two batches a day, and three attempts of a patch rerun on each of RETRY_DAYS.
+    assert suite.reports.count() == 90
+    assert suite.batches.count() == 180 + 3 * len(RETRY_DAYS)
     classified = Measurement.objects.filter(suite=suite).values_list("classification", flat=True)
     assert set(classified.distinct()) == {"", "stable", "flaky", "order_dependent",
                                           "repeat_unsafe"}

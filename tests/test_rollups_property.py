@@ -59,7 +59,7 @@ def _signal_records(draw) -> list:
             prop=draw(st.sampled_from(["pass", "pass", "fail", "not_run"])),
             lock=draw(st.sampled_from(["match", "match", "drifted", "missing"])),
             status=draw(st.sampled_from(["stable", "stable", "frozen"])),
-            fixture_manifest=draw(st.sampled_from([None, "sha256:pin", "sha256:other"])),
+            fixture_manifest=draw(st.sampled_from([None, "sha256:feed", "sha256:0bad"])),
             seed=draw(st.sampled_from([None, 7])),
             freeze_expires=draw(
                 st.sampled_from([None, (FIRST_DAY + timedelta(days=8)).isoformat()])
@@ -102,7 +102,7 @@ def ingest_history(slug: str, history: dict):
     """A new suite, set up and fed the history's uploads in order; returns the suite."""
     suite = suite_create(slug=slug)
     if history["pin"]:
-        suite.fixture_manifest, suite.fixture_seed = "sha256:pin", 7
+        suite.fixture_manifest, suite.fixture_seed = "sha256:feed", 7
         suite.save()
     if history["entry_expires"] is not None:
         quarantine_create(

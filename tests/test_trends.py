@@ -186,9 +186,13 @@ def test_demo_suite_charts_agree_with_its_raw_rows(client):
                                 with_clean=False)
     specs, tables = page_charts(html)
     assert set(specs) == {
-        "verdicts", "verdicts-cumulative", "verdicts-distribution", "budget",
-        "budget-cumulative", "budget-distribution", "share", "expiring",
+        "verdicts", "verdicts-cumulative", "verdicts-distribution", "after-reject", "flips",
+        "budget", "budget-cumulative", "budget-distribution", "share", "expiring",
     }
+    # The demo reruns a rejected patch twice at its commit on four of these 90 days, and
+    # one node flips each time.
+    assert (sum(specs["after-reject"]["datasets"][0]["data"]),
+            sum(specs["flips"]["datasets"][0]["data"])) == (8, 4)
     assert "is the next investment" in html or "comes first" in html
     figures = share_figures(suite, today)
     assert tables["share"][-1] == [

@@ -172,13 +172,13 @@ def _round_trip(model, answer: dict) -> None:
 
 
 def test_the_answers_are_exactly_their_models(suite, today):
-    suite.fixture_manifest, suite.fixture_seed = "sha256:pin", 7
+    suite.fixture_manifest, suite.fixture_seed = "sha256:feed", 7
     suite.save()
     rows = [measurement("a::x", fails=3, upper95=0.05, seed_base=9, tier=2), measurement("a::y")]
     _round_trip(ReportAnswer, report_answer(
         report_ingest(suite=suite, body=body({"measurements": rows, "selected_total": 40}),
                       actor="ci")))
     records = [record("a::x", freeze_expires=today.isoformat(), status="frozen", seed=7,
-                      fixture_manifest="sha256:pin"), record("a::y", prop="fail")]
+                      fixture_manifest="sha256:feed"), record("a::y", prop="fail")]
     _round_trip(BatchAnswer, batch_answer(
         signals_ingest(suite=suite, body=body(records), actor="ci", dry_run=True)))

@@ -15,9 +15,11 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``clearance``: when an entry is ready to clear, and what a fresh measurement needs;
 - ``worsening``: whether a quarantined node's rate has got worse since its entry was made;
 - ``arbiter``: effective signals, the precedence table and the batch aggregate (2.3);
+- ``attempts``: evidence at one commit accumulates: attempts merge, measurements pool (2.4a);
 - ``status``: whether the suite's gate passes now, and why not;
 - ``text``: counts in words (one plural rule);
 - ``checks``: node id, label, owner and evidence checks.
+- ``digests``: a fixture manifest digest in its one canonical form (2.3).
 
 Nothing here reads the clock: callers pass ``today`` (a UTC date).
 """
@@ -34,6 +36,16 @@ from .arbiter import (
     effective_fixture_lock,
     effective_flake_status,
     evaluate_record,
+    record_flags,
+)
+from .attempts import (
+    NodeAttempts,
+    PooledCounts,
+    SeededCounts,
+    add_attempt,
+    judge_attempts,
+    merge_attempts,
+    pool_measurements,
 )
 from .budget import (
     BudgetOutcome,
@@ -79,6 +91,7 @@ from .codeowners import (
     owner_listed,
     parse_codeowners,
 )
+from .digests import DIGEST_PREFIX, canonical_digest, digest_key, digest_problem, same_digest
 from .entries import (
     EXPIRING_WITHIN_DAYS,
     LIVE,

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
+from .digests import same_digest
 from .entries import EntryFacts, entry_is_live
 from .vocab import FixtureLock, Flag, FlakeStatus, PropertyCheck, Reason, Verdict
 
@@ -16,22 +17,23 @@ class FixturePin:
     seed: int | None
 
 
-_LOCK_SEVERITY = {FixtureLock.MATCH: 0, FixtureLock.DRIFTED: 1, FixtureLock.MISSING: 2}
+LOCK_SEVERITY = {FixtureLock.MATCH: 0, FixtureLock.DRIFTED: 1, FixtureLock.MISSING: 2}
 
 
 def effective_fixture_lock(
     claimed: FixtureLock, manifest: str | None, seed: int | None, pin: FixturePin | None
 ) -> FixtureLock:
-    """The worse of the record's claim and what the suite's pin says of the record."""
+    """The worse of the record's claim and what the suite's pin says of the record; the
+    manifests are compared as digests, so ``sha256:9F2C`` matches a pin of ``9f2c``."""
     if pin is None:
         return claimed
     if not manifest:
         found = FixtureLock.MISSING
-    elif manifest != pin.manifest or (pin.seed is not None and seed != pin.seed):
+    elif not same_digest(manifest, pin.manifest) or (pin.seed is not None and seed != pin.seed):
         found = FixtureLock.DRIFTED
     else:
         found = FixtureLock.MATCH
-    return max(claimed, found, key=_LOCK_SEVERITY.__getitem__)
+    return max(claimed, found, key=LOCK_SEVERITY.__getitem__)
 
 
 def effective_flake_status(
@@ -112,13 +114,21 @@ def evaluate_record(
         record.flake_status, record.freeze_expires, ledger_entry, today
     )
     verdict, reason = arbitrate(record.property_check, lock, status)
+    return ArbiterOutcome(verdict, reason, lock, status, record_flags(record, ledger_entry, today))
+
+
+def record_flags(
+    record: SignalRecord, ledger_entry: EntryFacts | None, today: date
+) -> tuple[Flag, ...]:
+    """What a record's claims leave to note: a freeze without expiry, a ledger that
+    disagrees with the record's flake status."""
     flags = []
     if record.flake_status is FlakeStatus.FROZEN and record.freeze_expires is None:
         flags.append(Flag.FREEZE_WITHOUT_EXPIRY)
     ledger_frozen = ledger_entry is not None and entry_is_live(ledger_entry, today)
     if (record.flake_status is FlakeStatus.FROZEN) != ledger_frozen:
         flags.append(Flag.LEDGER_DISAGREES)
-    return ArbiterOutcome(verdict, reason, lock, status, tuple(flags))
+    return tuple(flags)
 
 
 def aggregate(verdicts: Iterable[Verdict]) -> tuple[Verdict, Reason | None]:

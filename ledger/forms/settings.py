@@ -100,14 +100,16 @@ class FixturePinForm(forms.Form):
         label="Manifest digest",
         required=False,
         max_length=200,
-        help_text="Leave empty to remove the pin.",
+        help_text="As flakeboard_ci.py pin prints it: sha256: and hex digits, or the hex "
+                  "digits alone (the same digest). Leave empty to remove the pin.",
         widget=forms.TextInput(attrs={"placeholder": "sha256:…", "spellcheck": "false"}),
     )
     fixture_seed = forms.IntegerField(label="Seed", required=False)
 
     @classmethod
     def for_suite(cls, suite: Suite) -> FixturePinForm:
-        return cls(initial={"fixture_manifest": suite.fixture_manifest,
+        pin = suite.fixture_pin
+        return cls(initial={"fixture_manifest": pin.manifest if pin else "",
                             "fixture_seed": suite.fixture_seed})
 
 

@@ -94,7 +94,9 @@ class Suite(models.Model):
     def fixture_pin(self) -> rules.FixturePin | None:
         if not self.fixture_manifest:
             return None
-        return rules.FixturePin(self.fixture_manifest, self.fixture_seed)
+        # Canonical: a pin stored before the board took one spelling (the bare hex, say) is
+        # compared, served and shown as sha256:<hex>, as every pin set since is stored.
+        return rules.FixturePin(rules.digest_key(self.fixture_manifest), self.fixture_seed)
 
 
 class Role(models.TextChoices):

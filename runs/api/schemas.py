@@ -66,6 +66,30 @@ class EntryRef(Answer):
     )
 
 
+class PooledOut(Answer):
+    n: int = Field(description="Runs at this commit, each seed counted once.")
+    fails: int = Field(description="Failures among them: where two reports ran the same "
+                                   "seeds, the larger count.")
+    upper95: Upper95 = Field(description="The Wilson bound of the pooled counts, which the "
+                                         "gate judged.")
+    reports: list[int] = Field(description="The earlier reports at this commit whose "
+                                           "measurements of the node pooled with this one.")
+
+
+class EarlierBatchOut(Answer):
+    attempt: int
+    id: int
+    url: str = Field(description="The attempt's batch on the board.")
+    verdict: rules.Verdict = Field(description="Its verdict, over the attempts up to it.")
+
+
+class EarlierReportOut(Answer):
+    attempt: int
+    id: int
+    url: str = Field(description="The report on the board.")
+    status: rules.GateStatus = Field(description="Its status, over the reports up to it.")
+
+
 class MeasurementOut(Answer):
     nodeid: NodeId
     status: rules.GateStatus
@@ -78,6 +102,10 @@ class MeasurementOut(Answer):
     classification: rules.Classification | None = Field(
         description="What the client's measure command found the test to be, as uploaded; "
                     "null when the report did not say."
+    )
+    pooled: PooledOut = Field(
+        description="The node's measurements at this commit pooled (SPEC 2.4a): what the gate "
+                    "judged. Equal to this measurement's own counts when it is the first."
     )
     entry: EntryRef | None = Field(description="The ledger entry the gate used, if any.")
     url: NodePageUrl
@@ -94,7 +122,24 @@ class ReportAnswer(Answer):
     judged_against: JudgedAgainstOut
     share: ShareOut
     counts: GateCounts
+    attempt: int = Field(
+        description="Which report at this commit this is (from 1). Each node is judged on "
+                    "its measurements in all of them, pooled: see each row's `pooled`."
+    )
+    earlier_attempts: list[EarlierReportOut] = Field(
+        description="The reports before this one at the same commit, first first."
+    )
     measurements: list[MeasurementOut]
+
+
+class AttemptsOut(Answer):
+    """A node's attempts at the batch's patch and commit, up to this one (SPEC 2.4a): its
+    verdict judges all of them, so a retry never forgets a failure."""
+
+    runs: int = Field(description="Attempts that held a record of the node.")
+    failed_in: list[int] = Field(description="The attempts (numbered from 1) where it failed.")
+    passed_in: list[int] = Field(description="The attempts where it passed. A node in both "
+                                             "lists flipped: flaky evidence.")
 
 
 class RecordOut(Answer):
@@ -104,6 +149,9 @@ class RecordOut(Answer):
     flags: list[rules.Flag]
     fixture_lock: rules.FixtureLock = Field(description="The effective fixture lock.")
     flake_status: rules.FlakeStatus = Field(description="The effective flake status.")
+    attempts: AttemptsOut
+    sent: bool = Field(description="false: this upload did not name the node; it is judged "
+                                   "on the earlier attempts at this patch and commit.")
     entry: EntryRef | None = Field(description="The node's open ledger entry at upload.")
     url: NodePageUrl
 
@@ -119,7 +167,34 @@ class BatchAnswer(Answer):
     judged_against: JudgedAgainstOut
     fixture_pin: FixturePinOut | None = Field(description="The suite's pin at upload.")
     reason_counts: dict[rules.Reason, int]
+    patch_url: str | None = Field(
+        description="The patch's page on the board: each commit of the patch and its "
+                    "attempts. null when the batch names no patch, and in a dry run of a "
+                    "patch the board holds no batch of."
+    )
+    attempt: int = Field(
+        description="Which attempt of the gate at this patch and commit the batch is (from "
+                    "1). Its verdict judges every node over all attempts up to it: a node "
+                    "that failed in any of them still fails."
+    )
+    earlier_attempts: list[EarlierBatchOut] = Field(
+        description="The attempts before this one at the same patch and commit, first first."
+    )
     records: list[RecordOut]
+
+
+class RetriesOut(Answer):
+    """Retries at one commit (SPEC 2.4a), per bucket as ``buckets`` lists them."""
+
+    after_reject: list[int] = Field(
+        description="Verdict batches whose previous attempt at the same patch and commit was "
+                    "already REJECT."
+    )
+    flips: list[int] = Field(
+        description="Nodes that failed in one attempt and passed in another at the same patch "
+                    "and commit, each counted once, in the bucket of the attempt where it "
+                    "first flipped."
+    )
 
 
 class TrendsOut(Schema):
@@ -135,6 +210,10 @@ class TrendsOut(Schema):
         description="Per reason code, its count in each bucket; codes never seen are left out."
     )
     totals: dict[rules.Reason, int]
+    retries: RetriesOut | None = Field(
+        None, description="For source verdicts: the retries at one commit per bucket; null for "
+                          "source reports."
+    )
 
 
 class UploadSummary(Answer):

@@ -50,9 +50,11 @@ def _limit(request, text: str | None) -> int:
     summary="The tests to measure next, as flake_targets.txt",
     description=(
         "`text/plain`, one node id a line: first the nodes marked to measure (the "
-        "flaky-tests page's Measure), then the tests with the most flaky failures in JUnit "
-        "files over the last 30 days that no measurement has found within budget since "
-        f"they were last flaky, at most `limit` of them (default {DEFAULT_LIMIT}). Save it "
+        "flaky-tests page's Measure), then the nodes that flipped between gate attempts at "
+        "one commit (failed in one attempt, passed in another) and the tests with the most "
+        "flaky failures in JUnit files, over the last 30 days, that no measurement has "
+        "found within budget since they were last flaky, at most `limit` of them (default "
+        f"{DEFAULT_LIMIT}). Flips come first: each blocked a gate. Save it "
         "as `flake_targets.txt` for the budget script or `flakeboard_ci.py measure`. Needs "
         "a read (or write) token of the suite."
     ),
@@ -61,7 +63,7 @@ def targets(
     request,
     suite: str,
     limit: Annotated[LimitText | None, Query(description=(
-        "How many flaky tests to add after the marked ones."))] = None,
+        "How many flipped or flaky tests to add after the marked ones."))] = None,
 ):
     suite = suite_for_token(request, suite, Scope.READ)
     nodeids = measure_targets(suite, timezone.now().date(), _limit(request, limit))

@@ -1,4 +1,5 @@
-"""Reason-code counts per day or week, read from the per-day rollups."""
+"""Reason-code counts per day or week, read from the per-day rollups, and for verdict
+batches the retries at one commit."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from flakeboard.trends_range import (
 from web.api.auth import Scope, suite_for_token
 from web.api.errors import ApiError, ErrorOut
 
-from ..trend_counts import reason_counts
+from ..trend_counts import reason_counts, retry_counts
 from .schemas import TrendsOut
 
 router = Router(tags=["trends"])
@@ -58,7 +59,10 @@ def _refuse_renamed(query) -> None:
     description=(
         f"Counts of each reason code over [from, to] (both included; by default the last "
         f"{DEFAULT_RANGE_DAYS} days), per day or per week (weeks start on Monday), from "
-        f"verdict batches or from flake reports. The range ends today at the latest, starts "
+        f"verdict batches or from flake reports. For verdict batches, `retries` adds per "
+        f"bucket the attempts made after a REJECT at the same patch and commit and the "
+        f"nodes that flipped between attempts (SPEC 2.4a). The range ends today at the "
+        f"latest, starts "
         f"on {EARLIEST_DAY} at the earliest and spans at most {MAX_RANGE_DAYS} days. Needs "
         f"a read token."
     ),
@@ -79,7 +83,11 @@ def trends(
             {"field": found.parameter, "code": found.problem.value, "message": found.message},
         ])
     counts = reason_counts(suite, start=found.start, end=found.end, bucket=bucket, source=source)
+    retries = None
+    if source == "verdicts":
+        retries = retry_counts(suite, start=found.start, end=found.end, bucket=bucket)
+        del retries["buckets"]
     return {
         "suite": suite.slug, "from": found.start, "to": found.end, "bucket": bucket,
-        "source": source, **counts,
+        "source": source, **counts, "retries": retries,
     }

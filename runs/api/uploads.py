@@ -82,10 +82,14 @@ def upload(
 
 
 def on_the_board(request, answer: dict, schema: type[ReportAnswer | BatchAnswer]) -> dict:
-    """The answer with its links made absolute: the upload's and each row's node page."""
-    if answer["url"]:
-        answer["url"] = request.build_absolute_uri(answer["url"])
+    """The answer with its links made absolute: the upload's, a batch's patch page and
+    each row's node page."""
     board = request.build_absolute_uri("/").removesuffix("/")
+    for key in ("url", "patch_url"):
+        if answer.get(key):
+            answer[key] = board + answer[key]
+    for earlier in answer.get("earlier_attempts", ()):
+        earlier["url"] = board + earlier["url"]
     for row in answer[ROWS_KEY[schema]]:
         if row["url"]:
             row["url"] = board + row["url"]
@@ -112,7 +116,9 @@ def answered(status: int, answer: dict, schema: type[ReportAnswer | BatchAnswer]
         "The bare list the budget script writes (commit, branch and evidence then come "
         "from the query), or the envelope. Each measurement is gated against the ledger "
         "as it is now; the report fails on any FAIL, on no measurements (`no_evidence`) "
-        "or on a quarantined share over the cap. 201 when stored; 200 for a dry run or a "
+        "or on a quarantined share over the cap. Reports at one `commit` pool per node, "
+        "each seed counted once (`pooled`): a luckier second measurement never replaces "
+        "the first. 201 when stored; 200 for a dry run or a "
         "body uploaded before (`duplicate`: the stored result). Needs a write token."
     ),
     openapi_extra=json_body(
@@ -144,8 +150,10 @@ def upload_report(
         "A bare list of signal records (patch, commit and evidence then come from the "
         "query), or the envelope. Each record gets ACCEPT, HOLD or REJECT with one reason "
         "code; the batch's verdict is REJECT on any reject, else HOLD on any hold, else "
-        "ACCEPT, and an empty batch holds (`no_evidence`). exit_code: accept 0, reject 1, "
-        "hold 2. Needs a write token."
+        "ACCEPT, and an empty batch holds (`no_evidence`). Batches at one `patch` and "
+        "`commit` are attempts of one gate: attempt k judges each node over attempts 1..k "
+        "(`attempts`), so a retry never turns a failure into an ACCEPT; a dry run answers "
+        "as the next attempt. exit_code: accept 0, reject 1, hold 2. Needs a write token."
     ),
     openapi_extra=json_body(
         SignalsUpload,

@@ -25,6 +25,7 @@ from web.pages import (
 )
 
 from .. import selectors
+from ..attempts import earlier_attempts, flipped_nodes
 from ..models import Report, VerdictBatch
 
 ROWS_PER_PAGE = 100
@@ -105,6 +106,7 @@ def report_detail(request, suite, pk):
         "report": report,
         "evidence_is_link": rules.evidence_is_link(report.evidence),
         "ok_count": report.measurement_count - report.fail_count - report.warn_count,
+        "earlier": earlier_attempts(report),
         "over_cap": report.cap_exceeded,
         "cap_room": can_edit and share_figures(suite, today).headroom > 0,
         **share_context(report.share, report.max_share),
@@ -136,6 +138,10 @@ def batch_detail(request, suite, pk):
         "suite": suite,
         "nav": "verdicts",
         "batch": batch,
+        "earlier": earlier_attempts(batch),
+        "flipped": flipped_nodes(batch),
+        # Rows of nodes this upload left out, judged on the earlier attempts.
+        "carried": batch.verdicts.filter(sent=False).count() if batch.attempt > 1 else 0,
         "evidence_is_link": rules.evidence_is_link(batch.evidence),
         # Each reason with the tone of the outcome it comes with, for its bar's colour.
         "reasons": [(reason, count, tone_of(Gate.ARBITER, reason))

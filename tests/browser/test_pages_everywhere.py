@@ -48,6 +48,7 @@ def demo_pages(suite, role: str) -> dict[str, tuple[str, int]]:
     slug = suite.slug
     entry = QuarantineEntry.objects.filter(suite=suite).order_by("pk").first()
     node = NodeDay.objects.filter(suite=suite, flaky_failures__gt=0).first().node
+    rerun = VerdictBatch.objects.filter(suite=suite, attempt__gt=1).latest("created_at")
     pages = {
         "overview": reverse("overview", args=[slug]),
         "ledger": reverse("ledger", args=[slug]),
@@ -58,6 +59,7 @@ def demo_pages(suite, role: str) -> dict[str, tuple[str, int]]:
         "verdicts": reverse("verdicts", args=[slug]),
         "batch": reverse("batch", args=[slug, VerdictBatch.objects.filter(suite=suite).latest(
             "created_at").pk]),
+        "patch": reverse("patch", args=[slug, rerun.patch]),  # its attempts and flip
         "node": reverse("node", args=[slug, node.key]),
         "trends": reverse("trends", args=[slug]),
         "flaky": reverse("flaky", args=[slug]),

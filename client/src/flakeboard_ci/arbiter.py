@@ -7,18 +7,22 @@ from __future__ import annotations
 
 import collections
 
+from .pin import same_digest
+
 VERDICT_EXIT_CODES = {"accept": 0, "reject": 1, "hold": 2}
 LOCK_SEVERITY = {"match": 0, "drifted": 1, "missing": 2}
 
 
 def effective_fixture_lock(claimed, manifest, seed, pin):
     """The worse of the claimed lock and what the suite's pin (its manifest and seed, or
-    None when the suite has no pin) says of the record's manifest and seed."""
+    None when the suite has no pin) says of the record's manifest and seed; the manifests
+    are compared as digests, so ``sha256:9F2C`` matches a pin of ``9f2c``."""
     if pin is None:
         return claimed
     if not manifest:
         found = "missing"
-    elif manifest != pin["manifest"] or (pin["seed"] is not None and seed != pin["seed"]):
+    elif not same_digest(manifest, pin["manifest"]) or (
+            pin["seed"] is not None and seed != pin["seed"]):
         found = "drifted"
     else:
         found = "match"

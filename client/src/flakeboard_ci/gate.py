@@ -21,7 +21,7 @@ from .ledger import NotALedger, fetch_ledger, read_ledger_file, write_atomically
 from .measure_pool import plugin_pytest
 from .outputs import output_format, present
 from .patch_class import classify_diff, git_diff
-from .pin import FixturesMissing, fixture_manifest
+from .pin import FixturesMissing, fixture_manifest, same_digest
 
 # pytest's own exit codes for a run that never got to the tests' outcomes.
 PYTEST_INTERNAL_ERROR, PYTEST_USAGE_ERROR = 3, 4
@@ -83,10 +83,19 @@ def fixture_state(folders, pin, seed, notes):
         return None, "missing"
     lock = effective_fixture_lock("match", digest, seed, pin)
     if lock == "drifted":
-        print(f"FIXTURES DRIFTED: the manifest {digest} with PATCH_SEED={seed} is not the "
-              f"suite's pin {pin['manifest']} with seed {pin['seed']}: every node holds "
+        print(f"FIXTURES DRIFTED: {drift(digest, seed, pin)}: every node holds "
               f"(fixture_drifted)", file=notes)
     return digest, lock
+
+
+def drift(digest, seed, pin):
+    """What differs from the suite's pin: the manifest, the seed, or both; only that."""
+    differs = []
+    if not same_digest(digest, pin["manifest"]):
+        differs.append(f"the manifest {digest} is not the pin's {pin['manifest']}")
+    if pin["seed"] is not None and seed != pin["seed"]:
+        differs.append(f"PATCH_SEED={seed} is not the pin's seed {pin['seed']}")
+    return " and ".join(differs)
 
 
 def run_pytest(pytest_args, leave_out, folder):

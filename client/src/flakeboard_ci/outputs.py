@@ -44,7 +44,44 @@ def view(answer, kind):
                    f"{', '.join(f'{reason} {n}' for reason, n in reasons) or 'no records'}")
         head, passing = f"batch {answer['verdict'].upper()}", "ACCEPT"
     rows.sort(key=lambda row: RANK[row.status])
+    if answer.get("attempt", 1) > 1:
+        same = "patch and commit" if kind != "report" else "commit"
+        details = f"attempt {answer['attempt']} at this {same}; {details}"
     return rows, (head, answer["reason"], details), passing
+
+
+NEXT_STEP = ("a retry will not change the verdict: measure it, and quarantine it if it is "
+             "tier 2 and over budget")
+
+
+def earlier_evidence(answer, kind):
+    """A line per node whose answer earlier uploads at the same commit decide (SPEC 2.4a):
+    the node, the earlier attempt and its page, and what to do next."""
+    earlier = {e["attempt"]: e for e in answer.get("earlier_attempts") or []}
+    if not earlier:
+        return []
+    lines = []
+    if kind == "report":
+        by_id = {e["id"]: e for e in earlier.values()}
+        for m in answer["measurements"]:
+            pooled = m.get("pooled") or {}
+            if m["status"] != "FAIL" or not pooled.get("reports"):
+                continue
+            first = by_id.get(pooled["reports"][0], {})
+            lines.append(
+                f"{m['nodeid']}: pooled with the earlier measurements at this commit "
+                f"(attempt {first.get('attempt', '?')}: {first.get('url', 'on the board')}): "
+                f"{pooled['fails']}/{pooled['n']} failed, upper95={pooled['upper95']:.4f}; "
+                f"a luckier measurement does not replace an unlucky one")
+        return lines
+    for r in answer["records"]:
+        failed = [a for a in r.get("attempts", {}).get("failed_in", []) if a in earlier]
+        if r["verdict"] != "reject" or not failed:
+            continue
+        flipped = " and passed in another (flaky evidence)" if r["attempts"]["passed_in"] else ""
+        lines.append(f"{r['node']}: failed in attempt {failed[0]} "
+                     f"({earlier[failed[0]]['url']}){flipped}; {NEXT_STEP}")
+    return lines
 
 
 def _measurement_line(m):
@@ -101,7 +138,7 @@ def present(answer, kind, args):
         print(json.dumps(answer))
         return int(answer["exit_code"])
     if fmt == "markdown":
-        sys.stdout.write(markdown_summary(answer, rows, summary, args.only_failures))
+        sys.stdout.write(markdown_summary(answer, kind, rows, summary, args.only_failures))
         return int(answer["exit_code"])
     failing, warning, passed = (group(rows, statuses) for statuses in (FAILING, WARNING, PASSING))
     shown = failing if args.only_failures else failing + warning
@@ -110,9 +147,11 @@ def present(answer, kind, args):
         passed_line = f"{len(passed)} {passing}"
         if not args.all:
             passed_line += ", not listed (--all lists them)"
+    decided = earlier_evidence(answer, kind)
     if fmt == "gitlab":
         with gitlab_section(f"flakeboard_{kind}", f"Flakeboard: {summary[0]} ({summary[1]})"):
             _print_lines(row.line for row in shown)
+            _print_lines(decided)
         if passed_line:
             with gitlab_section(f"flakeboard_{kind}_passing", passed_line, collapsed=True):
                 _print_lines(row.line for row in passed if args.all)
@@ -120,14 +159,16 @@ def present(answer, kind, args):
         _print_lines(row.line for row in shown)
         if passed_line:
             _print_lines([row.line for row in passed] if args.all else [passed_line])
+        _print_lines(decided)
     if fmt == "github":
         _print_lines(github_annotations(failing if args.only_failures else rows,
                                         answer.get("url")))
+        _print_lines("::notice::" + github_data(line) for line in decided)
         path = environ.get("GITHUB_STEP_SUMMARY")
         if path:
             used = os.path.getsize(path) if os.path.exists(path) else 0
             with open(path, "a", encoding="utf-8") as handle:
-                handle.write(markdown_summary(answer, rows, summary, args.only_failures,
+                handle.write(markdown_summary(answer, kind, rows, summary, args.only_failures,
                                               limit=SUMMARY_LIMIT - used))
     head, reason, details = summary
     print(f"{head} ({reason}): {details}")
@@ -214,7 +255,7 @@ def markdown_text(text):
     return "".join(f"&#{ord(c)};" for c in lead) + core + "".join(f"&#{ord(c)};" for c in trail)
 
 
-def markdown_summary(answer, rows, summary, only_failures=False, limit=SUMMARY_LIMIT):
+def markdown_summary(answer, kind, rows, summary, only_failures=False, limit=SUMMARY_LIMIT):
     """The answer as Markdown: the verdict line, a counts table, then the failing and the
     WARN rows, the table cut to keep the whole within ``limit`` bytes (the verdict line is
     always kept)."""
@@ -228,6 +269,8 @@ def markdown_summary(answer, rows, summary, only_failures=False, limit=SUMMARY_L
     parts += [f"| {status} | {n} |\n" for status, n in sorted(counts.items(),
                                                               key=lambda i: RANK[i[0]])]
     parts.append("\n")
+    if decided := [f"- {markdown_text(line)}\n" for line in earlier_evidence(answer, kind)]:
+        parts += [*decided, "\n"]
     listed = group(rows, FAILING) + ([] if only_failures else group(rows, WARNING))
     if listed:
         parts.append("| node | status | reason | flags | board |\n|---|---|---|---|---|\n")

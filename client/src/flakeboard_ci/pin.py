@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import os
+import re
 import stat
 import sys
 import unicodedata
@@ -15,10 +16,27 @@ from .core import UsageError
 
 Manifest = collections.namedtuple("Manifest", "digest files crlf root in_git")
 HASH_CHUNK = 1 << 20
+DIGEST_PREFIX = "sha256:"
+# flakeboard.rules.digests, copied (the client imports nothing of the board; a test holds the
+# two equal): a digest is sha256: and hex digits, or the hex digits alone, in any case.
+_DIGEST = re.compile(r"(?:sha256:)?([0-9a-f]+)", re.IGNORECASE | re.ASCII)
 
 
 class FixturesMissing(UsageError):
     """A fixture folder is not there: pin refuses it, gate sends the lock as missing."""
+
+
+def canonical_digest(value):
+    """``sha256:`` and the lower-case hex of a digest written either way; None when
+    ``value`` is not a digest."""
+    match = _DIGEST.fullmatch(value)
+    return None if match is None else DIGEST_PREFIX + match[1].lower()
+
+
+def same_digest(one, other):
+    """Whether two manifests name one digest, however each is spelled; a value that is no
+    digest matches itself only."""
+    return one == other or (canonical_digest(one) or one) == (canonical_digest(other) or other)
 
 
 def repository_root(start):
@@ -97,7 +115,7 @@ def fixture_manifest(folders, start="."):
         lines.update(f"{hexdigest}  {name}\n".encode())
         if has_crlf:
             crlf.append(name)
-    return Manifest("sha256:" + lines.hexdigest(), len(files), crlf, root, in_git)
+    return Manifest(DIGEST_PREFIX + lines.hexdigest(), len(files), crlf, root, in_git)
 
 
 def cmd_pin(board, args):

@@ -1,6 +1,10 @@
-"""The flaky-tests page: the tests ranked by flaky failures seen in JUnit files, each with
-its two next steps, Quarantine (the form prefilled from the passive counts) and Measure
-(the node joins the suite's measurement targets)."""
+"""The flaky-tests page: the tests that flipped between gate attempts, then those ranked by
+flaky failures seen in JUnit files (``runs.flaky``), each with its two next steps,
+Quarantine (the form prefilled from its evidence) and Measure (the node joins the suite's
+measurement targets).
+
+It shows both apps' evidence, so it lives with the other pages that compose them (the
+overview, the node page): junit never reads the gate's uploads."""
 
 from __future__ import annotations
 
@@ -16,26 +20,32 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from flakeboard import rules as gate_rules
+from junit.forms import FlakyFilterForm
+from junit.selectors import junit_branches
 from ledger.measure_targets import measure_target_set
 from ledger.models import Node, Role
 from web.access import actor_label, can, suite_for
 from web.pages import list_page, render_page
 
-from .forms import FlakyFilterForm
-from .selectors import flaky_ranking, flaky_rows, junit_branches
+from ..flaky import FlakyRanking, flaky_page_rows
 
 TEMPLATE = "junit/flaky.html"
 
 
 def quarantine_query(request, suite, row, window) -> str:
-    """The entry form's prefill: the node, its passive counts, and this page as evidence."""
-    page = reverse("flaky", args=[suite.slug]) + "?" + urlencode(
-        {"q": row.node.nodeid, "days": window.days})
-    evidence = request.build_absolute_uri(page)
-    if len(evidence) > gate_rules.EVIDENCE_MAX_LENGTH:
-        evidence = request.build_absolute_uri(reverse("flaky", args=[suite.slug]))
-    return urlencode({"node": row.node.nodeid, "n": row.figures.runs,
-                      "fails": row.figures.flaky_failures, "evidence": evidence})
+    """The entry form's prefill: the node and its passive counts with this page as
+    evidence; for a node no JUnit file showed flaky, its flip's attempts with the batch."""
+    if row.flip and not row.figures.flaky_failures:
+        n, fails = row.flip.attempts.runs, len(row.flip.attempts.failed_in)
+        evidence = request.build_absolute_uri(row.flip.url)
+    else:
+        n, fails = row.figures.runs, row.figures.flaky_failures
+        page = reverse("flaky", args=[suite.slug]) + "?" + urlencode(
+            {"q": row.node.nodeid, "days": window.days})
+        evidence = request.build_absolute_uri(page)
+        if len(evidence) > gate_rules.EVIDENCE_MAX_LENGTH:
+            evidence = request.build_absolute_uri(reverse("flaky", args=[suite.slug]))
+    return urlencode({"node": row.node.nodeid, "n": n, "fails": fails, "evidence": evidence})
 
 
 def _context(request, suite, window) -> dict:
@@ -43,8 +53,8 @@ def _context(request, suite, window) -> dict:
             "can_edit": can(request.role, Role.OWNER)}
 
 
-def _rows(request, suite, window, ranked) -> list:
-    rows = flaky_rows(suite, window, list(ranked))
+def _rows(request, suite, window, ranked, *, headings: bool = True) -> list:
+    rows = flaky_page_rows(suite, window, list(ranked), headings=headings)
     for row in rows:
         row.quarantine_query = quarantine_query(request, suite, row, window)
     return rows
@@ -57,9 +67,10 @@ def flaky(request, suite):
     today = timezone.now().date()
     form = FlakyFilterForm(request.GET, branches=junit_branches(suite))
     window = form.window(today)
+    ranking = FlakyRanking(suite, window)
     return list_page(
-        request, TEMPLATE, flaky_ranking(suite, window),
-        {**_context(request, suite, window), "form": form},
+        request, TEMPLATE, ranking,
+        {**_context(request, suite, window), "form": form, "ranking": ranking},
         rows=lambda page: _rows(request, suite, window, page),
     )
 
@@ -82,9 +93,9 @@ def measure(request, suite):
         if request.htmx:
             form = FlakyFilterForm(request.POST, branches=[request.POST.get("branch", "")])
             window = form.window(timezone.now().date())
-            ranked = flaky_ranking(suite, window).filter(
-                node__in=Node.objects.filter(suite=suite).named(nodeid))
-            rows = _rows(request, suite, window, ranked[:1])
+            ranked = FlakyRanking(suite, window,
+                                  nodes=Node.objects.filter(suite=suite).named(nodeid))
+            rows = _rows(request, suite, window, ranked[:1], headings=False)
             if rows:
                 context = {**_context(request, suite, window), "row": rows[0],
                            "notice": notice}

@@ -1,0 +1,53 @@
+"""A fixture manifest's digest in one canonical form (SPEC 2.3), wherever it is read or stored:
+the suite's pin, an upload's records, the client.
+
+The client's ``pin`` writes ``sha256:<hex>``; a seed file writes the bare hex. Both name one
+digest, so both are taken, in any case, and stored as ``sha256:`` and the lower-case hex.
+Any non-empty run of hex digits is a digest, not only sha256's 64: the demo suite and the
+board's tests pin short ones such as ``sha256:4be1c0de``, and the comparison needs no more.
+Anything else (another algorithm's prefix, a blank after the prefix, a space, a word) is
+refused where it is entered.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .checks import Problem
+
+DIGEST_PREFIX = "sha256:"
+# ASCII only: under IGNORECASE alone, U+017F (long s) would match the prefix's "s".
+_DIGEST = re.compile(r"(?:sha256:)?([0-9a-f]+)", re.IGNORECASE | re.ASCII)
+
+
+def canonical_digest(value: str) -> str | None:
+    """``sha256:`` and the lower-case hex of a digest written either way; None when
+    ``value`` is not a digest."""
+    match = _DIGEST.fullmatch(value)
+    return None if match is None else DIGEST_PREFIX + match[1].lower()
+
+
+def digest_problem(value: object, max_length: int) -> Problem | None:
+    """None for a digest whose canonical form fits ``max_length`` characters, else why not."""
+    if not isinstance(value, str):
+        return Problem.NOT_A_STRING
+    if not value:
+        return Problem.REQUIRED
+    canonical = canonical_digest(value)
+    if canonical is None:
+        return Problem.BAD_FORMAT
+    if len(canonical) > max_length:
+        return Problem.TOO_LONG
+    return None
+
+
+def digest_key(value: str) -> str:
+    """What a stored manifest is compared and shown as: its canonical form, or the value as
+    it was stored when it is no digest (a pin or record kept from before digests were
+    checked), so that such a value still matches itself and nothing else."""
+    return canonical_digest(value) or value
+
+
+def same_digest(one: str, other: str) -> bool:
+    """Whether two manifests name one digest, however each is spelled."""
+    return one == other or digest_key(one) == digest_key(other)

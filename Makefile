@@ -59,6 +59,7 @@ endif
 
 test: install
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest
 
@@ -70,6 +71,7 @@ test-fast: install
 
 lint: install
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports --no-cache
 
 # The served client is one file, standard library only, for Python 3.8+: build.py needs no
 # .venv, only a Python 3.8 or newer.

@@ -1,4 +1,4 @@
-"""B8: the largest uploads the limits admit, over HTTP to gunicorn run as the README deploys
+"""B8: the largest uploads the limits admit, over HTTP to gunicorn run as docs/deployment.md deploys
 it (``--workers 4``, gunicorn's default 30 s worker timeout): a verdict batch and a flake
 report of minimal records (verdicts: node, property_check, fixture_lock, flake_status;
 reports: nodeid, n, fails), each holding as many rows as both ``UPLOAD_MAX_RECORDS`` and
@@ -38,8 +38,8 @@ from .measure import TIMES, Row, clock, fmt_bytes, fmt_seconds, progress, routab
 from .server import Gunicorn, fetch
 
 ID = "B8"
-WORKERS = 4  # the README's gunicorn command
-TIMEOUT_S = 30  # gunicorn's default worker timeout, which the README keeps
+WORKERS = 4  # docs/deployment.md's gunicorn command
+TIMEOUT_S = 30  # gunicorn's default worker timeout, which docs/deployment.md keeps
 RSS_LIMIT = 10.0  # peak RSS of the serving worker ÷ the body's size (a goal)
 
 

@@ -1,16 +1,16 @@
 """The JSON API CI calls, under /api/v1/ (SPEC 5); its OpenAPI document and docs beside it."""
 
+from board.api.targets import router as targets_router
 from junit.api.uploads import router as junit_router
+from ledger.api.auth import SuiteToken
 from ledger.api.codeowners import router as codeowners_router
 from ledger.api.events import router as events_router
 from ledger.api.ledger import router as ledger_router
 from ledger.api.status import router as status_router
 from ledger.api.tiers import router as tiers_router
 from runs.api import history  # noqa: F401 - the read GETs, on the uploads' router
-from runs.api.targets import router as targets_router
 from runs.api.trends import router as trends_router
 from runs.api.uploads import router as uploads_router
-from web.api.auth import SuiteToken
 from web.api.errors import install_error_handlers
 from web.api.openapi import DocumentedAPI
 

@@ -1,5 +1,5 @@
 """EMAIL_URL: where the board's e-mail goes, as one URL, made Django's default mailer
-(MAILERS; see README, Configuration).
+(MAILERS; see docs/configuration.md).
 
 ``smtp://user:pass@host:587?tls=1``, ``smtp://host:25``, ``smtps://host`` (SSL from the
 start), ``console:``, ``file:///var/spool/flakeboard``, ``locmem:`` and ``dummy:``. Read

@@ -1,6 +1,6 @@
 """Flakeboard settings, read from environment variables (all optional).
 
-See README.md, "Configuration", for the list.
+See docs/configuration.md for the list.
 """
 
 import secrets
@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "runs",
     "junit",  # passive evidence: JUnit XML from every CI job
     "notify",  # the owners' digests (manage.py notify)
+    "board",  # the pages that compose the apps above
 ]
 
 # The ledger fast path (ledger/api/fastpath.py) answers CI's ledger GET before sessions,
@@ -90,6 +91,7 @@ TEMPLATES = [
                 "django.template.context_processors.csp",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "web.context_processors.rule_numbers",
             ],
         },
     },
@@ -117,7 +119,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 
 def _cache(url: str) -> dict:
-    """CACHE_URL: where the served ledger's bytes are cached (see README, Configuration)."""
+    """CACHE_URL: where the served ledger's bytes are cached (see docs/configuration.md)."""
     scheme, _, location = url.partition("://")
     backends = {
         "locmem": "django.core.cache.backends.locmem.LocMemCache",
@@ -202,10 +204,10 @@ UPLOAD_MAX_BYTES = envint("UPLOAD_MAX_BYTES", 32 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES
 # ... and one holding more rows than this, with 413 too: bytes alone do not bound the work
 # (32 MiB holds about 960,000 minimal report rows). The default is what the deployed board
-# (gunicorn's 30 s worker timeout, README) ingests in time on SQLite and PostgreSQL with room
-# to spare: bench B8 lands 100,000 minimal rows, every node new, in about 11 s on SQLite and
-# 16 s on PostgreSQL on a busy 2-core machine; 200,000 took 21-31 s there and was killed at
-# the timeout on PostgreSQL. Raise it only with a longer gunicorn --timeout.
+# (gunicorn's 30 s worker timeout, docs/deployment.md) ingests in time on SQLite and
+# PostgreSQL with room to spare: bench B8 lands 100,000 minimal rows, every node new, in
+# about 11 s on SQLite and 16 s on PostgreSQL on a busy 2-core machine; 200,000 took 21-31 s
+# there and was killed at the timeout on PostgreSQL. Raise it only with a longer gunicorn --timeout.
 UPLOAD_MAX_RECORDS = envint("UPLOAD_MAX_RECORDS", 100_000)
 if UPLOAD_MAX_RECORDS < 1:
     raise ImproperlyConfigured("UPLOAD_MAX_RECORDS is a count of rows: 1 or more.")

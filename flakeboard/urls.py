@@ -2,10 +2,10 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from board.metrics import metrics
 from flakeboard.api import api
 from ledger.views import home
 from runs.api.download import ci_client
-from web.metrics import metrics
 from web.sign_in import AdminSignInForm, SignInForm
 
 # Both sign-in pages bound the user name (see web.sign_in).
@@ -22,11 +22,12 @@ urlpatterns = [
     path("api/v1/", api.urls),
     path("ci/flakeboard_ci.py", ci_client, name="ci_client"),
     path("suites/<slug:suite>/", include("ledger.urls")),
+    path("suites/<slug:suite>/", include("board.urls")),
     path("suites/<slug:suite>/", include("runs.urls")),
     path("suites/<slug:suite>/", include("notify.urls")),
 ]
 
-handler400 = "web.error_pages.bad_request"
-handler403 = "web.error_pages.permission_denied"
-handler404 = "web.error_pages.page_not_found"
-handler500 = "web.error_pages.server_error"
+handler400 = "board.error_pages.bad_request"
+handler403 = "board.error_pages.permission_denied"
+handler404 = "board.error_pages.page_not_found"
+handler500 = "board.error_pages.server_error"

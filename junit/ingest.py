@@ -31,10 +31,10 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, fiel
 
 from flakeboard import rules as gate_rules
 from ledger.models import Suite
+from ledger.stored_once import stored_once
 from ledger.wire import Code, Meta, OptionalMeta, problems, refusal
 from web.bulk import cycle_collector_paused, insert_plain
 from web.metrics import observed
-from web.stored_once import stored_once
 
 from .detect import FileContext, Findings, detect
 from .models import CaseResult, JUnitFile

@@ -23,32 +23,23 @@ from collections.abc import Iterable
 
 from django.db.models import Exists, Max, OuterRef, Q
 
-from flakeboard import rules
-from ledger.models import Node, QuarantineEntry, Suite, text_key
+from ledger.models import Node, QuarantineEntry, Suite
+from ledger.nodes import CHUNK, nodes_create, nodes_named
 from ledger.selectors import tier_rule_specs
-from web.bulk import insert_plain, plain_rows
+from web.bulk import plain_rows
 
 from .nodeids import pytest_written
 from .parse import Case
 
-CHUNK = 5000  # keys per IN list: far under SQLite's variable limit (32,766)
-NODE_COLUMNS = ("suite_id", "nodeid", "key", "stated_tier", "tier", "first_seen", "last_seen")
 # Nodes the suite knows from pytest itself: named by a gate upload or by an entry.
 VOUCHED = Q(first_seen__isnull=False) | Exists(QuarantineEntry.objects.filter(node=OuterRef("pk")))
 
 
 def _known(suite: Suite, nodeids: Iterable[str], *, after: int = 0) -> dict[str, int]:
     """The suite's nodes among ``nodeids`` (with a primary key over ``after``), by id:
-    their primary keys. By key for a few; for many (most of a suite, as a CI job's file
-    is), the suite's nodes read once and kept when named."""
-    wanted = set(nodeids)
+    their primary keys."""
     nodes = Node.objects.filter(suite=suite, pk__gt=after)
-    if len(wanted) > CHUNK:
-        rows = plain_rows(nodes.values_list("nodeid", "pk"), CHUNK)
-        return {nodeid: pk for nodeid, pk in rows if nodeid in wanted}
-    keys = sorted({text_key(nodeid) for nodeid in wanted})
-    rows = plain_rows(nodes.filter(key__in=keys).values_list("nodeid", "pk"), CHUNK)
-    return {nodeid: pk for nodeid, pk in rows if nodeid in wanted}
+    return {nodeid: pk for nodeid, (pk,) in nodes_named(nodes, nodeids, ("pk",)).items()}
 
 
 def _vouched_fits(suite: Suite) -> dict[tuple[str, str], list[str]]:
@@ -74,14 +65,9 @@ def nodes_for_cases(suite: Suite, cases: list[Case]) -> list[tuple[int, str]]:
     known = _known(suite, chosen)
     new = sorted(set(chosen) - known.keys())
     if new:
-        specs = tier_rule_specs(suite)
         # Every writer of the suite's nodes holds its lock: the nodes made now are the
         # suite's nodes with a key over the largest before.
         before = Node.objects.aggregate(last=Max("pk"))["last"] or 0
-        insert_plain(Node, NODE_COLUMNS, [
-            (suite.pk, nodeid, text_key(nodeid), None,
-             rules.resolve_tier(nodeid, specs, None).tier, None, None)
-            for nodeid in new
-        ])
+        nodes_create(suite, new, tier_rule_specs(suite))
         known.update(_known(suite, new, after=before))
     return [(known[nodeid], nodeid) for nodeid in chosen]

@@ -17,7 +17,7 @@ from django.db.models import Exists, Max, Min, OuterRef, Q, Sum
 from flakeboard import rules as gate_rules
 from ledger.models import MeasureTarget, Node, QuarantineEntry, Suite
 from ledger.predicates import window_q
-from web.pages import EntryRow, entry_row
+from ledger.rows import EntryRow, entry_row
 
 from .models import CaseResult, JUnitFile, NodeDay, SignatureDay
 from .rules import FlakyFigures

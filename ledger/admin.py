@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from flakeboard import rules
-from web.access import actor_label
+from ledger.access import actor_label
 
 from .models import ApiToken, AuditEvent, Membership, Node, QuarantineEntry, Role, Suite, TierRule
 from .quarantine import quarantine_create

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from flakeboard import rules
 
@@ -48,10 +48,9 @@ def live_entry_q(today: date) -> Q:
     return FOR_GATE & window_q("expires", rules.LIVE, today)
 
 
-def known_node_q(today: date) -> Q:
+def known_node_q(today: date, entries: QuerySet) -> Q:
     """Nodes in the test set (rules.node_is_known): seen within the window, or holding an
-    open entry."""
-    from .models import QuarantineEntry
-
-    open_entry = QuarantineEntry.objects.filter(OPEN, node=OuterRef("pk"))
+    open entry among ``entries`` (the caller's ``QuarantineEntry.objects``: this module
+    builds filters and imports no model)."""
+    open_entry = entries.filter(OPEN, node=OuterRef("pk"))
     return window_q("last_seen", rules.KNOWN_NODE_WINDOW, today) | Exists(open_entry)

@@ -67,7 +67,8 @@ def explain_violations(suite: Suite, entries: list[dict]) -> None:
 def known_nodes(suite: Suite, today: date):
     """The suite's test set: nodes seen in an upload within the window, or holding an open
     entry (rules.node_is_known)."""
-    return Node.objects.filter(suite=suite).filter(predicates.known_node_q(today))
+    known = predicates.known_node_q(today, QuarantineEntry.objects)
+    return Node.objects.filter(suite=suite).filter(known)
 
 
 def share_figures(

@@ -16,7 +16,8 @@ class Delivery(models.Model):
     stays claimable, so a later run that day tries again."""
 
     class Kind(models.TextChoices):
-        EXPIRING = rules.EntryState.EXPIRING.value, "Expiring within 7 days"
+        EXPIRING = (rules.EntryState.EXPIRING.value,
+                    f"Expiring within {rules.EXPIRING_WITHIN_DAYS} days")
         EXPIRED = rules.EntryState.EXPIRED.value, "Expired: the gate is failing"
         TIER_VIOLATION = rules.EntryState.TIER_VIOLATION.value, "Tier violation"
         READY_TO_CLEAR = "ready_to_clear", "Ready to clear"

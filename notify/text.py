@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from itertools import groupby
 
+from flakeboard import rules
 from flakeboard.rules.text import plural
 
 from .digests import SECTIONS, Digest, Item, Kind, TokenItem
@@ -17,7 +18,7 @@ _COUNTED = {
 }
 _HEADINGS = {
     Kind.EXPIRED: "Expired: the gate fails on these until they are renewed or cleared",
-    Kind.EXPIRING: "Expiring within 7 days",
+    Kind.EXPIRING: f"Expiring within {rules.EXPIRING_WITHIN_DAYS} days",
     Kind.TIER_VIOLATION: "Tier violations: a tier rule now forbids these quarantines",
     Kind.READY_TO_CLEAR: "Ready to clear: measured within budget since quarantined",
 }

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
-from web.access import actor_label, for_leads
+from ledger.access import actor_label, for_leads
 from web.pages import render_page, wants_partial
 
 from .models import Webhook, WebhookPost

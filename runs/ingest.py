@@ -23,10 +23,10 @@ from ledger.clearance import measurements_seen
 from ledger.locks import lock_suite
 from ledger.models import QuarantineEntry, Suite
 from ledger.selectors import open_entries_by_node, share_figures
+from ledger.stored_once import stored_once
 from ledger.wire import UploadInvalid
-from web.bulk import cycle_collector_paused
+from web.bulk import cycle_collector_paused, insert_chunked
 from web.metrics import observed
-from web.stored_once import stored_once
 
 from .attempts import (
     earlier_measurements,
@@ -37,7 +37,7 @@ from .attempts import (
 )
 from .models import Measurement, NodeVerdict, Report, VerdictBatch
 from .rollups import Source, rollup_add, upload_counts
-from .upload_nodes import insert_rows, nodes_for_upload
+from .upload_nodes import nodes_for_upload
 from .wire import parse_report, parse_signals
 
 
@@ -133,7 +133,7 @@ def _stored(model, suite: Suite, digest: str) -> IngestOutcome | None:
 
 
 def _ingest(model, suite, digest, dry_run, evaluate_and_store) -> IngestOutcome:
-    """Shared frame: the upload stored once (``web.stored_once``), or a dry run.
+    """Shared frame: the upload stored once (``ledger.stored_once``), or a dry run.
 
     A dry run takes exactly the upload's path, its writes and its lock included, and then
     rolls them back: it answers what the upload would, because it is the upload.
@@ -255,7 +255,7 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
             digest=digest, status=result.status.value, reason=result.reason.value,
             exit_code=result.exit_code, quarantined=share.quarantined,
             test_set_size=share.size, share=result.share, max_share=share.cap,
-            size_source=share.source.value, cap_exceeded=result.cap_exceeded,
+            size_source=share.source.value, over_cap=result.over_cap,
             measurement_count=len(rows),
             attempt=next_attempt(latest_attempt(Report, suite.pk, parsed.commit)),
             fail_count=sum(o.status is rules.GateStatus.FAIL for o in outcomes),
@@ -264,7 +264,7 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
         report.judge(judged)
         if not dry_run:
             report.save()
-            insert_rows(Measurement, MEASUREMENT_COLUMNS,
+            insert_chunked(Measurement, MEASUREMENT_COLUMNS,
                     [(r[0], report.pk, *r[2:]) for r in rows])
             # Release when fixed: each entry's trail and ready flag, in this transaction.
             measurements_seen(suite=judged, report=report.pk, measured=measured, now=now)
@@ -371,7 +371,7 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
         if not dry_run:
             batch.save()
             stored_at = connection.ops.adapt_datetimefield_value(now)
-            insert_rows(NodeVerdict, VERDICT_COLUMNS, [
+            insert_chunked(NodeVerdict, VERDICT_COLUMNS, [
                 (suite.pk, batch.pk, node_pk, position, stored_at, *decided.stored,
                  entry_id, state, sent)
                 for position, (node_pk, decided, entry_id, state, sent) in enumerate(judged_rows)

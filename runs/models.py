@@ -130,7 +130,7 @@ class Report(Upload):
         max_length=20, blank=True, choices=[(s.value, s.value) for s in rules.SizeSource],
         help_text="Where the test set size came from.",
     )
-    cap_exceeded = models.BooleanField(default=False)
+    over_cap = models.BooleanField(default=False)
     measurement_count = models.PositiveIntegerField(default=0)
     fail_count = models.PositiveIntegerField(default=0)
     warn_count = models.PositiveIntegerField(default=0)
@@ -254,7 +254,7 @@ class NodeVerdict(UploadRow):
     class Meta(UploadRow.Meta):
         indexes = [
             *row_indexes("verdict", upload="batch"),
-            # The flips the flaky-tests page and the targets file read (runs.flips): a few
+            # The flips the flaky-tests page and the targets file read (board.flips): a few
             # rows among every batch's, found without reading the others.
             models.Index(fields=["suite", "node"], condition=models.Q(flipped=True),
                          name="verdict_flipped"),

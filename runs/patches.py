@@ -9,13 +9,14 @@ many flips are cut to the first ones, with their number.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from django.db.models import Count, F, Max, Min, Q, Window
 from django.db.models.functions import RowNumber
 from django.urls import reverse
 
 from flakeboard import rules
-from flakeboard.trends_rules import first_flip
+from flakeboard.rules.trends import first_flip
 from ledger.models import Suite
 
 from .models import NodeVerdict, VerdictBatch
@@ -53,8 +54,7 @@ def patch_commits(suite: Suite, patch: str):
             .order_by("-first_at", "commit"))
 
 
-@dataclass(frozen=True)
-class SentCounts:
+class SentCounts(NamedTuple):
     """An attempt's own records, as sent, by property check; and the nodes it left out,
     judged on their records from earlier attempts."""
 
@@ -64,18 +64,14 @@ class SentCounts:
     carried: int = 0
 
 
-@dataclass(frozen=True)
-class PatchAttempt:
+class PatchAttempt(NamedTuple):
     batch: VerdictBatch
     sent: SentCounts
 
-    @property
-    def evidence_is_link(self) -> bool:
-        return rules.evidence_is_link(self.batch.evidence)
 
+class Flip(NamedTuple):
+    """A node that flipped at the commit, as read from its latest attempt's row."""
 
-@dataclass(frozen=True)
-class Flip:
     nodeid: str
     key: str
     first_in: int | None  # the attempt where it first flipped

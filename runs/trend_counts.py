@@ -21,8 +21,8 @@ from itertools import accumulate
 from django.db.models import Count, Exists, Min, OuterRef, Q, Sum
 
 from flakeboard import rules
-from flakeboard.trends_range import BUCKET_DAYS, bucket_start, bucket_starts
-from flakeboard.trends_rules import FIRST_RETRY, RETRIED_AFTER, Gate, first_flip
+from flakeboard.rules.trends import FIRST_RETRY, RETRIED_AFTER, Gate, first_flip
+from flakeboard.rules.trends_range import BUCKET_DAYS, bucket_start, bucket_starts
 from ledger.models import Node, QuarantineEntry, Suite
 
 from .models import NodeVerdict, ReasonRollup, VerdictBatch
@@ -63,7 +63,7 @@ def reason_counts(
 
 def retries_after_reject(batches):
     """Those of ``batches`` that retried a gate its previous attempt at the same patch and
-    commit had already rejected (``trends_rules.retried_after_reject``, in SQL)."""
+    commit had already rejected (``rules.trends.retried_after_reject``, in SQL)."""
     previous = VerdictBatch.objects.filter(
         suite=OuterRef("suite"), patch=OuterRef("patch"), commit=OuterRef("commit"),
         attempt=OuterRef("attempt") - 1, verdict=RETRIED_AFTER)

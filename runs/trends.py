@@ -10,13 +10,13 @@ from itertools import accumulate
 from typing import NamedTuple
 
 from flakeboard import rules
-from flakeboard.trends_range import (
+from flakeboard.rules.trends import Gate, Reading, Tone, read_distribution, shade_of, tone_of
+from flakeboard.rules.trends_range import (
     BUCKET_DAYS,
     DayRange,
     charted_range,
     days_covered,
 )
-from flakeboard.trends_rules import Gate, Reading, Tone, read_distribution, shade_of, tone_of
 from ledger.models import Suite
 
 from .trend_counts import (

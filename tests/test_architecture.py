@@ -1,52 +1,28 @@
 """The layout shows the architecture, and the imports keep it.
 
-Dependencies point one way: ``runs`` → ``junit`` (passive evidence) → ``ledger`` →
-``flakeboard.rules``, and ``notify`` (the owners' digests) → ``ledger``. ``runs`` reads
-junit's selectors (the targets file, the node page's passive history, the overview's
-tile); junit never imports ``runs``. ``web`` is the
-plumbing both apps' pages, API and commands share (access checks, page rendering and
-lists, token auth, the API error shape, the commands' suite lookup); it stands on
-``ledger``'s models and never reaches up into ``runs`` or into an app's views, API or
-commands. Read from the source with ``ast``: nothing is imported to check it.
+The layers, bottom to top: ``flakeboard.rules`` (pure), ``web`` (HTTP plumbing that touches
+no model), ``ledger`` (the tenant root: suites, members, tokens, access, the ledger),
+``runs`` | ``junit`` | ``notify`` (siblings that never import each other), ``board`` (the
+pages that compose them), then the URL and API configuration. import-linter's contracts in
+pyproject.toml say so; the tests below hold each contract kept and prove that each bites.
+The rules' purity is also read from the source with ``ast``: nothing is imported for it.
 """
 
 from __future__ import annotations
 
 import ast
+import copy
 import sys
 from pathlib import Path
 
+import grimp
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_CONFIG_LINES = 300
 
-# (package, modules it must not import, why)
-FORBIDDEN = [
-    ("ledger", ["runs", "junit", "notify"],
-     "runs, junit and notify build on the ledger, never the other way"),
-    ("runs", ["ledger.views", "ledger.api", "ledger.management", "junit.views", "junit.api",
-              "junit.management"],
-     "shared web plumbing lives in web, not inside an app; runs reads junit's selectors"),
-    ("junit", ["runs", "ledger.views", "ledger.api", "ledger.management"],
-     "junit builds on the ledger and web; runs builds on junit, never the other way"),
-    ("web", ["runs", "junit", "notify", "ledger.views", "ledger.api", "ledger.management"],
-     "web sits below the apps' views, API and commands"),
-    ("notify", ["runs", "junit", "ledger.views", "ledger.api", "ledger.management"],
-     "notify → ledger → rules: the digests read the ledger's states, never the uploads"),
-]
 # The junit app's rules, signatures and node-id mapping: pure Python, like the gate's rules.
 JUNIT_PURE = ["junit/rules.py", "junit/signatures.py", "junit/nodeids.py"]
-# Where the shared plumbing used to live inside the ledger app; it is in web now.
-FORMER_PLUMBING = [
-    "ledger/access.py",
-    "ledger/views_common.py",
-    "ledger/api/auth.py",
-    "ledger/api/errors.py",
-    "ledger/api/openapi.py",
-]
-
-
 def python_files(package: str) -> list[Path]:
     return sorted((ROOT / package).rglob("*.py"))
 
@@ -80,15 +56,6 @@ def is_within(module: str, prefix: str) -> bool:
     return module == prefix or module.startswith(prefix + ".")
 
 
-def violations(package: str, forbidden: list[str]) -> list[str]:
-    return sorted(
-        f"{path.relative_to(ROOT)} imports {module}"
-        for path in python_files(package)
-        for module in imported(path)
-        if any(is_within(module, prefix) for prefix in forbidden)
-    )
-
-
 def test_the_rules_import_only_the_standard_library():
     """No Django, no app, no configuration: the rules are pure Python."""
     outside = sorted(
@@ -114,18 +81,6 @@ def test_the_junit_rules_import_only_the_standard_library_and_the_rules():
     assert outside == []
 
 
-@pytest.mark.parametrize(("package", "forbidden", "why"), FORBIDDEN,
-                         ids=[package for package, _, _ in FORBIDDEN])
-def test_dependencies_point_one_way(package, forbidden, why):
-    assert violations(package, forbidden) == [], why
-
-
-def test_the_shared_plumbing_is_not_in_the_ledger_app_any_more():
-    assert [name for name in FORMER_PLUMBING if (ROOT / name).exists()] == []
-    # The commands' helpers are in web.commands; the package marker defines nothing.
-    assert ast.parse((ROOT / "ledger/management/__init__.py").read_text()).body == []
-
-
 def test_the_configuration_modules_are_small():
     long = {
         str(path.relative_to(ROOT)): lines
@@ -136,7 +91,69 @@ def test_the_configuration_modules_are_small():
 
 
 def test_relative_imports_are_read_as_absolute():
-    """The checks above see ``from ..forms.entries import X`` as ledger.forms.entries."""
-    found = imported(ROOT / "ledger/views/ledger.py")
-    assert {"ledger.forms.entries", "web.pages", "ledger.models"} <= found
-    assert "runs.views" in imported(ROOT / "runs/urls.py")
+    """The checks above see ``from .forms.entries import X`` as ledger.forms.entries."""
+    assert {"ledger.forms.entries", "ledger.models", "flakeboard.rules"} <= imported(
+        ROOT / "ledger/rows.py"
+    )
+
+
+# The layers themselves are import-linter's contracts in pyproject.toml (`lint-imports`,
+# run by `make test`). Here: each contract is kept, and each one bites when an import
+# against it is added to the real graph.
+@pytest.fixture(scope="module")
+def contracts():
+    from importlinter import api
+    from importlinter.application import use_cases
+
+    use_cases._register_built_in_contract_types()
+    config = api.read_configuration(str(ROOT / "pyproject.toml"))
+    session = config["session_options"]
+    graph = grimp.build_graph(*session["root_packages"],
+                              include_external_packages=True, cache_dir=None)
+    return graph, session, {c["id"]: c for c in config["contracts_options"]}
+
+
+def kept(contracts, contract_id: str, *added: tuple[str, str]) -> bool:
+    from importlinter.domain.contract import registry
+
+    graph, session, options = contracts
+    graph = copy.deepcopy(graph)
+    for importer, module in added:
+        graph.add_import(importer=importer, imported=module, line_number=1,
+                         line_contents=f"import {module}")
+    contract = registry.get_contract_class(options[contract_id]["type"])(
+        name=options[contract_id]["name"], session_options=session,
+        contract_options=options[contract_id],
+    )
+    return contract.check(graph, verbose=False).kept
+
+
+def test_the_contracts_are_the_ones_the_architecture_names(contracts):
+    _, _, options = contracts
+    assert set(options) == {"layers", "pure-rules", "configuration", "no-circles"}
+    layers = options["layers"]["layers"]
+    assert layers[1:] == ["board", "runs | junit | notify", "ledger", "web", "flakeboard.rules"]
+    text = (ROOT / "docs/architecture.md").read_text(encoding="utf-8")
+    assert all(f"`{package}`" in text for package in ["board", "runs", "junit", "notify",
+                                                     "ledger", "web", "flakeboard.rules"])
+
+
+@pytest.mark.parametrize("contract_id", ["layers", "pure-rules", "configuration", "no-circles"])
+def test_each_contract_is_kept(contracts, contract_id):
+    assert kept(contracts, contract_id)
+
+
+@pytest.mark.parametrize(("contract_id", "importer", "module"), [
+    ("layers", "web.pages", "ledger.models"),  # web reaches up into an app
+    ("layers", "runs.ingest", "junit.models"),  # two siblings
+    ("layers", "junit.ingest", "runs.models"),
+    ("layers", "notify.digests", "runs.models"),
+    ("layers", "ledger.selectors", "board.flaky"),  # an app reaches up into the board
+    ("layers", "board.flaky", "flakeboard.urls"),  # into the configuration
+    ("pure-rules", "flakeboard.rules.stats", "django"),
+    ("pure-rules", "flakeboard.rules.stats", "ledger.models"),
+    ("configuration", "runs.ingest", "flakeboard.settings"),
+    ("no-circles", "ledger.predicates", "ledger.models"),  # models import predicates
+])
+def test_each_contract_bites(contracts, contract_id, importer, module):
+    assert not kept(contracts, contract_id, (importer, module))

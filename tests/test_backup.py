@@ -84,8 +84,9 @@ YEAR_REPORTS = DAYS * PER_DAY
 
 
 def restored(board: Board, backup, tmp_path, label: str) -> dict:
-    """CHECK's answer on a fresh database restored from ``backup``, as the README restores:
-    SQLite's copy put in the file's place, or pg_restore into a new PostgreSQL database."""
+    """CHECK's answer on a fresh database restored from ``backup``, as docs/operations.md
+    restores: SQLite's copy put in the file's place, or pg_restore into a new PostgreSQL
+    database."""
     env = dict(board.env)
     if board.backend == "sqlite":
         copy = tmp_path / f"{label}.sqlite3"

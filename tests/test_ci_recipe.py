@@ -1,15 +1,21 @@
-"""The README's curl recipe, run with sh against the live board as a CI job runs it."""
+"""The docs' CI recipes: the curl job of docs/api.md, run with sh against the live board as a
+CI job runs it; and the README's GitHub Actions and GitLab CI jobs, each command line of the
+client parsed by the client's own parser."""
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
+import sys
 
 import pytest
-from django.conf import settings
+import yaml
 
 from runs.models import Report, VerdictBatch
 from tests.api_http import new_token
+from tests.ci_client_view import load_client
+from tests.docs_text import doc_names, doc_tokens, fenced_blocks_under, marked_block
 from tests.helpers import measurement, record
 from tests.helpers import write_upload as write
 
@@ -25,20 +31,20 @@ def curl_version() -> tuple[int, int]:
     return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
 
 
-# --url-query is curl 7.87's, -w '%header{}' 7.84's.
-pytestmark = pytest.mark.skipif(curl_version() < (7, 87), reason="needs curl 7.87 or newer")
 
 
-def readme_recipe() -> str:
-    text = (settings.BASE_DIR / "README.md").read_text()
-    block = text.split("<!-- ci-recipe:start -->")[1].split("<!-- ci-recipe:end -->")[0]
-    return block.strip().removeprefix("```sh").removesuffix("```")
+def docs_recipe() -> str:
+    """The curl job as docs/api.md shows it."""
+    return marked_block("docs/api.md", "ci-recipe")
 
 
 @pytest.fixture
 def recipe(live_server, suite, tmp_path):
-    """recipe(report, signals, **env) runs the README's recipe with sh in tmp_path, with the
+    """recipe(report, signals, **env) runs docs/api.md's recipe with sh in tmp_path, with the
     two upload files and a CI job's environment."""
+    # --url-query is curl 7.87's, -w '%header{}' 7.84's.
+    if curl_version() < (7, 87):
+        pytest.skip("needs curl 7.87 or newer")
 
     def run_recipe(report, signals, **env):
         write(tmp_path, "flake-report.json", report)
@@ -47,7 +53,7 @@ def recipe(live_server, suite, tmp_path):
                        "FLAKEBOARD_SUITE": suite.slug,
                        "FLAKEBOARD_TOKEN": new_token(suite, "write"),
                        "COMMIT": "abc123", "BRANCH": "main", **env}
-        return subprocess.run(["sh", "-c", readme_recipe()], cwd=tmp_path, env=environment,
+        return subprocess.run(["sh", "-c", docs_recipe()], cwd=tmp_path, env=environment,
                               capture_output=True, text=True, timeout=60)
 
     return run_recipe
@@ -89,3 +95,122 @@ def test_an_unreachable_board_stops_the_job_with_3(recipe, dead_url):
     done = recipe([measurement("a::x")], [record("a::x")], FLAKEBOARD_URL=dead_url)
     assert done.returncode == 3
     assert "Failed to connect" in done.stderr
+
+
+# The README's CI jobs, and every client command the docs show: each line that runs the
+# client must name a real command and real options, as the client's own parser reads them.
+
+CLIENT_DOWNLOAD = 'curl -fsSO "$FLAKEBOARD_URL/ci/flakeboard_ci.py"'
+CI_VARIABLE = re.compile(r"\$\{\{[^}]*\}\}|\$\{?\w+\}?")
+
+
+def logical_lines(script: str) -> list[str]:
+    """A shell script's command lines, continuations joined."""
+    return [line.strip() for line in script.replace("\\\n", " ").splitlines() if line.strip()]
+
+
+def client_argv(line: str) -> list[str] | None:
+    """The arguments of a line that runs the client (after any VAR=value), with every CI
+    variable or expression given the value 1; None for a line that does not run it."""
+    if "flakeboard_ci.py" not in line:
+        return None
+    words = shlex.split(CI_VARIABLE.sub("1", line), comments=True)
+    while words and re.fullmatch(r"\w+=.*", words[0]):
+        words = words[1:]
+    if len(words) >= 2 and words[0].startswith("python") and words[1] == "flakeboard_ci.py":
+        return words[2:]
+    return None
+
+
+def client_commands(scripts) -> list[list[str]]:
+    found = [client_argv(line) for script in scripts for line in logical_lines(script)]
+    return [argv for argv in found if argv is not None]
+
+
+@pytest.fixture(scope="module")
+def parse_client():
+    """parse(argv): the client's own parse_args, failing the test on an error it reports."""
+    client = load_client()
+
+    def parse(argv):
+        try:
+            return client.parse_args(argv)
+        except SystemExit as exc:
+            pytest.fail(f"flakeboard_ci.py {shlex.join(argv)}: the client refuses it ({exc})")
+
+    return parse
+
+
+@pytest.fixture(scope="module")
+def pytest_options(tmp_path_factory) -> set[str]:
+    """Every option pytest's --help names, outside this project's configuration."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "--help", "-p", "no:django"],
+                          capture_output=True, text=True, timeout=120, check=True,
+                          cwd=tmp_path_factory.mktemp("pytest-help"))
+    return set(re.findall(r"(?<![\w-])--?[\w][\w-]*", done.stdout))
+
+
+def check_commands(commands, parse_client, pytest_options) -> dict:
+    """Each command parsed; gate's pytest arguments checked against pytest's options.
+    Answers the parsed arguments by command name."""
+    parsed = {}
+    for argv in commands:
+        args = parse_client(argv)
+        if args.command == "gate":
+            unknown = [a for a in args.pytest_args
+                       if a.startswith("-") and a.split("=")[0] not in pytest_options]
+            assert not unknown, f"gate passes pytest options pytest does not have: {unknown}"
+        parsed[args.command] = args
+    return parsed
+
+
+def readme_job(heading: str) -> dict:
+    (block,) = fenced_blocks_under("README.md", heading)
+    assert block.info == "yaml"
+    return yaml.safe_load(block.content)
+
+
+def test_the_github_actions_job(parse_client, pytest_options):
+    workflow = readme_job("GitHub Actions")
+    (job,) = workflow["jobs"].values()
+    assert {"FLAKEBOARD_URL", "FLAKEBOARD_SUITE", "FLAKEBOARD_TOKEN"} <= set(job["env"])
+    assert "secrets." in job["env"]["FLAKEBOARD_TOKEN"]
+    runs = [step["run"] for step in job["steps"] if "run" in step]
+    assert CLIENT_DOWNLOAD in runs
+    parsed = check_commands(client_commands(runs), parse_client, pytest_options)
+    assert set(parsed) == {"gate", "junit"}
+    gate = parsed["gate"]
+    assert gate.upload and gate.measure and gate.patch and gate.commit
+    checkout = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout"))
+    assert not gate.diff or checkout["with"]["fetch-depth"] == 0  # git diff needs the base
+    assert "--junit-xml=" + parsed["junit"].files[0] in gate.pytest_args
+
+
+def test_the_gitlab_ci_job(parse_client, pytest_options):
+    (job,) = readme_job("GitLab CI").values()
+    assert {"FLAKEBOARD_URL", "FLAKEBOARD_SUITE"} <= set(job["variables"])
+    scripts = job.get("before_script", []) + job["script"] + job.get("after_script", [])
+    assert CLIENT_DOWNLOAD in scripts
+    parsed = check_commands(client_commands(scripts), parse_client, pytest_options)
+    assert set(parsed) == {"gate", "junit"}
+    gate = parsed["gate"]
+    assert gate.upload and gate.measure and gate.patch and gate.commit
+    assert not gate.diff or job["variables"]["GIT_DEPTH"] == 0
+    reports = job["artifacts"]["reports"]
+    assert reports["codequality"] == gate.codequality
+    assert reports["junit"] == parsed["junit"].files[0]
+    assert "--junit-xml=" + reports["junit"] in gate.pytest_args
+
+
+def shell_blocks() -> list[tuple[str, str]]:
+    return [(name, token.content) for name in doc_names() for token in doc_tokens(name)
+            if token.type == "fence" and token.info in ("sh", "")]
+
+
+def test_every_client_command_in_the_docs_parses(parse_client, pytest_options):
+    commands = {}
+    for name, script in shell_blocks():
+        commands.setdefault(name, []).extend(client_commands([script]))
+    assert len(commands["docs/ci-client.md"]) >= 8
+    for found in commands.values():
+        check_commands(found, parse_client, pytest_options)

@@ -19,9 +19,8 @@ from flakeboard import rules
 from ledger.codeowners import codeowners_set
 from ledger.models import AuditEvent, QuarantineEntry, Suite
 from ledger.quarantine import quarantine_create
-from runs.ingest import report_ingest
 from tests.api_http import API
-from tests.helpers import body, measurement
+from tests.helpers import STEADY, make_known, measurement
 
 PAY = "tests/payments/test_refund.py::test_partial"
 UI = "tests/ui/test_cart.py::test_add"
@@ -31,9 +30,7 @@ CODEOWNERS = "* @lea\ntests/payments/ @org/payments @finley\ntests/ui/ @org/web\
 @pytest.fixture
 def known(suite):
     """Forty known nodes, PAY and UI among them (so the share cap leaves room)."""
-    rows = [measurement(f"tests/test_{i}.py::test_ok") for i in range(38)]
-    report_ingest(suite=suite, body=body([*rows, measurement(PAY), measurement(UI)]),
-                  actor="ci")
+    make_known(suite, measurement(PAY), measurement(UI), steady=38)
     return suite
 
 
@@ -194,10 +191,10 @@ def test_the_owners_view_queries_do_not_grow_with_entries(client_for, viewer, kn
             assert client.get(url).status_code == 200
         return len(captured)
 
-    entry(known, today, "tests/test_0.py::test_ok", "@owner0")
+    entry(known, today, STEADY.format(0), "@owner0")
     few = queries()
     for i in range(1, 2):  # the share cap (5% of 40) holds two
-        entry(known, today, f"tests/test_{i}.py::test_ok", f"@owner{i}")
+        entry(known, today, STEADY.format(i), f"@owner{i}")
     assert queries() == few
 
 

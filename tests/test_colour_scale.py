@@ -12,7 +12,7 @@ import pytest
 from django.urls import reverse
 
 from flakeboard.rules import GateStatus, Verdict
-from flakeboard.trends_rules import Gate, Tone, outcome_of
+from flakeboard.rules.trends import Gate, Tone, outcome_of
 from runs.models import ReasonRollup
 from runs.trend_counts import SOURCES
 from tests.test_batch_page import batch  # noqa: F401 - a fixture

@@ -40,14 +40,14 @@ print(json.dumps(True))
 """
 
 # Runs the real command; once KILL_AFTER_ROWS verdict rows are written (inside the ingest's
-# transaction, which writes them in chunks through runs.upload_nodes.insert_rows: COPY on
+# transaction, which writes them in chunks through web.bulk.insert_chunked: COPY on
 # PostgreSQL, executemany on SQLite), it says so and waits to be killed.
 INGEST_AND_WAIT = """
 import threading
 from django.core.management import call_command
-import runs.upload_nodes
+import web.bulk
 from runs.models import NodeVerdict
-insert = runs.upload_nodes.insert_plain
+insert = web.bulk.insert_plain
 written = [0]
 def count_rows(model, attnames, rows):
     insert(model, attnames, rows)
@@ -56,7 +56,7 @@ def count_rows(model, attnames, rows):
         if written[0] >= %(kill_after)d:
             print("MID-WRITE", written[0], flush=True)
             threading.Event().wait()
-runs.upload_nodes.insert_plain = count_rows
+web.bulk.insert_plain = count_rows
 call_command("ingest_signals", "acme", %(path)r)
 print("FINISHED", flush=True)
 """

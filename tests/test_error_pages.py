@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from web import error_pages
+from board import error_pages
 
 
 def test_an_owner_opening_settings_gets_a_403_in_the_layout(client_for, owner, suite):

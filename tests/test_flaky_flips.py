@@ -12,10 +12,10 @@ from urllib.parse import parse_qs
 from django.urls import reverse
 from django.utils import timezone
 
+from board.targets import measure_targets
 from ledger.measure_targets import measure_target_set
 from runs.ingest import report_ingest, signals_ingest
 from runs.models import VerdictBatch
-from runs.targets import measure_targets
 from tests import test_flaky_page
 from tests.api_http import API
 from tests.helpers import body, measurement, record

@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def production_env(tmp_path) -> dict:
-    """The environment README's Deployment section documents, on a throwaway database."""
+    """The environment docs/deployment.md documents, on a throwaway database."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "SECURE_"))}
     env.update(
         DEBUG="false",

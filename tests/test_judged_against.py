@@ -42,7 +42,7 @@ def test_a_report_stores_its_revision_policy_share_and_row_states(suite, quarant
     assert report.ledger_revision == suite.ledger_revision
     assert report.policy == rules.policy_numbers(suite.policy)
     assert report.policy_hash == rules.policy_hash(suite.policy)
-    assert (report.size_source, report.cap_exceeded) == ("known_nodes", False)
+    assert (report.size_source, report.over_cap) == ("known_nodes", False)
     states = dict(report.measurements.values_list("node__nodeid", "entry_state"))
     assert states[FLAKY] == "active" and states[CLEAN[0]] == ""
 
@@ -116,7 +116,7 @@ def test_a_report_over_the_cap_stores_it(suite, today):
         suite=suite, body=body({"measurements": [measurement(FLAKY)], "selected_total": 10}),
         actor="ci",
     ).upload
-    assert (report.size_source, report.cap_exceeded, report.reason) == (
+    assert (report.size_source, report.over_cap, report.reason) == (
         "selected_total", True, "quarantine_cap_exceeded",
     )
-    assert Report.objects.get().cap_exceeded
+    assert Report.objects.get().over_cap

@@ -12,11 +12,11 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from board.targets import measure_targets
 from junit.ingest import junit_ingest
 from ledger.measure_targets import measure_target_set
 from runs.ingest import report_ingest
 from runs.models import Measurement
-from runs.targets import measure_targets
 from tests.api_http import API
 from tests.helpers import body, measurement
 from tests.junit_files import XML, corpus, junit_xml

@@ -12,10 +12,10 @@ from urllib.parse import parse_qs
 import pytest
 from django.urls import reverse
 
+from board.views.nodes import MEASUREMENTS_PER_PAGE, VERDICTS_PER_PAGE
 from ledger.models import QuarantineEntry
 from ledger.quarantine import quarantine_clear, quarantine_create
 from runs.ingest import report_ingest, signals_ingest
-from runs.views.nodes import MEASUREMENTS_PER_PAGE, VERDICTS_PER_PAGE
 from tests.helpers import body, measurement, node_page, record
 
 NODE = "tests/unit/test_pay.py::test_refund"

@@ -8,10 +8,10 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
+from board.demo import RETRY_DAYS
 from ledger.models import QuarantineEntry, Suite
 from ledger.quarantine import quarantine_create
 from ledger.tiers import tier_rule_add
-from runs.demo import RETRY_DAYS
 from runs.ingest import report_ingest
 from runs.models import Measurement
 from tests.helpers import body, measurement

@@ -287,7 +287,7 @@ def test_gate_report_over_cap_and_failing_fails_and_says_so() -> None:
     report = gate_report([OVER_ROW], share=ShareFigures(6, 100, POLICY.max_quarantined_share))
     assert report.status is FAIL
     assert report.exit_code == 1
-    assert report.cap_exceeded is True
+    assert report.over_cap is True
     assert report.share == pytest.approx(0.06)
 
 

@@ -12,21 +12,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from flakeboard.rules import (
-    CLEAR_AFTER_DEFAULT,
-    CLEAR_AFTER_MAX,
-    Policy,
-    allowed_failures,
-    clean_streak,
-    clearance_outlook,
-    pass_chance,
-    ready_to_clear,
-    recent_rate,
-    runs_needed,
-    trail_after,
-    upper95,
-    within_budget,
-)
+from flakeboard import rules
 from tests.helpers import table, yes
 from tests.properties import PROPERTY
 
@@ -52,40 +38,40 @@ READY = table("""
 @pytest.mark.parametrize(("outcomes", "k", "ready"), READY)
 def test_ready_to_clear(outcomes, k, ready):
     clean = [mark == "+" for mark in outcomes.strip(".")]
-    assert ready_to_clear(clean, k) is ready
+    assert rules.ready_to_clear(clean, k) is ready
 
 
 def test_nothing_measured_since_creation_is_not_ready():
-    assert ready_to_clear([], 1) is False
-    assert ready_to_clear([], CLEAR_AFTER_DEFAULT) is False
+    assert rules.ready_to_clear([], 1) is False
+    assert rules.ready_to_clear([], rules.CLEAR_AFTER_DEFAULT) is False
 
 
 def test_k_is_one_or_more():
     with pytest.raises(ValueError):
-        ready_to_clear([True], 0)
+        rules.ready_to_clear([True], 0)
 
 
 outcome_lists = st.lists(st.booleans(), max_size=40)
-counts = st.integers(min_value=1, max_value=CLEAR_AFTER_MAX)
+counts = st.integers(min_value=1, max_value=rules.CLEAR_AFTER_MAX)
 
 
 @PROPERTY
 @given(outcome_lists, counts)
 def test_ready_is_a_clean_streak_of_k(outcomes, k):
-    assert ready_to_clear(outcomes, k) == (clean_streak(outcomes) >= k)
+    assert rules.ready_to_clear(outcomes, k) == (rules.clean_streak(outcomes) >= k)
 
 
 @PROPERTY
 @given(outcome_lists, counts)
 def test_a_failing_measurement_unsets_ready_and_k_clean_ones_set_it(outcomes, k):
-    assert not ready_to_clear([*outcomes, False], k)
-    assert ready_to_clear([*outcomes, *[True] * k], k)
+    assert not rules.ready_to_clear([*outcomes, False], k)
+    assert rules.ready_to_clear([*outcomes, *[True] * k], k)
 
 
 @PROPERTY
 @given(outcome_lists, counts)
 def test_fewer_than_k_measurements_are_never_ready(outcomes, k):
-    assert not ready_to_clear(outcomes[: k - 1], k)
+    assert not rules.ready_to_clear(outcomes[: k - 1], k)
 
 
 @PROPERTY
@@ -93,9 +79,9 @@ def test_fewer_than_k_measurements_are_never_ready(outcomes, k):
 def test_the_trail_an_entry_keeps_decides_as_the_whole_history_would(outcomes, k):
     trail: list[bool] = []
     for seen in outcomes:
-        trail = trail_after(trail, seen)
-        assert len(trail) <= CLEAR_AFTER_MAX
-    assert ready_to_clear(trail, k) == ready_to_clear(outcomes, k)
+        trail = rules.trail_after(trail, seen)
+        assert len(trail) <= rules.CLEAR_AFTER_MAX
+    assert rules.ready_to_clear(trail, k) == rules.ready_to_clear(outcomes, k)
 
 
 WITHIN = table("""
@@ -108,7 +94,7 @@ WITHIN = table("""
 
 @pytest.mark.parametrize(("n", "fails", "within"), WITHIN)
 def test_within_budget_is_step_2_of_the_gate(n, fails, within):
-    assert within_budget(n, fails, Policy()) is within
+    assert rules.within_budget(n, fails, rules.Policy()) is within
 
 
 # --- what it takes to clear --------------------------------------------------------------
@@ -117,7 +103,7 @@ def test_within_budget_is_step_2_of_the_gate(n, fails, within):
 def test_the_issue_figures():
     """189 clean runs bring the bound within 2%; min_runs makes it 200; at p = 2.5% such a
     measurement (no failure allowed) passes with a chance of (1 - p)^200, 0.6%."""
-    outlook = clearance_outlook(Policy(), rate=0.025)
+    outlook = rules.clearance_outlook(rules.Policy(), rate=0.025)
     assert (outlook.clean_runs, outlook.min_runs, outlook.runs) == (189, 200, 200)
     assert outlook.allowed_failures == 0
     assert outlook.chance == pytest.approx(0.975**200, rel=1e-12)
@@ -137,16 +123,16 @@ ALLOWED = table("""
 
 @pytest.mark.parametrize(("n", "rate", "allowed"), ALLOWED)
 def test_allowed_failures(n, rate, allowed):
-    assert allowed_failures(n, rate) == allowed
+    assert rules.allowed_failures(n, rate) == allowed
     if allowed is not None:
-        assert upper95(allowed, n) <= rate
-        assert allowed == n or upper95(allowed + 1, n) > rate
+        assert rules.upper95(allowed, n) <= rate
+        assert allowed == n or rules.upper95(allowed + 1, n) > rate
 
 
 def test_no_rate_no_chance_and_a_rate_from_the_pooled_runs():
-    assert clearance_outlook(Policy(), rate=None).chance is None
-    assert recent_rate([]) is None and recent_rate([(0, 0)]) is None
-    assert recent_rate([(200, 5), (200, 0)]) == 5 / 400
+    assert rules.clearance_outlook(rules.Policy(), rate=None).chance is None
+    assert rules.recent_rate([]) is None and rules.recent_rate([(0, 0)]) is None
+    assert rules.recent_rate([(200, 5), (200, 0)]) == 5 / 400
 
 
 rates = st.floats(min_value=0, max_value=1, allow_nan=False)
@@ -157,7 +143,7 @@ budgets = st.floats(min_value=0.0001, max_value=1, allow_nan=False)
 @PROPERTY
 @given(rates, sizes, budgets)
 def test_the_chance_is_a_probability(p, n, budget):
-    assert 0 <= pass_chance(p, n, allowed_failures(n, budget)) <= 1
+    assert 0 <= rules.pass_chance(p, n, rules.allowed_failures(n, budget)) <= 1
 
 
 @PROPERTY
@@ -165,14 +151,14 @@ def test_the_chance_is_a_probability(p, n, budget):
 @example(0.02, 0.025, 200, 0.02)
 def test_the_chance_never_grows_with_the_rate(p, q, n, budget):
     low, high = sorted((p, q))
-    allowed = allowed_failures(n, budget)
-    assert pass_chance(high, n, allowed) <= pass_chance(low, n, allowed) + 1e-12
+    allowed = rules.allowed_failures(n, budget)
+    assert rules.pass_chance(high, n, allowed) <= rules.pass_chance(low, n, allowed) + 1e-12
 
 
 @PROPERTY
 @given(rates, sizes)
 def test_with_no_failure_allowed_the_chance_is_all_runs_passing(p, n):
-    assert pass_chance(p, n, 0) == pytest.approx((1 - p) ** n, rel=1e-9, abs=1e-300)
+    assert rules.pass_chance(p, n, 0) == pytest.approx((1 - p) ** n, rel=1e-9, abs=1e-300)
 
 
 @PROPERTY
@@ -180,23 +166,24 @@ def test_with_no_failure_allowed_the_chance_is_all_runs_passing(p, n):
 def test_the_chance_is_the_binomial_sum(p, n, data):
     allowed = data.draw(st.integers(min_value=0, max_value=n))
     exact = math.fsum(math.comb(n, k) * p**k * (1 - p) ** (n - k) for k in range(allowed + 1))
-    assert pass_chance(p, n, allowed) == pytest.approx(exact, rel=1e-9, abs=1e-12)
+    assert rules.pass_chance(p, n, allowed) == pytest.approx(exact, rel=1e-9, abs=1e-12)
 
 
 @PROPERTY
 @given(st.floats(min_value=0.0001, max_value=0.5), st.data())
 def test_a_measurement_too_small_for_the_bound_never_passes(budget, data):
-    n = data.draw(st.integers(min_value=1, max_value=runs_needed(budget) - 1))
-    assert upper95(0, n) > budget
-    assert allowed_failures(n, budget) is None
-    assert pass_chance(0.0, n, None) == 0.0
+    n = data.draw(st.integers(min_value=1, max_value=rules.runs_needed(budget) - 1))
+    assert rules.upper95(0, n) > budget
+    assert rules.allowed_failures(n, budget) is None
+    assert rules.pass_chance(0.0, n, None) == 0.0
 
 
 @PROPERTY
 @given(budgets, st.integers(min_value=1, max_value=5000), rates)
 def test_the_size_to_measure_is_min_runs_or_the_clean_runs(budget, min_runs, p):
-    outlook = clearance_outlook(Policy(max_upper_rate=budget, min_runs=min_runs), rate=p)
-    assert outlook.runs == max(min_runs, runs_needed(budget))
+    policy = rules.Policy(max_upper_rate=budget, min_runs=min_runs)
+    outlook = rules.clearance_outlook(policy, rate=p)
+    assert outlook.runs == max(min_runs, rules.runs_needed(budget))
     assert outlook.allowed_failures is not None  # at that size no failure is within
-    assert within_budget(outlook.runs, outlook.allowed_failures,
-                         Policy(max_upper_rate=budget, min_runs=min_runs))
+    assert rules.within_budget(outlook.runs, outlook.allowed_failures,
+                         rules.Policy(max_upper_rate=budget, min_runs=min_runs))

@@ -14,10 +14,10 @@ from django.test import Client, RequestFactory
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from ledger.api.auth import suite_for_token
 from ledger.models import ApiToken, Suite
 from ledger.tokens import LAST_USED_RESOLUTION, token_authenticate
 from tests.api_http import new_token
-from web.api.auth import suite_for_token
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from django.utils import timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flakeboard.trends_range import bucket_start
+from flakeboard.rules.trends_range import bucket_start
 from ledger.models import Node, QuarantineEntry, Suite
 from ledger.quarantine import quarantine_clear, quarantine_create
 from ledger.selectors import share_figures

@@ -1,4 +1,4 @@
-"""The buckets of a trends range and where its charts start (flakeboard/trends_rules.py): a
+"""The buckets of a trends range and where its charts start (flakeboard/rules/trends.py): a
 bucket cut by the range's edges says how many days it covers, and the charts begin with
 the suite's first data."""
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flakeboard.trends_range import (
+from flakeboard.rules.trends_range import (
     BUCKET_DAYS,
     DayRange,
     bucket_start,

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from django.urls import reverse
 
-from flakeboard.trends_range import bucket_start
+from flakeboard.rules.trends_range import bucket_start
 from runs.ingest import report_ingest
 from runs.models import ReasonRollup
 from tests.helpers import body, measurement

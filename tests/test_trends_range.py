@@ -15,7 +15,7 @@ from django.utils import timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flakeboard.trends_range import EARLIEST_DAY, MAX_RANGE_DAYS, DayRange, day_range
+from flakeboard.rules.trends_range import EARLIEST_DAY, MAX_RANGE_DAYS, DayRange, day_range
 from runs.ingest import report_ingest, signals_ingest
 from tests.helpers import body, measurement, record
 from tests.properties import db_property

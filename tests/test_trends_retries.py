@@ -16,7 +16,7 @@ from django.utils import timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flakeboard.trends_rules import first_flip, retried_after_reject
+from flakeboard.rules.trends import first_flip, retried_after_reject
 from runs.ingest import signals_ingest
 from runs.models import VerdictBatch
 from runs.trend_counts import retries_after_reject, retry_counts

@@ -19,7 +19,17 @@ from flakeboard.rules import (
     Reason,
     Verdict,
 )
-from flakeboard.trends_range import (
+from flakeboard.rules.trends import (
+    DOMINANT_SHARE,
+    INVESTMENT_FOR,
+    Gate,
+    Investment,
+    Reading,
+    outcome_of,
+    percent,
+    read_distribution,
+)
+from flakeboard.rules.trends_range import (
     DEFAULT_RANGE_DAYS,
     EARLIEST_DAY,
     MAX_RANGE_DAYS,
@@ -29,16 +39,6 @@ from flakeboard.trends_range import (
     RangeProblem,
     day_range,
     last_days,
-)
-from flakeboard.trends_rules import (
-    DOMINANT_SHARE,
-    INVESTMENT_FOR,
-    Gate,
-    Investment,
-    Reading,
-    outcome_of,
-    percent,
-    read_distribution,
 )
 from tests.properties import PROPERTY
 

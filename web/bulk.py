@@ -45,6 +45,16 @@ def insert_plain(model, attnames: Sequence[str], rows: Iterable[tuple]) -> None:
             cursor.executemany(sql, rows if isinstance(rows, list) else list(rows))
 
 
+INSERT_CHUNK = 10_000  # rows per insert statement or COPY
+
+
+def insert_chunked(model, attnames: Sequence[str], rows: Sequence[tuple]) -> None:
+    """``insert_plain`` of ``rows``, ``INSERT_CHUNK`` a statement: a large upload's rows
+    never make one statement of unbounded size."""
+    for start in range(0, len(rows), INSERT_CHUNK):
+        insert_plain(model, attnames, rows[start : start + INSERT_CHUNK])
+
+
 def plain_rows(queryset, chunk_size: int) -> Iterator[tuple]:
     """The rows of a ``values_list`` queryset as the driver gives them, without the ORM's
     converter call per value: for columns that need none (ints, text, and flags read by

@@ -1,5 +1,6 @@
-"""What both apps' management commands share: the suite named on the command line, a file
-read under the upload limit, and a refusal as one line."""
+"""What the apps' management commands share: a file read under the upload limit, a refusal
+as one line, and the prune command's frame. The suite named on the command line is
+``ledger.commands.get_suite``."""
 
 from __future__ import annotations
 
@@ -8,14 +9,6 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from flakeboard.rules import plural
-from ledger.models import Suite
-
-
-def get_suite(slug: str) -> Suite:
-    suite = Suite.objects.filter(slug=slug).first()
-    if suite is None:
-        raise CommandError(f"No suite “{slug}”. Create it with: manage.py create_suite {slug}")
-    return suite
 
 
 def read_upload(path: str, limit: int) -> bytes:

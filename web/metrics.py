@@ -1,38 +1,19 @@
-"""Prometheus metrics (issue 22): ``GET /metrics`` in the text format, from prometheus-client.
-
-Counted as they happen, in this process: uploads by kind and outcome and how long each
-ingest took (``observed``, which runs' and junit's ingest wear: the metric objects live here
-so that they import web, not the reverse), and the answers with a 5xx status
-(``ServerErrorCount``). Read from the database when scraped: each suite's open entries per
-state and whether its gate passes now (``LedgerCollector``, a few queries per suite, at most
-``MAX_SUITES`` suites).
-
-Off (404) unless ``METRICS_TOKEN`` is set; then only ``Authorization: Bearer <METRICS_TOKEN>``
-is answered (401 otherwise, compared in constant time).
-"""
+"""The board's Prometheus registry and what is counted as it happens, in this process:
+uploads by kind and outcome and how long each ingest took (``observed``, which runs' and
+junit's ingest wear: the metric objects live here, below the apps, so that they import web,
+not the reverse), and the answers with a 5xx status (``ServerErrorCount``). The scrape
+itself, ``GET /metrics``, and what it reads from the database are ``board.metrics``."""
 
 from __future__ import annotations
 
 import functools
-import hmac
 from time import perf_counter
 
-from django.conf import settings
-from django.http import Http404, HttpResponse
-from django.utils import timezone
-from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
     Histogram,
-    generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily
-
-from ledger.models import Suite
-from ledger.selectors import OPEN_STATES, entry_counts, gate_status_now
 
 # Our own registry: only the board's metrics, none of the default process collectors.
 REGISTRY = CollectorRegistry()
@@ -47,8 +28,6 @@ INGEST_SECONDS = Histogram(
 SERVER_ERRORS = Counter(
     "flakeboard_http_server_errors", "Answers with a 5xx status.", registry=REGISTRY
 )
-# A scrape reads a few rows per suite; beyond this many suites (by slug) it reads no more.
-MAX_SUITES = 500
 
 
 def observed(kind: str, refusals: tuple[type[Exception], ...]):
@@ -88,50 +67,3 @@ class ServerErrorCount:
         if response.status_code >= 500:
             SERVER_ERRORS.inc()
         return response
-
-
-class LedgerCollector:
-    """Each suite's ledger size and gate status, read when scraped."""
-
-    def collect(self):
-        today = timezone.now().date()
-        entries = GaugeMetricFamily(
-            "flakeboard_ledger_entries", "Open quarantine entries, by suite and state.",
-            labels=["suite", "state"],
-        )
-        passing = GaugeMetricFamily(
-            "flakeboard_gate_passing", "1 when the suite's gate passes now, else 0.",
-            labels=["suite"],
-        )
-        for suite in Suite.objects.order_by("slug")[:MAX_SUITES]:
-            counts = entry_counts(suite, today)
-            for state in OPEN_STATES:
-                entries.add_metric([suite.slug, state.value], counts[state.value])
-            status = gate_status_now(suite, today, counts)
-            passing.add_metric([suite.slug], int(status.passing))
-        yield entries
-        yield passing
-
-
-REGISTRY.register(LedgerCollector())
-
-
-def _authorized(request, token: str) -> bool:
-    scheme, _, given = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(
-        given.strip().encode(), token.encode()
-    )
-
-
-@require_GET
-@never_cache
-def metrics(request):
-    token = settings.METRICS_TOKEN
-    if not token:
-        raise Http404("Metrics are off: set METRICS_TOKEN.")
-    if not _authorized(request, token):
-        response = HttpResponse("A bearer token is required.\n", status=401,
-                                content_type="text/plain; charset=utf-8")
-        response["WWW-Authenticate"] = 'Bearer realm="flakeboard-metrics"'
-        return response
-    return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)

@@ -81,7 +81,7 @@ class ReportOutcome:
     reason: Reason
     exit_code: int
     share: float
-    cap_exceeded: bool
+    over_cap: bool
 
 
 def gate_report(outcomes: Sequence[BudgetOutcome], *, share: ShareFigures) -> ReportOutcome:

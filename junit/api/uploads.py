@@ -13,7 +13,7 @@ from django.utils import timezone
 from ninja import Query, Router, Status
 
 from flakeboard import rules as gate_rules
-from web.api.auth import Scope, suite_for_token
+from ledger.api.auth import Scope, suite_for_token
 from web.api.bodies import raw_body
 from web.api.errors import ApiError, ErrorOut
 

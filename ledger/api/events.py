@@ -8,7 +8,7 @@ from datetime import datetime
 from ninja import Router, Schema
 from pydantic import Field
 
-from web.api.auth import Scope, suite_for_token
+from ledger.api.auth import Scope, suite_for_token
 from web.api.errors import ApiError, ErrorOut
 
 from ..models import AuditEvent, QuarantineEntry

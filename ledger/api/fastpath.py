@@ -19,7 +19,7 @@ from functools import cache
 
 from django.urls import get_script_prefix, reverse
 
-from web.api.auth import Scope, SuiteToken, refusal
+from ledger.api.auth import Scope, SuiteToken, refusal
 from web.api.errors import ApiError
 
 from .ledger import ledger_answer

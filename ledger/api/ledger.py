@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.http import parse_etags
 from ninja import Router
 
-from web.api.auth import Scope, suite_for_token
+from ledger.api.auth import Scope, suite_for_token
 from web.api.errors import ErrorOut
 
 from ..gate_ledger import ledger_cache_key, ledger_etag, ledger_full

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.utils import timezone
 from ninja import Router
 
-from web.api.auth import Scope, suite_for_token
+from ledger.api.auth import Scope, suite_for_token
 from web.api.errors import ErrorOut
 
 from ..status import status_answer

@@ -9,7 +9,7 @@ from django.conf import settings
 from ninja import Router, Schema
 from pydantic import Field, TypeAdapter, ValidationError
 
-from web.api.auth import Scope, suite_for_token
+from ledger.api.auth import Scope, suite_for_token
 from web.api.bodies import raw_json_body
 from web.api.errors import ErrorOut, refused
 from web.api.openapi import json_body

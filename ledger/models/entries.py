@@ -131,10 +131,6 @@ class QuarantineEntry(models.Model):
         cleared = self.cleared_at.date() if self.cleared_at else None
         return rules.entry_age_days(self.created_at.date(), today, cleared)
 
-    @property
-    def evidence_is_link(self) -> bool:
-        return rules.evidence_is_link(self.evidence)
-
     def gate_dict(self) -> dict:
         """The entry as the budget script's flake_ledger.json holds it (SPEC 3.3)."""
         return gate_entry(*(getattr(self, name) for name in GATE_FIELDS))

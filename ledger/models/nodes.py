@@ -6,7 +6,7 @@ from django.db import models
 
 from flakeboard import rules
 
-from . import KeyField, text_key
+from .fields import KeyField, text_key
 from .suites import Suite
 
 

@@ -8,7 +8,7 @@ from django.db import models
 
 from flakeboard import rules
 
-from . import JUNIT_INFRASTRUCTURE_SHARE, PolicyDefault
+from .fields import JUNIT_INFRASTRUCTURE_SHARE, PolicyDefault
 
 
 class Suite(models.Model):

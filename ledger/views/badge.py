@@ -9,7 +9,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from web.access import role_in
+from ledger.access import role_in
 
 from ..badge import status_badge
 from ..models import Suite

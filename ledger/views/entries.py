@@ -18,8 +18,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from flakeboard import rules
-from web.access import actor_label, can, suite_for, user_handle
-from web.pages import entry_row, percent, render_page, share_context, wants_partial
+from ledger.access import actor_label, can, suite_for, user_handle
+from ledger.rows import entry_row
+from web.pages import percent, render_page, share_context, wants_partial
 
 from ..clearance import clearing_note
 from ..codeowners import default_owner, node_owners, suite_codeowners

@@ -7,7 +7,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from web.access import suites_for
+from ledger.access import suites_for
 
 
 @login_required

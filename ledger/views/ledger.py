@@ -19,9 +19,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from flakeboard import rules
-from web.access import actor_label, can, suite_for, user_handle
+from ledger.access import actor_label, can, suite_for, user_handle
+from ledger.rows import entry_row
 from web.csv import CSV_CHUNK, csv_response
-from web.pages import PER_PAGE, entry_row, list_page, share_context
+from web.pages import PER_PAGE, list_page, share_context
 
 from ..bulk_actions import BulkAction, BulkOutcome, bulk_apply
 from ..codeowners import suite_codeowners

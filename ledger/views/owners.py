@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from flakeboard import rules
-from web.access import suite_for
+from ledger.access import suite_for
 
 from ..codeowners import suite_codeowners
 from ..owners import OwnerDebt, owner_debts

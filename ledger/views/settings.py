@@ -7,6 +7,7 @@ violations is shown with those entries first, and only added once the lead confi
 
 import json
 from dataclasses import replace
+from functools import partial, wraps
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
@@ -17,7 +18,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
 from flakeboard import rules
-from web.access import actor_label, for_leads
+from ledger.access import actor_label, for_leads
 from web.csv import CSV_CHUNK, csv_response
 from web.pages import percent, wants_partial
 
@@ -169,6 +170,41 @@ def _saved(request, suite, form, save, *, section: str, form_name: str):
     return _page(request, suite, **{form_name: form})
 
 
+def _section(form_class, *, section: str, form_name: str):
+    """A section's POST view: its form (the page's ``form_name``) reads the POST, and the
+    view's own ``save(request, suite, data)`` takes the valid form's data and answers the
+    notice shown back at ``section``; see ``_saved``."""
+
+    def decorate(save):
+        @for_leads("POST")
+        @wraps(save)
+        def view(request, suite):
+            form = form_class(request.POST, request.FILES)
+            return _saved(request, suite, form, partial(save, request, suite),
+                          section=section, form_name=form_name)
+
+        return view
+
+    return decorate
+
+
+def _removal(model, *, section: str):
+    """A POST view that acts on the suite's ``model`` row of the URL's pk (404 for none):
+    the view's own ``act(request, row)`` does it and answers the notice shown back at
+    ``section``."""
+
+    def decorate(act):
+        @for_leads("POST")
+        @wraps(act)
+        def view(request, suite, pk):
+            row = get_object_or_404(model, suite=suite, pk=pk)
+            return _done(request, suite, section, act(request, row))
+
+        return view
+
+    return decorate
+
+
 def _new_token_key(suite) -> str:
     return f"new_token:{suite.pk}"
 
@@ -219,60 +255,40 @@ def runs_needed(request, suite):
     return render(request, "ledger/settings.html#runs_needed", {"suite": suite, "helper": helper})
 
 
-@for_leads("POST")
-def fixture_pin(request, suite):
-    def save(data):
-        fixture_pin_set(suite=suite, actor=actor_label(request.user),
-                        manifest=data["fixture_manifest"], seed=data["fixture_seed"])
-        return "Fixture pin saved."
-
-    form = FixturePinForm(request.POST)
-    return _saved(request, suite, form, save, section="fixture-pin", form_name="pin_form")
+@_section(FixturePinForm, section="fixture-pin", form_name="pin_form")
+def fixture_pin(request, suite, data):
+    fixture_pin_set(suite=suite, actor=actor_label(request.user),
+                    manifest=data["fixture_manifest"], seed=data["fixture_seed"])
+    return "Fixture pin saved."
 
 
-@for_leads("POST")
-def badge(request, suite):
-    def save(data):
-        badge_visibility_set(suite=suite, actor=actor_label(request.user),
-                             public=data["public_badge"])
-        return "The badge is public." if data["public_badge"] else "The badge is private."
-
-    form = BadgeForm(request.POST)
-    return _saved(request, suite, form, save, section="badge", form_name="badge_form")
+@_section(BadgeForm, section="badge", form_name="badge_form")
+def badge(request, suite, data):
+    badge_visibility_set(suite=suite, actor=actor_label(request.user),
+                         public=data["public_badge"])
+    return "The badge is public." if data["public_badge"] else "The badge is private."
 
 
-@for_leads("POST")
-def auto_clear(request, suite):
-    def save(data):
-        auto_clear_set(suite=suite, actor=actor_label(request.user), on=data["auto_clear"])
-        if data["auto_clear"]:
-            return "Auto-clear is on: manage.py notify clears each entry ready to clear."
-        return "Auto-clear is off: entries ready to clear wait for their owner."
-
-    form = AutoClearForm(request.POST)
-    return _saved(request, suite, form, save, section="auto-clear", form_name="auto_clear_form")
+@_section(AutoClearForm, section="auto-clear", form_name="auto_clear_form")
+def auto_clear(request, suite, data):
+    auto_clear_set(suite=suite, actor=actor_label(request.user), on=data["auto_clear"])
+    if data["auto_clear"]:
+        return "Auto-clear is on: manage.py notify clears each entry ready to clear."
+    return "Auto-clear is off: entries ready to clear wait for their owner."
 
 
-@for_leads("POST")
-def junit_share(request, suite):
-    def save(data):
-        share = data["junit_infrastructure_share"]
-        junit_share_set(suite=suite, actor=actor_label(request.user), share=share)
-        return (f"A JUnit file with more than {share:.0%} of its tests failing is now taken "
-                f"for an infrastructure failure.")
-
-    form = JUnitShareForm(request.POST)
-    return _saved(request, suite, form, save, section="junit", form_name="junit_form")
+@_section(JUnitShareForm, section="junit", form_name="junit_form")
+def junit_share(request, suite, data):
+    share = data["junit_infrastructure_share"]
+    junit_share_set(suite=suite, actor=actor_label(request.user), share=share)
+    return (f"A JUnit file with more than {share:.0%} of its tests failing is now taken "
+            f"for an infrastructure failure.")
 
 
-@for_leads("POST")
-def codeowners(request, suite):
-    def save(data):
-        return codeowners_saved(codeowners_set(suite=suite, text=data["codeowners"],
-                                               actor=actor_label(request.user)))
-
-    form = CodeownersForm(request.POST, request.FILES)
-    return _saved(request, suite, form, save, section="codeowners", form_name="codeowners_form")
+@_section(CodeownersForm, section="codeowners", form_name="codeowners_form")
+def codeowners(request, suite, data):
+    return codeowners_saved(codeowners_set(suite=suite, text=data["codeowners"],
+                                           actor=actor_label(request.user)))
 
 
 def _preview(suite, glob: str, tier: int):
@@ -328,21 +344,16 @@ def tier_rule_add(request, suite):
     return _back(suite, "tier-rules")
 
 
-@for_leads("POST")
-def tier_rule_remove(request, suite, pk):
-    rule = get_object_or_404(TierRule, suite=suite, pk=pk)
+@_removal(TierRule, section="tier-rules")
+def tier_rule_remove(request, rule):
     remove_rule(rule=rule, actor=actor_label(request.user))
-    return _done(request, suite, "tier-rules", f"Rule “{rule.glob}” removed.")
+    return f"Rule “{rule.glob}” removed."
 
 
-@for_leads("POST")
-def member_set(request, suite):
-    def save(data):
-        membership = member_change(suite=suite, actor=actor_label(request.user), **data)
-        return f"{membership.user.get_username()} is {membership.role} of {suite.slug}."
-
-    form = MemberForm(request.POST)
-    return _saved(request, suite, form, save, section="members", form_name="member_form")
+@_section(MemberForm, section="members", form_name="member_form")
+def member_set(request, suite, data):
+    membership = member_change(suite=suite, actor=actor_label(request.user), **data)
+    return f"{membership.user.get_username()} is {membership.role} of {suite.slug}."
 
 
 @for_leads("POST")
@@ -377,8 +388,7 @@ def token_create(request, suite):
     return _back(suite, "new-token-once")
 
 
-@for_leads("POST")
-def token_revoke(request, suite, pk):
-    token = get_object_or_404(ApiToken, suite=suite, pk=pk)
+@_removal(ApiToken, section="tokens")
+def token_revoke(request, token):
     revoke_token(token=token, actor=actor_label(request.user))
-    return _done(request, suite, "tokens", f"Token {token.prefix}… revoked.")
+    return f"Token {token.prefix}… revoked."

@@ -14,7 +14,7 @@ from django.urls import reverse
 from ninja import Query
 
 from flakeboard import rules
-from web.api.auth import Scope, suite_for_token
+from ledger.api.auth import Scope, suite_for_token
 from web.api.errors import ApiError, ErrorOut
 from web.api.paging import PER_PAGE, PageNumber, PerPage, paged
 

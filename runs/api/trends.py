@@ -9,7 +9,7 @@ from django.utils import timezone
 from ninja import Query, Router
 from pydantic import WithJsonSchema
 
-from flakeboard.trends_range import (
+from flakeboard.rules.trends_range import (
     DEFAULT_RANGE_DAYS,
     EARLIEST_DAY,
     MAX_RANGE_DAYS,
@@ -17,7 +17,7 @@ from flakeboard.trends_range import (
     RangeError,
     day_range,
 )
-from web.api.auth import Scope, suite_for_token
+from ledger.api.auth import Scope, suite_for_token
 from web.api.errors import ApiError, ErrorOut
 
 from ..trend_counts import reason_counts, retry_counts

@@ -16,7 +16,7 @@ from django.http import HttpResponse
 from django.utils import timezone
 from ninja import Query, Router
 
-from web.api.auth import Scope, suite_for_token
+from ledger.api.auth import Scope, suite_for_token
 from web.api.bodies import raw_json_body
 from web.api.errors import ErrorOut, refused
 from web.api.openapi import json_body

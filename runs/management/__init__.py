@@ -8,9 +8,10 @@ import sys
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from ledger.commands import get_suite
 from runs.results import summary_lines
 from runs.wire import UploadInvalid
-from web.commands import get_suite, read_upload
+from web.commands import read_upload
 
 
 class IngestCommand(BaseCommand):

@@ -4,7 +4,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.views.decorators.http import require_GET
 
-from web.access import suite_for
+from ledger.access import suite_for
 from web.pages import list_page
 
 from ..patches import COMMITS_PER_PAGE, commit_rows, patch_commits, patch_figures

@@ -15,32 +15,23 @@ from django.shortcuts import redirect
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from flakeboard.trends_range import (
-    DEFAULT_RANGE_DAYS,
-    EARLIEST_DAY,
-    MAX_RANGE_DAYS,
-    RENAMED_PARAMETERS,
-    DayRange,
-    RangeError,
-    day_range,
-    last_days,
-)
-from web.access import suite_for
+from flakeboard.rules import trends_range as ranges
+from ledger.access import suite_for
 from web.csv import csv_response
 from web.pages import render_page, wants_partial
 
 from ..trend_counts import BUCKETS
 from ..trends import trend_charts
 
-PRESETS = (7, DEFAULT_RANGE_DAYS, 90, 365)
+PRESETS = (7, ranges.DEFAULT_RANGE_DAYS, 90, 365)
 WEEKLY_AFTER_DAYS = 90  # a longer range is drawn per week unless the day is asked for
 AUTO_BUCKET = f"per day, per week beyond {WEEKLY_AFTER_DAYS} days"
 
 
 @dataclass(frozen=True)
-class Period:
-    start: date
-    end: date
+class Period(ranges.DayRange):
+    """The range of days shown (DayRange's start, end and days) and how it is shown."""
+
     bucket: str
     include_clean: bool
     preset: str  # "7", "30", "90", "365" or "custom"
@@ -58,10 +49,6 @@ class Period:
         if self.include_clean:
             params["with_clean"] = "1"
         return urlencode(params)
-
-    @property
-    def days(self) -> int:
-        return (self.end - self.start).days + 1
 
 
 class TrendsForm(forms.Form):
@@ -99,11 +86,11 @@ class TrendsForm(forms.Form):
         data = super().clean()
         chosen = data.get("range")
         if chosen and chosen != "custom":
-            data["dates"] = last_days(int(chosen), self.today)
+            data["dates"] = ranges.last_days(int(chosen), self.today)
             return data
         # An empty date input is how a form says "not set": the default fills it in.
-        found = day_range(data.get("from") or None, data.get("to") or None, today=self.today)
-        if isinstance(found, RangeError):
+        found = ranges.day_range(data.get("from") or None, data.get("to") or None, today=self.today)
+        if isinstance(found, ranges.RangeError):
             self.add_error(found.parameter, found.message)
         else:
             data["dates"] = found
@@ -114,8 +101,8 @@ class TrendsForm(forms.Form):
         if not self.is_valid():
             return None
         data = self.cleaned_data
-        dates: DayRange = data["dates"]
-        preset = "custom" if self.custom else data["range"] or str(DEFAULT_RANGE_DAYS)
+        dates: ranges.DayRange = data["dates"]
+        preset = "custom" if self.custom else data["range"] or str(ranges.DEFAULT_RANGE_DAYS)
         bucket = data["bucket"] or ("week" if dates.days > WEEKLY_AFTER_DAYS else "day")
         return Period(dates.start, dates.end, bucket, data["with_clean"], preset,
                       data["bucket"] or "")
@@ -127,12 +114,12 @@ class TrendsForm(forms.Form):
 def _renamed(request) -> str | None:
     """This URL with start and end renamed from and to (the page's old names, still in
     bookmarks), or None when it has neither."""
-    if not any(name in request.GET for name in RENAMED_PARAMETERS):
+    if not any(name in request.GET for name in ranges.RENAMED_PARAMETERS):
         return None
     pairs = []
     for name, values in request.GET.lists():
-        if name in RENAMED_PARAMETERS:
-            name = RENAMED_PARAMETERS[name]
+        if name in ranges.RENAMED_PARAMETERS:
+            name = ranges.RENAMED_PARAMETERS[name]
             if name in request.GET:  # sent under both names: the new one wins
                 continue
         pairs += [(name, value) for value in values]
@@ -182,8 +169,8 @@ def trends(request, suite, form, period, today):
         "period": period,
         "custom": custom,
         "shown": shown,
-        "earliest": EARLIEST_DAY.isoformat(),
-        "max_days": MAX_RANGE_DAYS,
+        "earliest": ranges.EARLIEST_DAY.isoformat(),
+        "max_days": ranges.MAX_RANGE_DAYS,
         "today": today.isoformat(),
         "charts": _charts(suite, period, today) if period is not None else None,
     }

@@ -9,20 +9,12 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from flakeboard import rules
-from flakeboard.trends_rules import Gate, tone_of
+from flakeboard.rules.trends import Gate, tone_of
+from ledger.access import can, suite_for
 from ledger.models import Role
+from ledger.rows import EntryRow, entry_row
 from ledger.selectors import share_figures
-from web.access import can, suite_for
-from web.pages import (
-    PAGE_SIZES,
-    EntryRow,
-    entry_row,
-    filter_links,
-    list_page,
-    page_size,
-    query_choice,
-    share_context,
-)
+from web.pages import PAGE_SIZES, filter_links, list_page, page_size, query_choice, share_context
 
 from .. import selectors
 from ..attempts import earlier_attempts, flipped_nodes
@@ -41,11 +33,23 @@ def _by_count(counts: dict[str, int]) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
 
-def _upload_filters(request, rows, group: str, order: list[str]) -> dict:
-    """The context of an upload page's summary and filters: a link per ``group`` value with
-    its count, the reason codes present with theirs, the chosen values and page size."""
-    counts = selectors.counts_by(rows, group)
-    return {
+# An upload page's rows, and the field its summary and filters group them by, worst first.
+UPLOAD_ROWS = {
+    Report: ("measurements", "status", STATUS_ORDER),
+    VerdictBatch: ("verdicts", "verdict", VERDICT_ORDER),
+}
+
+
+def _upload(request, slug: str, model, pk: int):
+    """An upload page's suite, its upload of ``model`` (404 for none of the suite), and the
+    context of its summary and filters: a link per value of the rows' group (status or
+    verdict) with its count, the reason codes present with theirs, the chosen values and
+    page size."""
+    suite = suite_for(request, slug)
+    upload = get_object_or_404(model, suite=suite, pk=pk)
+    rows, group, order = UPLOAD_ROWS[model]
+    counts = selectors.counts_by(getattr(upload, rows), group)
+    return suite, upload, {
         "summary": filter_links(request, group, counts[group], order),
         "reason_choices": _by_count(counts["reason"]),
         group: query_choice(request, group, order),
@@ -86,9 +90,7 @@ def _entry_at_upload(row, day) -> EntryRow | None:
 @login_required
 @require_GET
 def report_detail(request, suite, pk):
-    suite = suite_for(request, suite)
-    report = get_object_or_404(Report, suite=suite, pk=pk)
-    filters = _upload_filters(request, report.measurements, "status", STATUS_ORDER)
+    suite, report, filters = _upload(request, suite, Report, pk)
     today = timezone.now().date()
     can_edit = can(request.role, Role.OWNER)
 
@@ -104,10 +106,9 @@ def report_detail(request, suite, pk):
         "suite": suite,
         "nav": "reports",
         "report": report,
-        "evidence_is_link": rules.evidence_is_link(report.evidence),
         "ok_count": report.measurement_count - report.fail_count - report.warn_count,
         "earlier": earlier_attempts(report),
-        "over_cap": report.cap_exceeded,
+        "over_cap": report.over_cap,
         "cap_room": can_edit and share_figures(suite, today).headroom > 0,
         **share_context(report.share, report.max_share),
         "statuses": STATUSES,
@@ -131,9 +132,7 @@ def batches(request, suite):
 @login_required
 @require_GET
 def batch_detail(request, suite, pk):
-    suite = suite_for(request, suite)
-    batch = get_object_or_404(VerdictBatch, suite=suite, pk=pk)
-    filters = _upload_filters(request, batch.verdicts, "verdict", VERDICT_ORDER)
+    suite, batch, filters = _upload(request, suite, VerdictBatch, pk)
     context = {
         "suite": suite,
         "nav": "verdicts",
@@ -142,7 +141,6 @@ def batch_detail(request, suite, pk):
         "flipped": flipped_nodes(batch),
         # Rows of nodes this upload left out, judged on the earlier attempts.
         "carried": batch.verdicts.filter(sent=False).count() if batch.attempt > 1 else 0,
-        "evidence_is_link": rules.evidence_is_link(batch.evidence),
         # Each reason with the tone of the outcome it comes with, for its bar's colour.
         "reasons": [(reason, count, tone_of(Gate.ARBITER, reason))
                     for reason, count in _by_count(batch.reason_counts)],

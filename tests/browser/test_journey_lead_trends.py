@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from board.demo import DEMO_PASSWORD, build_demo
 from flakeboard import rules
 from ledger.models import QuarantineEntry, TierRule
-from runs.demo import DEMO_PASSWORD, build_demo
 
 from .board import ARTIFACTS
 

@@ -11,9 +11,8 @@ from playwright.sync_api import expect
 
 from ledger.models import AuditEvent, QuarantineEntry
 from ledger.tiers import tier_rule_add
-from runs.ingest import report_ingest
 from tests.conftest import PASSWORD
-from tests.helpers import body, measurement
+from tests.helpers import make_known, measurement
 
 pytestmark = pytest.mark.browser
 
@@ -24,9 +23,7 @@ FLAKY = "tests/test_export.py::test_streams_large_files"
 
 @pytest.fixture
 def known_nodes(suite):
-    steady = [measurement(f"tests/test_steady.py::test_{i}") for i in range(40)]
-    failing = [measurement(PROPERTY, fails=3), measurement(FLAKY, fails=9)]
-    report_ingest(suite=suite, body=body(steady + failing), actor="ci")
+    make_known(suite, measurement(PROPERTY, fails=3), measurement(FLAKY, fails=9))
     tier_rule_add(suite=suite, glob=RULE, tier=0, actor="@lea")
 
 

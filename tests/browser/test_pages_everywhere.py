@@ -22,10 +22,10 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from board.demo import build_demo
 from junit.models import NodeDay
 from ledger.models import QuarantineEntry
 from notify.models import Webhook, WebhookPost
-from runs.demo import build_demo
 from runs.models import Report, VerdictBatch
 
 from .board import ARTIFACTS

@@ -2,8 +2,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from flakeboard import rules
+from ledger.commands import get_suite
 from ledger.tiers import tier_rule_add
-from web.commands import get_suite, one_line
+from web.commands import one_line
 
 
 class Command(BaseCommand):

@@ -2,8 +2,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.dateparse import parse_date, parse_datetime
 
+from ledger.commands import get_suite
 from ledger.tokens import token_create, token_expiry
-from web.commands import get_suite
 
 
 class Command(BaseCommand):

@@ -2,8 +2,8 @@ import json
 
 from django.core.management.base import BaseCommand
 
+from ledger.commands import get_suite
 from ledger.selectors import ledger_for_gate
-from web.commands import get_suite
 
 
 class Command(BaseCommand):

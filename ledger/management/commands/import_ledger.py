@@ -3,8 +3,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from flakeboard import rules
+from ledger.commands import get_suite
 from ledger.ledger_file import LedgerFileError, describe, import_ledger, read_ledger
-from web.commands import get_suite, read_upload
+from web.commands import read_upload
 
 
 def _shown(nodeid: str) -> str:

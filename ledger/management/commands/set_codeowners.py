@@ -9,7 +9,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from flakeboard import rules
 from ledger.codeowners import codeowners_saved, codeowners_set
-from web.commands import get_suite, one_line, read_upload
+from ledger.commands import get_suite
+from web.commands import one_line, read_upload
 
 
 class Command(BaseCommand):

@@ -11,13 +11,14 @@ from django.core.management.base import BaseCommand, CommandError
 from django.urls import reverse
 from django.utils import timezone
 
+from flakeboard import rules
 from flakeboard.rules.text import plural
 from ledger.clearance import auto_clear
+from ledger.commands import get_suite
 from ledger.models import Suite
 from notify.digests import suite_digests
 from notify.send import Outcome, message, send_digest, undelivered
 from notify.webhooks import send_webhook, webhook_due
-from web.commands import get_suite
 
 logger = logging.getLogger("flakeboard.notify")
 
@@ -25,8 +26,9 @@ logger = logging.getLogger("flakeboard.notify")
 class Command(BaseCommand):
     sleep = staticmethod(time.sleep)  # between a webhook's attempts; tests make it instant
     help = (
-        "E-mail each owner one digest per suite: entries expiring within 7 days, expired, "
-        "tier violations (and ready to clear), and to the suite's leads its API tokens "
+        "E-mail each owner one digest per suite: entries expiring within "
+        f"{rules.EXPIRING_WITHIN_DAYS} days, expired, tier violations (and ready to clear), "
+        "and to the suite's leads its API tokens "
         "expiring within 14 days; post the suite's items to its webhook. A suite with "
         "auto-clear on has its ready entries cleared first. Idempotent per day: run it from "
         "cron or a systemd timer; an item is sent at most once a day, a failed one again on a "

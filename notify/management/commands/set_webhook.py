@@ -5,9 +5,10 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from ledger.commands import get_suite
 from notify.models import Webhook
 from notify.webhooks import webhook_set
-from web.commands import get_suite, one_line
+from web.commands import one_line
 
 
 class Command(BaseCommand):

@@ -3,9 +3,9 @@ from django.core.management.base import BaseCommand
 from django.utils import timezone
 
 from flakeboard.rules import retention_window
+from ledger.commands import get_suite
 from ledger.models import Suite
 from runs.rollups import rebuild_rollups
-from web.commands import get_suite
 
 
 class Command(BaseCommand):

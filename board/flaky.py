@@ -1,6 +1,6 @@
 """The flaky evidence of both kinds, in the one order the flaky-tests page lists it and the
 targets file takes it: first the nodes that flipped between gate attempts in the window
-(``runs.flips``), then the other tests flaky in JUnit files (``junit.selectors``).
+(``board.flips``), then the other tests flaky in JUnit files (``junit.selectors``).
 
 Flips come first because each blocked a gate: its answer told the patch's author to
 measure the node, and a retry will not change that verdict. Ranked among the JUnit tests

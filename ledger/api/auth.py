@@ -14,8 +14,7 @@ from ninja.security import HttpBearer
 
 from ledger.models import ApiToken, Suite
 from ledger.tokens import TokenExpired, token_authenticate
-
-from .errors import ApiError
+from web.api.errors import ApiError
 
 Scope = ApiToken.Scope
 GRANTS = {Scope.READ: {Scope.READ}, Scope.WRITE: {Scope.READ, Scope.WRITE}}

@@ -10,12 +10,12 @@ from django.views.decorators.http import require_GET
 
 from flakeboard import rules
 from junit.selectors import passive_history
+from ledger.access import can, suite_for
 from ledger.codeowners import suite_codeowners
 from ledger.models import Node, Role
-from web.access import can, suite_for
-from web.pages import entry_row, pager, render_page, wants_partial
-
-from .. import selectors
+from ledger.rows import entry_row
+from runs import selectors
+from web.pages import pager, render_page, wants_partial
 
 
 @login_required
@@ -63,11 +63,11 @@ def node_detail(request, suite, key):
     if wants_partial(request) and request.GET.get("panel") == "latest":
         context = {"suite": suite, "node": node,
                    "latest": selectors.latest_measurements(node)}
-        return render_page(request, "runs/node.html", context, partial="latest")
+        return render_page(request, "board/node.html", context, partial="latest")
     if wants_partial(request) and request.htmx.target in LISTS:
         context = {"suite": suite, "node": node, "swapped": True,
                    **_lists(request, suite, node)}
-        response = render_page(request, "runs/node.html", context, partial=request.htmx.target)
+        response = render_page(request, "board/node.html", context, partial=request.htmx.target)
         patch_vary_headers(response, ["HX-Target"])
         return response
     today = timezone.now().date()
@@ -89,6 +89,6 @@ def node_detail(request, suite, key):
         "code_owners": codeowners.owners_of_node(node.nodeid),
         "can_edit": can(request.role, Role.OWNER),
     }
-    response = render(request, "runs/node.html", context)
+    response = render(request, "board/node.html", context)
     patch_vary_headers(response, ["HX-Request", "HX-Target"])
     return response

@@ -1,5 +1,5 @@
 """The flaky-tests page: the tests that flipped between gate attempts, then those ranked by
-flaky failures seen in JUnit files (``runs.flaky``), each with its two next steps,
+flaky failures seen in JUnit files (``board.flaky``), each with its two next steps,
 Quarantine (the form prefilled from its evidence) and Measure (the node joins the suite's
 measurement targets).
 
@@ -19,17 +19,16 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from board.flaky import FlakyRanking, flaky_page_rows
 from flakeboard import rules as gate_rules
 from junit.forms import FlakyFilterForm
 from junit.selectors import junit_branches
+from ledger.access import actor_label, can, suite_for
 from ledger.measure_targets import measure_target_set
 from ledger.models import Node, Role
-from web.access import actor_label, can, suite_for
 from web.pages import list_page, render_page
 
-from ..flaky import FlakyRanking, flaky_page_rows
-
-TEMPLATE = "junit/flaky.html"
+TEMPLATE = "board/flaky.html"
 
 
 def quarantine_query(request, suite, row, window) -> str:

@@ -10,7 +10,7 @@ from django.http import HttpResponseServerError, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 
-from .access import suites_for
+from ledger.access import suites_for
 
 API_PREFIX = "/api/"
 

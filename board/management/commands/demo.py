@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
+from board.demo import DAYS, DEMO_PASSWORD, build_demo
 from ledger.models import Suite
-from runs.demo import DAYS, DEMO_PASSWORD, build_demo
 
 
 class Command(BaseCommand):

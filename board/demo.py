@@ -31,8 +31,7 @@ from ledger.quarantine import quarantine_clear, quarantine_create, quarantine_re
 from ledger.suites import member_set, suite_create
 from ledger.tiers import tier_rule_add
 from ledger.tokens import token_create
-
-from .ingest import report_ingest, signals_ingest
+from runs.ingest import report_ingest, signals_ingest
 
 DAYS = 90
 DEMO_PASSWORD = "flakeboard-demo"  # noqa: S105 - the documented local demo sign-in

@@ -9,10 +9,9 @@ from django.utils import timezone
 from ninja import Query, Router
 from pydantic import WithJsonSchema
 
-from web.api.auth import Scope, suite_for_token
+from board.targets import DEFAULT_LIMIT, MAX_LIMIT, measure_targets
+from ledger.api.auth import Scope, suite_for_token
 from web.api.errors import ApiError, ErrorOut
-
-from ..targets import DEFAULT_LIMIT, MAX_LIMIT, measure_targets
 
 router = Router(tags=["junit"])
 

@@ -9,12 +9,11 @@ from django.views.decorators.http import require_GET
 
 from junit.selectors import Window, flaky_count
 from ledger import selectors as ledger_selectors
+from ledger.access import suite_for
 from ledger.status import status_causes
-from web.access import suite_for
+from runs import selectors
+from runs.trends import OVERVIEW_DAYS, overview_chart
 from web.pages import share_context
-
-from .. import selectors
-from ..trends import OVERVIEW_DAYS, overview_chart
 
 
 @login_required
@@ -27,7 +26,7 @@ def overview(request, suite):
     share = now.share
     return render(
         request,
-        "runs/overview.html",
+        "board/overview.html",
         {
             "suite": suite,
             "nav": "overview",

@@ -2,7 +2,7 @@
 measure next, one node id a line.
 
 First the nodes the suite's owners marked to measure, in the order they were marked; then,
-in the order the flaky-tests page lists them (``runs.flaky``), the nodes that flipped
+in the order the flaky-tests page lists them (``board.flaky``), the nodes that flipped
 between gate attempts over the last 30 days, and the tests most often flaky in JUnit files
 over those days, each left out once a measurement has found it within budget since it was
 last seen flaky that way: a test measured clean, then flaky again, comes back.
@@ -20,9 +20,9 @@ from flakeboard import rules
 from junit.selectors import Window
 from ledger.measure_targets import marked_nodeids
 from ledger.models import Suite
+from runs.models import Measurement
 
 from .flaky import flaky_sources
-from .models import Measurement
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 1000

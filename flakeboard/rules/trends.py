@@ -24,8 +24,9 @@ from enum import StrEnum
 from functools import cache
 from itertools import product
 
-from flakeboard import rules
-from flakeboard.rules import Reason
+import flakeboard.rules as rules
+
+from .vocab import Reason
 
 DOMINANT_SHARE = 0.5
 

@@ -10,10 +10,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from junit.models import JUnitFile
+from ledger.access import can, suite_for
 from ledger.models import ApiToken, Role
-from web.access import can, suite_for
-
-from ..models import Report, VerdictBatch
+from runs.models import Report, VerdictBatch
 
 
 def last_uploads(suite) -> list:
@@ -30,7 +29,7 @@ def last_uploads(suite) -> list:
 def connect(request, suite):
     suite = suite_for(request, suite)
     base = request.build_absolute_uri("/").rstrip("/")
-    return render(request, "runs/connect.html", {
+    return render(request, "board/connect.html", {
         "suite": suite,
         "nav": "connect",
         "base_url": base,

@@ -22,8 +22,7 @@ from django.urls import reverse
 from flakeboard import rules
 from junit.selectors import Window
 from ledger.models import Suite
-
-from .models import NodeVerdict
+from runs.models import NodeVerdict
 
 
 def flipped_rows(suite: Suite, window: Window):

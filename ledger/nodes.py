@@ -1,0 +1,46 @@
+"""The suite's nodes as uploads and JUnit files name them: read by id, and the new ones
+created with their tier. One writer of nodes for both: every caller holds the suite's
+write lock (``ledger.locks``), so no insert here races another."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import date
+
+from django.db import connection
+
+from flakeboard import rules
+from web.bulk import insert_chunked, plain_rows
+
+from .models import Node, NodeQuerySet, Suite, text_key
+
+CHUNK = 5000  # ids per IN list: far under SQLite's variable limit (32,766)
+NODE_COLUMNS = ("suite_id", "nodeid", "key", "stated_tier", "tier", "first_seen", "last_seen")
+
+
+def nodes_named(nodes: NodeQuerySet, nodeids: Iterable[str],
+                values: Sequence[str]) -> dict[str, tuple]:
+    """Among ``nodes`` (one suite's), those ``nodeids`` names, each id's ``values`` as a
+    tuple of plain values. By key for a few; for many (most of a suite, as a CI upload or
+    a job's JUnit file is) the suite's nodes read once and kept when named."""
+    wanted = set(nodeids)
+    if len(wanted) <= CHUNK:
+        nodes = nodes.named(*sorted(wanted))
+    rows = plain_rows(nodes.values_list("nodeid", *values), CHUNK)
+    return {nodeid: tuple(rest) for nodeid, *rest in rows if nodeid in wanted}
+
+
+def nodes_create(suite: Suite, nodeids: Iterable[str], specs: list, *,
+                 stated: Mapping[str, int | None] | None = None,
+                 seen: date | None = None) -> None:
+    """New nodes of ``suite``, none of them stored yet, each with the tier the suite's tier
+    rules (``specs``) give it; a stated tier 0 or 1 sticks (``rules.sticky_tier``).
+    ``seen``: the day a gate upload named them, their first and last seen; None for a node
+    a JUnit file names first, which has been seen by no gate upload."""
+    day = None if seen is None else connection.ops.adapt_datefield_value(seen)
+    rows = []
+    for nodeid in nodeids:
+        sticky = rules.sticky_tier(None, (stated or {}).get(nodeid))
+        tier = rules.resolve_tier(nodeid, specs, sticky).tier
+        rows.append((suite.pk, nodeid, text_key(nodeid), sticky, tier, day, day))
+    insert_chunked(Node, NODE_COLUMNS, rows)

@@ -5,6 +5,8 @@ the change is audited in the same transaction."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
+from enum import Enum
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -80,10 +82,42 @@ def node_owners(suite: Suite, nodeid: str) -> tuple[str, ...]:
     return suite_codeowners(suite).owners_of_node(nodeid)
 
 
-def default_owner(suite: Suite, nodeid: str) -> str | None:
-    """The owner a new entry of the node is offered: the first of its code owners."""
-    owners = node_owners(suite, nodeid)
-    return owners[0] if owners else None
+class Unowned(Enum):
+    """Why CODEOWNERS offers a new entry no owner."""
+
+    NO_FILE = "no_file"  # the suite has no CODEOWNERS
+    NO_NODE = "no_node"  # no node id is given yet
+    NO_PATH = "no_path"  # the node id names no file (com.acme.Test::name)
+    NO_OWNER = "no_owner"  # no line matches the path, or the line that does names no one
+
+
+@dataclass(frozen=True)
+class OwnerOffer:
+    """The owner a new entry is offered and where it came from: the first owner of the
+    CODEOWNERS line that decides the node's path (``rule``); else the signed-in user,
+    ``unowned`` saying why; neither: a link's owner."""
+
+    owner: str
+    rule: rules.CodeownersRule | None = None
+    unowned: Unowned | None = None
+
+
+def owner_offer(suite: Suite, nodeid: str, signed_in: str) -> OwnerOffer:
+    """The owner a new entry of ``nodeid`` is offered, whether or not CI has named the
+    node yet: CODEOWNERS matches the path in the id."""
+    codeowners = suite_codeowners(suite)
+    rule = codeowners.rule_for_node(nodeid)
+    if rule is not None and rule.owners:
+        return OwnerOffer(rule.owners[0], rule=rule)
+    if not codeowners.rules:
+        unowned = Unowned.NO_FILE
+    elif not nodeid:
+        unowned = Unowned.NO_NODE
+    elif rules.node_path(nodeid) is None:
+        unowned = Unowned.NO_PATH
+    else:
+        unowned = Unowned.NO_OWNER
+    return OwnerOffer(signed_in, unowned=unowned)
 
 
 def owner_outside_codeowners(codeowners: rules.Codeowners, entry: QuarantineEntry) -> bool:

@@ -92,7 +92,9 @@ def test_an_empty_range_has_buckets_and_no_series(board, suite, token):
     ({"from": "2000-01-01", "to": "2026-01-01"}, "from"),
     ({"from": (TODAY - timedelta(days=366)).isoformat()}, "from"),  # 367 days
     ({"from": (TODAY + timedelta(days=1)).isoformat()}, "from"),  # after to, today
-    ({"to": (TODAY + timedelta(days=1)).isoformat()}, "to"),
+    ({"to": (TODAY + timedelta(days=2)).isoformat()}, "to"),  # tomorrow is taken as today
+    ({"from": (TODAY + timedelta(days=1)).isoformat(),
+      "to": (TODAY + timedelta(days=1)).isoformat()}, "from"),  # after today, the range's end
     ({"to": "9999-12-31"}, "to"),
     ({"from": "0001-01-01", "to": "0001-01-07"}, "from"),
     ({"from": "1999-12-31", "to": "2000-01-06", "bucket": "week"}, "from"),
@@ -113,6 +115,18 @@ def test_a_bad_parameter_is_422_naming_it(board, suite, token, query, field):
 def test_days_are_written_yyyy_mm_dd_only(board, suite, token, day):
     answer = board.trends(suite.slug, token, query={"to": day})
     assert (answer.status, answer.json["details"][0]["field"]) == (422, "to")
+
+
+def test_to_the_day_after_today_is_answered_up_to_today(board, suite, token, today, history):
+    """Tomorrow in UTC is a client's today east of it: the answer ends today, and says so
+    in its ``to``."""
+    start = today - timedelta(days=9)
+    trends = board.trends(suite.slug, token, query={
+        "from": start.isoformat(), "to": (today + timedelta(days=1)).isoformat()})
+    assert trends.status == 200
+    assert (trends.json["from"], trends.json["to"]) == (start.isoformat(), today.isoformat())
+    assert len(trends.json["buckets"]) == 10
+    assert trends.json["buckets"][-1] == today.isoformat()
 
 
 def test_the_longest_range_is_366_days(board, suite, token, today):

@@ -1,6 +1,7 @@
 """Ownership from CODEOWNERS (issue 20): stored by a lead or CI, audited; a node's default
-owner prefills the create form; the ledger filters by code owner and flags an owner
-CODEOWNERS no longer names; the owners view sums each owner's and team's debt."""
+owner prefills the create form, whether or not CI has named the node, and the form says
+where its owner came from; the ledger filters by code owner and flags an owner CODEOWNERS
+no longer names; the owners view sums each owner's and team's debt."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from flakeboard import rules
-from ledger.codeowners import codeowners_set
+from ledger.codeowners import Unowned, codeowners_set
+from ledger.forms.entries import UNOWNED_HELP
 from ledger.models import AuditEvent, QuarantineEntry, Suite
 from ledger.quarantine import quarantine_create
 from tests.api_http import API
@@ -125,8 +127,71 @@ def test_the_create_form_offers_the_first_code_owner_of_a_known_node(client_for,
     assert offered({"node": PAY}) == "@org/payments"
     assert offered({"node": UI}) == "@org/web"
     assert offered({"node": PAY, "owner": "@sam"}) == "@sam"  # the query's owner wins
-    assert offered({"node": "tests/payments/test_new.py::t"}) == "@finley"  # not known
     assert offered({}) == "@finley"
+
+
+def test_a_node_ci_has_not_named_is_offered_its_code_owner(client_for, owner, known):
+    """CODEOWNERS matches the path in the node id: the node need not be known yet."""
+    codeowners_set(suite=known, text="tests/payments/ @org/payments @finley\n", actor="@lea")
+    answer = client_for(owner).get(reverse("entry_new", args=[known.slug]),
+                                   {"node": "tests/payments/test_new.py::test_refund"})
+    form = answer.context["form"]
+    assert form.initial["owner"] == "@org/payments"
+    said = "Offered from CODEOWNERS, line 1: tests/payments/ @org/payments @finley."
+    assert said in form["owner"].help_text
+    assert said in answer.content.decode()
+
+
+@pytest.mark.parametrize(("codeowners", "node", "why"), [
+    ("tests/payments/ @org/payments\n", "tests/ui/test_new.py::t",
+     "since CODEOWNERS names no owner for this path"),
+    ("tests/payments/ @org/payments\ntests/payments/legacy/\n",
+     "tests/payments/legacy/test_old.py::t", "since CODEOWNERS names no owner for this path"),
+    ("* @org/all\n", "com.acme.RefundTest::testPartial",
+     "since this node id names no file for CODEOWNERS to match"),
+    ("", "tests/payments/test_new.py::t", "since the suite has no CODEOWNERS"),
+    ("* @org/all\n", None, "as no node id is given yet"),
+])
+def test_otherwise_the_signed_in_user_is_offered_and_the_form_says_why(
+    client_for, owner, known, codeowners, node, why
+):
+    codeowners_set(suite=known, text=codeowners, actor="@lea")
+    query = {"node": node} if node else {}
+    answer = client_for(owner).get(reverse("entry_new", args=[known.slug]), query)
+    form = answer.context["form"]
+    assert form.initial["owner"] == "@finley"
+    said = f"Offered: you, the signed-in user, {why}."
+    assert said in form["owner"].help_text
+    assert said in answer.content.decode()
+    assert set(UNOWNED_HELP) == set(Unowned)  # each reason has its words
+
+
+def test_the_query_owner_is_offered_as_the_link_gave_it(client_for, owner, known):
+    codeowners_set(suite=known, text=CODEOWNERS, actor="@lea")
+    form = client_for(owner).get(reverse("entry_new", args=[known.slug]),
+                                 {"node": PAY, "owner": "@sam"}).context["form"]
+    assert form.initial["owner"] == "@sam"
+    assert "Offered by the link that opened this form." in form["owner"].help_text
+
+
+def test_the_offer_follows_the_node_id_as_it_is_typed(client_for, owner, known):
+    """The form asks again (htmx) when the node id changes: the owner field follows while
+    it holds what was offered, and is left alone once someone typed over it."""
+    codeowners_set(suite=known, text=CODEOWNERS, actor="@lea")
+    client = client_for(owner)
+    url = reverse("entry_new", args=[known.slug])
+    page = client.get(url).content.decode()
+    assert 'hx-trigger="input changed delay:400ms from:#id_node"' in page
+    assert 'name="offered" value="@finley"' in page  # no node id yet: the signed-in user
+    typed = {"node": "tests/ui/test_new.py::t", "owner": "@finley", "offered": "@finley"}
+    answer = client.get(url, typed, headers={"HX-Request": "true"})
+    html = answer.content.decode()
+    assert "<form" not in html and "HX-Request" in answer["Vary"]
+    assert 'name="owner" value="@org/web"' in html
+    assert 'name="offered" value="@org/web"' in html
+    assert "Offered from CODEOWNERS, line 3: tests/ui/ @org/web." in html
+    mine = {"node": "tests/ui/test_new.py::t", "owner": "@sam", "offered": "@finley"}
+    assert client.get(url, mine, headers={"HX-Request": "true"}).status_code == 204
 
 
 def test_the_ledger_filters_by_code_owner_and_flags_strangers(client_for, owner, known, today):

@@ -155,6 +155,8 @@ def test_a_node_without_a_path_has_no_owner():
     parsed = rules.parse_codeowners("* @everyone\n")
     assert parsed.owners_of_node("com.acme.FooTest::testBar") == ()
     assert parsed.owners_of_node("tests/test_x.py::t") == ("@everyone",)
+    assert parsed.rule_for_node("com.acme.FooTest::testBar") is None
+    assert parsed.rule_for_node("tests/test_x.py::t").line == 1
 
 
 def test_owners_compare_without_case():

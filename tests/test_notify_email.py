@@ -1,10 +1,13 @@
 """manage.py notify (issue 20): each owner's daily digest, sent through a real SMTP server
-that the test starts on 127.0.0.1, at most once a day per item."""
+that the test starts on 127.0.0.1, at most once a day per item; who reads it, as the
+settings page and the docs say."""
 
 from __future__ import annotations
 
 import email
+import html
 import io
+import re
 import socket
 from email import policy
 from urllib.parse import urlsplit
@@ -12,7 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 from aiosmtpd.controller import Controller
 from django.core.management import CommandError, call_command
-from django.urls import resolve
+from django.urls import resolve, reverse
 from django.utils import timezone
 
 from flakeboard.email_url import mailer
@@ -20,6 +23,7 @@ from ledger.models import QuarantineEntry
 from ledger.tiers import tier_rule_add
 from notify.models import Delivery
 from runs.ingest import report_ingest
+from tests.docs_text import doc_text
 from tests.helpers import body, measurement
 from tests.test_gate_status import FLAKY, quarantine
 
@@ -140,6 +144,30 @@ def test_unreachable_owners_are_listed_to_the_leads_never_dropped(smtp, ledger):
         assert f"== {owner} ==" in content
     assert subject(lea) == "Flakeboard: 3 expired in acme"
     assert not smtp.to("otto@example.com")
+
+
+# What decides who reads a digest, as the settings page and docs/operations.md say it.
+RECIPIENTS_RULE = [
+    "a digest shows the suite's entries, so it goes only to someone who may read them",
+    "go to the suite's leads instead",
+    "even one outside the suite",
+    "an e-mail address is where the owner asked to be told",
+]
+
+
+def plain(text: str) -> str:
+    """Words as a reader sees them: no tags, no Markdown code marks, spaces collapsed."""
+    return " ".join(re.sub(r"<[^>]+>|`", "", html.unescape(text)).split())
+
+
+def test_who_reads_a_digest_is_written_where_owners_look(client_for, lead, suite):
+    page = client_for(lead).get(reverse("settings", args=[suite.slug])).content.decode()
+    assert '<a href="#digests">Daily digests</a>' in page
+    section = page.split('<section id="digests"')[1].split("</section>")[0]
+    docs = doc_text("docs/operations.md").split("## Notifications")[1].split("\n## ")[0]
+    for said in RECIPIENTS_RULE:
+        assert said in plain(section), said
+        assert said in plain(docs), said
 
 
 def test_each_item_links_to_renew_or_clear_on_the_public_address(smtp, ledger):

@@ -6,17 +6,26 @@ from __future__ import annotations
 
 import re
 from datetime import date, timedelta
+from urllib.parse import urlencode
 
 import pytest
 from django.db import connection
+from django.http import QueryDict
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flakeboard.rules.trends_range import EARLIEST_DAY, MAX_RANGE_DAYS, DayRange, day_range
+from flakeboard.rules.trends_range import (
+    EARLIEST_DAY,
+    MAX_RANGE_DAYS,
+    DayRange,
+    day_range,
+    last_days,
+)
 from runs.ingest import report_ingest, signals_ingest
+from runs.views.trends import TrendsForm
 from tests.helpers import body, measurement, record
 from tests.properties import db_property
 
@@ -46,7 +55,8 @@ def test_presets_and_the_default_bucket(client_for, suite, viewer, today):
 def test_switching_range_pushes_the_canonical_query_and_lets_the_range_pick_the_bucket(
         client_for, suite, viewer):
     # The form sends every field along: the days of the last range and its bucket as shown.
-    sent = {"range": "365", "from": "2026-01-01", "to": "2026-01-30", "bucket": ""}
+    sent = {"range": "365", "from": "2026-01-01", "to": "2026-01-30", "bucket": "",
+            "shown_from": "2026-01-01", "shown_to": "2026-01-30"}
     response = _get(client_for(viewer), suite, htmx=True, **sent)
     period = response.context["period"]
     assert (period.days, period.bucket) == (365, "week")
@@ -76,11 +86,93 @@ def test_from_and_to_without_a_preset_are_a_custom_range(client_for, suite, view
     assert (period.start, period.end, period.preset) == (start, today, "custom")
 
 
-def test_a_preset_wins_over_the_read_only_days_the_form_sends_along(client_for, suite,
-                                                                    viewer, today):
-    stale = {"from": "2001-01-01", "to": "2001-02-01"}
+def test_a_preset_wins_over_the_days_the_form_showed_and_sends_back(client_for, suite,
+                                                                   viewer, today):
+    # The form showed another range's days (or a day-old page shows yesterday's): the
+    # preset chosen recomputes them.
+    stale = {"from": "2001-01-01", "to": "2001-02-01", "shown_from": "2001-01-01",
+             "shown_to": "2001-02-01"}
     period = _get(client_for(viewer), suite, range="7", **stale).context["period"]
-    assert (period.start, period.end) == (today - timedelta(days=6), today)
+    assert (period.start, period.end, period.preset) == (today - timedelta(days=6), today,
+                                                         "7")
+
+
+def _form(today, **query):
+    form = TrendsForm(QueryDict(urlencode(query)), today=today)
+    return form, form.period()
+
+
+def test_days_typed_beside_a_preset_are_a_custom_range(today):
+    week = last_days(7, today)
+    typed = {"from": (today - timedelta(days=20)).isoformat(), "to": today.isoformat()}
+    showed = {"shown_from": week.start.isoformat(), "shown_to": week.end.isoformat()}
+    # As the page's form sends them: days that differ from those it showed.
+    form, period = _form(today, range="7", **typed, **showed)
+    assert form.custom
+    assert (period.preset, period.start, period.end) == ("custom", today - timedelta(days=20),
+                                                         today)
+    # One day typed is enough; the other keeps the day shown.
+    form, period = _form(today, range="7", **{"from": typed["from"], "to": week.end}, **showed)
+    assert (period.preset, period.days) == ("custom", 21)
+    # From a link without the days shown: days that differ from the preset's own.
+    form, period = _form(today, range="30", **typed)
+    assert (period.preset, period.start) == ("custom", today - timedelta(days=20))
+
+
+def test_the_days_a_preset_showed_sent_back_keep_the_preset(today):
+    week, month = last_days(7, today), last_days(30, today)
+    showed = {"from": week.start.isoformat(), "to": week.end.isoformat()}
+    # Nothing typed: the preset showed its days, or none were sent.
+    for query in ({**showed, "shown_from": showed["from"], "shown_to": showed["to"]}, showed,
+                  {"from": "", "to": ""}, {}):
+        form, period = _form(today, range="7", **query)
+        assert not form.custom
+        assert (period.preset, period.start, period.end) == ("7", week.start, week.end)
+    # Another preset chosen, the days of the one shown sent back unchanged: the new preset.
+    form, period = _form(today, range="30", **showed, shown_from=showed["from"],
+                         shown_to=showed["to"])
+    assert (period.preset, period.start, period.end) == ("30", month.start, month.end)
+
+
+def test_a_typed_day_that_is_refused_is_kept_in_a_custom_form(client_for, suite, viewer,
+                                                              today):
+    response = _get(client_for(viewer), suite, range="30", to="2001-01-01",
+                    **{"from": "2001-02-01"})
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert '<option value="custom" selected>' in html
+    assert 'name="shown_from" value="2001-02-01"' in html
+
+
+def test_the_date_inputs_are_editable_and_reach_the_day_after_today(client_for, suite,
+                                                                     viewer, today):
+    html = _get(client_for(viewer), suite).content.decode()
+    tomorrow = (today + timedelta(days=1)).isoformat()
+    for name in ("from", "to"):
+        field = re.search(rf'<input type="date" name="{name}"[^>]*>', html).group(0)
+        assert "readonly" not in field
+        assert f'max="{tomorrow}"' in field and 'aria-describedby="days-hint"' in field
+    assert 'id="days-hint"' in html
+
+
+@pytest.mark.parametrize("preset", [None, "custom", "30"])
+def test_to_the_day_after_today_is_shown_up_to_today_and_said(client_for, suite, viewer,
+                                                              today, preset):
+    tomorrow = (today + timedelta(days=1)).isoformat()
+    start = today - timedelta(days=6)
+    query = {"from": start.isoformat(), "to": tomorrow}
+    if preset:
+        query["range"] = preset
+    client = client_for(viewer)
+    response = _get(client, suite, **query)
+    assert response.status_code == 200
+    period = response.context["period"]
+    assert (period.start, period.end, period.preset) == (start, today, "custom")
+    html = response.content.decode()
+    assert f"to {tomorrow} is after today in UTC; shown up to {today.isoformat()}." in html
+    csv_response = client.get(reverse("trends_csv", args=[suite.slug, "share"]), query)
+    assert csv_response.status_code == 200
+    assert f"-{start}-{today}-day.csv" in csv_response["Content-Disposition"]
 
 
 def _refused(response, message):
@@ -90,12 +182,13 @@ def _refused(response, message):
 
 # (query, the words of the reason shown); days are counted back from today.
 BAD_RANGES = [
-    ({"range": "custom", "to": -1}, "is after today"),
+    ({"range": "custom", "to": -2}, "the day after today"),
+    ({"range": "custom", "from": -1, "to": -1}, "is after today"),
     ({"from": -1}, "is after to"),
     ({"from": 5, "to": 10}, "is after to"),
     ({"from": 366}, "at most 366"),
     ({"from": "0001-01-01", "to": "0001-01-07"}, "before 2000-01-01"),
-    ({"to": "9999-12-31"}, "is after today"),
+    ({"to": "9999-12-31"}, "the day after today"),
     ({"from": "1999-12-31"}, "before 2000-01-01"),
     ({"from": "yesterday"}, "YYYY-MM-DD"),
     ({"to": "2026-02-30"}, "YYYY-MM-DD"),

@@ -39,6 +39,7 @@ from flakeboard.rules.trends_range import (
     RangeProblem,
     day_range,
     last_days,
+    latest_to,
 )
 from tests.properties import PROPERTY
 
@@ -249,7 +250,14 @@ NOT_A_DATE = RangeProblem.NOT_A_DATE
     [
         (None, None, (date(2026, 5, 17), TODAY)),  # the default: 30 days ending today
         (None, "2026-06-15", (date(2026, 5, 17), TODAY)),
-        (None, "2026-06-16", ("to", RangeProblem.AFTER_TODAY)),  # tomorrow
+        # Tomorrow in UTC, a viewer's today east of it: taken as today, and said so.
+        (None, "2026-06-16", (date(2026, 5, 17), TODAY, date(2026, 6, 16))),
+        ("2026-06-01", "2026-06-16", (date(2026, 6, 1), TODAY, date(2026, 6, 16))),
+        ("2025-06-15", "2026-06-16", (date(2025, 6, 15), TODAY, date(2026, 6, 16))),  # 366
+        ("2026-06-16", "2026-06-16", ("from", RangeProblem.AFTER_TODAY)),
+        ("2026-06-17", "2026-06-16", ("from", RangeProblem.AFTER_TO)),
+        (None, "2026-06-17", ("to", RangeProblem.AFTER_TODAY)),  # two days ahead
+        ("2026-06-01", "2026-06-17", ("to", RangeProblem.AFTER_TODAY)),
         ("2026-06-16", None, ("from", RangeProblem.AFTER_TO)),
         ("2026-06-15", "2026-06-15", (TODAY, TODAY)),
         ("2026-06-10", "2026-06-09", ("from", RangeProblem.AFTER_TO)),
@@ -285,11 +293,19 @@ NOT_A_DATE = RangeProblem.NOT_A_DATE
 def test_day_range(first, last, expected) -> None:
     found = day_range(first, last, today=TODAY)
     if isinstance(expected[0], date):
-        assert found == DayRange(*expected)
+        start, end, *asked = expected  # a third day: the later end asked for, cut to today
+        assert found == DayRange(start, end, end_asked=asked[0] if asked else None)
     else:
         assert isinstance(found, RangeError)
         assert (found.parameter, found.problem) == expected
         assert found.parameter in found.message.split()  # the sentence names it too
+
+
+def test_a_range_cut_to_end_today_says_so() -> None:
+    assert latest_to(TODAY) == date(2026, 6, 16)
+    cut = day_range("2026-06-10", "2026-06-16", today=TODAY)
+    assert cut.note == "to 2026-06-16 is after today in UTC; shown up to 2026-06-15."
+    assert day_range("2026-06-10", "2026-06-15", today=TODAY).note == ""
 
 
 def test_the_range_bounds() -> None:
@@ -313,3 +329,6 @@ def test_a_range_is_in_bounds_or_refused_by_name(first, last, today) -> None:
     else:
         assert EARLIEST_DAY <= found.start <= found.end <= today
         assert found.days <= MAX_RANGE_DAYS
+        # Cut to end today only from the one later day accepted, which was asked for.
+        assert found.end_asked in (None, latest_to(today))
+        assert (found.end_asked is not None) == (last == latest_to(today).isoformat())

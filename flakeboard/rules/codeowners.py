@@ -83,9 +83,15 @@ class Codeowners:
         rule = self.rule_for(path)
         return rule.owners if rule else ()
 
-    def owners_of_node(self, nodeid: str) -> tuple[str, ...]:
+    def rule_for_node(self, nodeid: str) -> CodeownersRule | None:
+        """The rule that decides a node's owners, from the path in its id: the node need
+        not be known to the board. None for an id with no path."""
         path = node_path(nodeid)
-        return self.owners_for(path) if path is not None else ()
+        return self.rule_for(path) if path is not None else None
+
+    def owners_of_node(self, nodeid: str) -> tuple[str, ...]:
+        rule = self.rule_for_node(nodeid)
+        return rule.owners if rule else ()
 
     @property
     def owners(self) -> list[str]:

@@ -6,7 +6,7 @@ chart draws, from the suite's first data on."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 from enum import StrEnum
 
@@ -19,6 +19,9 @@ MAX_RANGE_DAYS = 366  # a leap year, both ends included: a year fits, day by day
 # starts up to 6 days before it) inside the calendar; the latest day, today, is as far
 # from date.max.
 EARLIEST_DAY = date(2000, 1, 1)
+# Today is UTC's. A viewer east of UTC is already in UTC's tomorrow: a ``to`` up to this
+# many days after today (inclusive) is taken as today, and said so; one later is refused.
+TO_DAYS_AHEAD = 1
 # The trends page once called its range start and end; the API never did.
 RENAMED_PARAMETERS = {"start": "from", "end": "to"}
 
@@ -35,14 +38,23 @@ class RangeProblem(StrEnum):
 
 @dataclass(frozen=True)
 class DayRange:
-    """The days from ``start`` to ``end``, both included."""
+    """The days from ``start`` to ``end``, both included; ``end_asked`` is the later end a
+    ``to`` asked for when the range was cut to end today (None when it was not)."""
 
     start: date
     end: date
+    end_asked: date | None = field(default=None, kw_only=True)
 
     @property
     def days(self) -> int:
         return (self.end - self.start).days + 1
+
+    @property
+    def note(self) -> str:
+        """What a page says of a range cut to end today, or nothing."""
+        if self.end_asked is None:
+            return ""
+        return f"to {self.end_asked} is after today in UTC; shown up to {self.end}."
 
 
 @dataclass(frozen=True)
@@ -59,6 +71,11 @@ def last_days(days: int, today: date) -> DayRange:
     return DayRange(today - timedelta(days=days - 1), today)
 
 
+def latest_to(today: date) -> date:
+    """The latest ``to`` accepted (and taken as today)."""
+    return today + timedelta(days=TO_DAYS_AHEAD)
+
+
 def parse_day(text: str) -> date | None:
     """A day written YYYY-MM-DD and nothing else (no time, no week date, no stray
     whitespace), or None."""
@@ -73,11 +90,12 @@ def parse_day(text: str) -> date | None:
 def day_range(first: str | None, last: str | None, *, today: date) -> DayRange | RangeError:
     """The range the ``from`` (``first``) and ``to`` (``last``) parameters ask for, None
     meaning not sent: by default ``to`` is today and ``from`` the day that makes the range
-    DEFAULT_RANGE_DAYS long (never before EARLIEST_DAY).
+    DEFAULT_RANGE_DAYS long (never before EARLIEST_DAY). A ``to`` after today but not after
+    latest_to(today) is taken as today, the range keeping it as ``end_asked``.
 
-    Refused: a parameter that is not a YYYY-MM-DD day, ``to`` after today, either before
-    EARLIEST_DAY, ``from`` after ``to``, and a range over MAX_RANGE_DAYS days. The first
-    problem found is named, ``from`` before ``to``.
+    Refused: a parameter that is not a YYYY-MM-DD day, ``to`` after latest_to(today), either
+    before EARLIEST_DAY, ``from`` after ``to``, ``from`` after today, and a range over
+    MAX_RANGE_DAYS days. The first problem found is named, ``from`` before ``to``.
     """
     parsed = {}
     for name, text in (("from", first), ("to", last)):
@@ -86,24 +104,29 @@ def day_range(first: str | None, last: str | None, *, today: date) -> DayRange |
             if parsed[name] is None:
                 return RangeError(name, RangeProblem.NOT_A_DATE,
                                   f"{name} must be a day written YYYY-MM-DD, such as {today}.")
-    end = parsed.get("to", today)
-    if end > today:
+    asked = parsed.get("to", today)
+    if asked > latest_to(today):
         return RangeError("to", RangeProblem.AFTER_TODAY,
-                          f"to ({end}) is after today ({today}): a range ends today at the "
-                          f"latest.")
+                          f"to ({asked}) is after {latest_to(today)}, the day after today "
+                          f"({today}) in UTC: a range ends today at the latest.")
     for name, day in parsed.items():
         if day < EARLIEST_DAY:
             return RangeError(name, RangeProblem.BEFORE_EARLIEST,
                               f"{name} ({day}) is before {EARLIEST_DAY}, the earliest day a "
                               f"range may cover.")
+    end, end_asked = (today, asked) if asked > today else (asked, None)
     if "from" not in parsed:
         # Computed only now: end is known to be at least EARLIEST_DAY, far from date.min.
         start = max(end - timedelta(days=DEFAULT_RANGE_DAYS - 1), EARLIEST_DAY)
-        return DayRange(start, end)
-    found = DayRange(parsed["from"], end)
-    if found.start > found.end:
+        return DayRange(start, end, end_asked=end_asked)
+    found = DayRange(parsed["from"], end, end_asked=end_asked)
+    if found.start > asked:
         return RangeError("from", RangeProblem.AFTER_TO,
-                          f"from ({found.start}) is after to ({found.end}).")
+                          f"from ({found.start}) is after to ({asked}).")
+    if found.start > found.end:
+        return RangeError("from", RangeProblem.AFTER_TODAY,
+                          f"from ({found.start}) is after today ({today}) in UTC: a range "
+                          f"ends today at the latest.")
     if found.days > MAX_RANGE_DAYS:
         return RangeError("from", RangeProblem.TOO_LONG,
                           f"The range from {found.start} to {found.end} spans {found.days} "

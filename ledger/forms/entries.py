@@ -16,7 +16,7 @@ from django.db.models import Q
 
 from flakeboard import rules
 
-from ..codeowners import entries_owned_by
+from ..codeowners import OwnerOffer, Unowned, entries_owned_by
 from ..models import QuarantineEntry
 
 STATE_LABELS = {
@@ -47,6 +47,23 @@ def _note(rows: int = 2) -> forms.Textarea:
 
 OWNER_HELP = "A @handle such as @finley, or an e-mail address."
 EVIDENCE_HELP = "A CI run reference such as ci/run-88213, or an http(s) URL."
+# Why the create form offers the signed-in user as the owner.
+UNOWNED_HELP = {
+    Unowned.NO_FILE: "since the suite has no CODEOWNERS",
+    Unowned.NO_NODE: "as no node id is given yet",
+    Unowned.NO_PATH: "since this node id names no file for CODEOWNERS to match",
+    Unowned.NO_OWNER: "since CODEOWNERS names no owner for this path",
+}
+
+
+def offer_help(offer: OwnerOffer) -> str:
+    """Where the create form's offered owner came from, said after the field's help."""
+    if offer.rule is not None:
+        line = " ".join((offer.rule.pattern, *offer.rule.owners))
+        return f"Offered from CODEOWNERS, line {offer.rule.line}: {line}."
+    if offer.unowned is not None:
+        return f"Offered: you, the signed-in user, {UNOWNED_HELP[offer.unowned]}."
+    return "Offered by the link that opened this form."
 
 
 class ServiceForm(forms.Form):
@@ -85,13 +102,20 @@ class QuarantineForm(ServiceForm):
     seed_base = forms.IntegerField(
         required=False, min_value=rules.SEED_MIN, max_value=rules.SEED_MAX
     )
+    # The owner last offered: while the owner field still holds it, a new node id's offer
+    # may replace it (the view's htmx answer); once someone types over it, it stays.
+    offered = forms.CharField(required=False, widget=forms.HiddenInput)
 
-    def __init__(self, *args, today: date, max_days: int, **kwargs):
+    def __init__(self, *args, today: date, max_days: int, offer: OwnerOffer | None = None,
+                 **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["expires"].widget = _date_input(today, max_days)
         self.fields["expires"].help_text = (
             f"After today, at most {max_days} days ahead."
         )
+        if offer is not None:
+            self.initial.update(owner=offer.owner, offered=offer.owner)
+            self.fields["owner"].help_text = f"{OWNER_HELP} {offer_help(offer)}"
 
     def service_arguments(self) -> dict:
         data = self.cleaned_data

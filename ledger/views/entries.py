@@ -12,9 +12,11 @@ from functools import wraps
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from flakeboard import rules
@@ -23,15 +25,15 @@ from ledger.rows import entry_row
 from web.pages import percent, render_page, share_context, wants_partial
 
 from ..clearance import clearing_note
-from ..codeowners import default_owner, node_owners, suite_codeowners
+from ..codeowners import OwnerOffer, node_owners, owner_offer, suite_codeowners
 from ..forms.entries import ClearForm, QuarantineForm, RenewForm
-from ..models import Node, QuarantineEntry, Role
+from ..models import QuarantineEntry, Role
 from ..quarantine import quarantine_clear, quarantine_create, quarantine_renew
 from ..selectors import share_figures, tier_resolution
 from .ledger import glance, shown_count
 
 PREFILL = ("node", "n", "fails", "upper95", "seed_base", "evidence")
-LEDGER, ENTRY = "ledger/ledger.html", "ledger/entry.html"
+LEDGER, ENTRY, NEW_ENTRY = "ledger/ledger.html", "ledger/entry.html", "ledger/entry_new.html"
 
 
 def _place(request) -> str | None:
@@ -120,14 +122,28 @@ def entry_page(request, suite, pk):
     return render(request, ENTRY, _page_context(request, suite, entry, today))
 
 
-def _offered_owner(request, suite) -> str:
-    """The owner the create form offers: the query's, else the first code owner of a known
-    node (CODEOWNERS), else the user who is signed in."""
-    if owner := request.GET.get("owner"):
-        return owner
-    nodeid = request.GET.get("node")
-    known = nodeid and Node.objects.filter(suite=suite).named(nodeid).exists()
-    return (known and default_owner(suite, nodeid)) or user_handle(request.user)
+def _owner_offer(request, suite) -> OwnerOffer | None:
+    """The owner the create form offers: a link's (``?owner=``), else CODEOWNERS' for the
+    node id, else the signed-in user. None when the form asks again (htmx, its node id
+    changed) after someone typed over what it offered: their owner stays."""
+    owner, offered = request.GET.get("owner", ""), request.GET.get("offered")
+    if owner and offered is None:
+        return OwnerOffer(owner)
+    if owner and owner != offered:
+        return None
+    return owner_offer(suite, request.GET.get("node", ""), user_handle(request.user))
+
+
+def _owner_field(request, suite, bounds):
+    """The owner field again, offered for the node id now typed; nothing to swap (204)
+    when the owner is someone's own choice."""
+    offer = _owner_offer(request, suite)
+    if offer is None:
+        response = HttpResponse(status=204)
+        patch_vary_headers(response, ["HX-Request"])
+        return response
+    form = QuarantineForm(offer=offer, **bounds)
+    return render_page(request, NEW_ENTRY, {"form": form}, partial="owner")
 
 
 @login_required
@@ -149,15 +165,17 @@ def entry_new(request, suite):
             else:
                 messages.success(request, f"Quarantined until {entry.expires.isoformat()}.")
                 return redirect("entry", suite.slug, entry.pk)
+    elif wants_partial(request):
+        return _owner_field(request, suite, bounds)
     else:
         _, latest = rules.expiry_bounds(today, suite.max_quarantine_days)
-        initial = {"owner": _offered_owner(request, suite), "expires": latest}
+        initial = {"expires": latest}
         initial.update((key, request.GET[key]) for key in PREFILL if request.GET.get(key))
-        form = QuarantineForm(initial=initial, **bounds)
+        form = QuarantineForm(initial=initial, offer=_owner_offer(request, suite), **bounds)
     share = share_figures(suite, today)
-    return render(
+    return render_page(
         request,
-        "ledger/entry_new.html",
+        NEW_ENTRY,
         {
             "suite": suite,
             "nav": "ledger",

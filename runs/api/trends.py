@@ -32,7 +32,11 @@ FROM = (
     f"The first day, YYYY-MM-DD, {EARLIEST_DAY} at the earliest "
     f"(default: {DEFAULT_RANGE_DAYS - 1} days before to)."
 )
-TO = "The last day, YYYY-MM-DD, today at the latest (default: today)."
+TO = (
+    "The last day, YYYY-MM-DD (default: today). Today in UTC at the latest: the day after, "
+    "already today east of UTC, is taken as today (the answer's `to` says so); a later day "
+    "is refused."
+)
 
 
 def _refuse_renamed(query) -> None:
@@ -61,10 +65,10 @@ def _refuse_renamed(query) -> None:
         f"{DEFAULT_RANGE_DAYS} days), per day or per week (weeks start on Monday), from "
         f"verdict batches or from flake reports. For verdict batches, `retries` adds per "
         f"bucket the attempts made after a REJECT at the same patch and commit and the "
-        f"nodes that flipped between attempts (SPEC 2.4a). The range ends today at the "
-        f"latest, starts "
-        f"on {EARLIEST_DAY} at the earliest and spans at most {MAX_RANGE_DAYS} days. Needs "
-        f"a read token."
+        f"nodes that flipped between attempts (SPEC 2.4a). The range ends today (in UTC) at "
+        f"the latest: a `to` of the day after is answered up to today, a later one is "
+        f"refused. It starts on {EARLIEST_DAY} at the earliest and spans at most "
+        f"{MAX_RANGE_DAYS} days. Needs a read token."
     ),
 )
 def trends(

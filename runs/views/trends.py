@@ -26,6 +26,7 @@ from ..trends import trend_charts
 PRESETS = (7, ranges.DEFAULT_RANGE_DAYS, 90, 365)
 WEEKLY_AFTER_DAYS = 90  # a longer range is drawn per week unless the day is asked for
 AUTO_BUCKET = f"per day, per week beyond {WEEKLY_AFTER_DAYS} days"
+SHOWN = ("shown_from", "shown_to")  # the days the form's inputs showed, sent back hidden
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,15 @@ class Period(ranges.DayRange):
 
 
 class TrendsForm(forms.Form):
-    """The page's query. A preset range wins over from and to, which the form sends along
-    read-only; without a preset, from and to make a custom range."""
+    """The page's query: a preset range, or from and to for a custom one.
+
+    The form sends from and to along with every preset, and shown_from and shown_to, the
+    days its inputs showed. Days that differ from those were typed: they make the range
+    custom, whatever the Range select says (a date input needs no "custom range" first,
+    with or without JavaScript); the days a preset showed, sent back unchanged, leave the
+    preset to recompute them. A query without shown_from and shown_to (a link written by
+    hand) compares from and to with the chosen preset's own days instead.
+    """
 
     range = forms.ChoiceField(
         choices=[(str(d), f"last {d} days") for d in PRESETS] + [("custom", "custom range")],
@@ -78,14 +86,29 @@ class TrendsForm(forms.Form):
     @property
     def custom(self) -> bool:
         chosen = self.data.get("range")
-        return chosen == "custom" or (
-            not chosen and any(self.data.get(name) for name in ("from", "to"))
-        )
+        if chosen == "custom":
+            return True
+        if not chosen:
+            return any(self.data.get(name) for name in ("from", "to"))
+        if chosen not in {str(days) for days in PRESETS}:
+            return False  # not a listed range: the form's errors say so
+        return self._days_typed(int(chosen))
+
+    def _days_typed(self, preset: int) -> bool:
+        sent = tuple(self.data.get(name) or "" for name in ("from", "to"))
+        if not any(sent):
+            return False
+        if any(name in self.data for name in SHOWN):
+            showed = tuple(self.data.get(name) or "" for name in SHOWN)
+        else:
+            days = ranges.last_days(preset, self.today)
+            showed = (days.start.isoformat(), days.end.isoformat())
+        return sent != showed
 
     def clean(self):
         data = super().clean()
         chosen = data.get("range")
-        if chosen and chosen != "custom":
+        if chosen and not self.custom:
             data["dates"] = ranges.last_days(int(chosen), self.today)
             return data
         # An empty date input is how a form says "not set": the default fills it in.
@@ -105,7 +128,7 @@ class TrendsForm(forms.Form):
         preset = "custom" if self.custom else data["range"] or str(ranges.DEFAULT_RANGE_DAYS)
         bucket = data["bucket"] or ("week" if dates.days > WEEKLY_AFTER_DAYS else "day")
         return Period(dates.start, dates.end, bucket, data["with_clean"], preset,
-                      data["bucket"] or "")
+                      data["bucket"] or "", end_asked=dates.end_asked)
 
     def messages(self) -> list[str]:
         return [message for errors in self.errors.values() for message in errors]
@@ -167,11 +190,10 @@ def trends(request, suite, form, period, today):
         "nav": "trends",
         "form": form,
         "period": period,
-        "custom": custom,
         "shown": shown,
         "earliest": ranges.EARLIEST_DAY.isoformat(),
+        "latest": ranges.latest_to(today).isoformat(),
         "max_days": ranges.MAX_RANGE_DAYS,
-        "today": today.isoformat(),
         "charts": _charts(suite, period, today) if period is not None else None,
     }
     response = render_page(request, "runs/trends.html", context, partial="charts")

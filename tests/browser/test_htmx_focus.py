@@ -4,7 +4,8 @@ current, and the page is not loaded again."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+import re
+from datetime import date, timedelta
 
 import pytest
 from playwright.sync_api import expect
@@ -23,6 +24,8 @@ READY = "tests/test_pay.py::test_refunds_once"
 CLEARED = "tests/test_pay.py::test_retries_the_bank"
 FLAKY = "tests/test_a.py::test_flakes"
 ACTIVE = "a[href$='state=active'] .figure"
+DESK = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
 
 
 def _same_document(page):
@@ -39,6 +42,11 @@ def _focused(page) -> str:
         "(() => { const e = document.activeElement; const text = (e.innerText || '').trim();"
         " return `${e.tagName.toLowerCase()}#${e.id} ${text.slice(0, 60)}`; })()"
     )
+
+
+def _typed(day: date) -> str:
+    """The keys that type a day into a date input, as an en-US Chromium lays it out."""
+    return day.strftime("%m%d%Y")
 
 
 def _ready(suite, nodeid: str, k: int) -> None:
@@ -161,3 +169,37 @@ def test_typing_a_tier_rule_keeps_the_focus_in_the_field(board, suite, lead):
     expect(page.locator("#rule-preview")).to_contain_text("1")
     expect(glob).to_be_focused()
     board.finish("htmx-tier-rule-preview")
+
+
+@pytest.mark.parametrize("viewport", [DESK, PHONE], ids=["desk", "phone"])
+def test_typing_a_trends_day_applies_a_custom_range_in_place(board, suite, lead, today,
+                                                              viewport):
+    report_ingest(suite=suite, body=body([measurement("tests/test_t.py::test_t")]), actor="ci")
+    page = board.page
+    page.set_viewport_size(viewport)
+    board.sign_in(lead.username, PASSWORD)
+    board.goto(f"/suites/{suite.slug}/trends/")
+    expect(page.locator(".range-summary")).to_contain_text(": 30 days")
+    _same_document(page)
+    summary, live = page.locator(".range-summary"), page.locator("#live")
+
+    start = today - timedelta(days=10)
+    first = page.get_by_label("From", exact=True)
+    first.press_sequentially(_typed(start))
+    said = f"{start.isoformat()} to {today.isoformat()}: 11 days"
+    expect(summary).to_contain_text(said)
+    expect(live).to_contain_text(said)
+    expect(page.get_by_label("Range", exact=True)).to_have_value("custom")
+    expect(page.get_by_label("From", exact=True)).to_be_focused()
+    page.wait_for_url(re.compile(rf"[?&]range=custom&from={start.isoformat()}&"))
+
+    # The day after today in UTC, a viewer's today east of it: shown up to today, and said.
+    tomorrow = today + timedelta(days=1)
+    page.get_by_label("To", exact=True).press_sequentially(_typed(tomorrow))
+    cut = f"to {tomorrow.isoformat()} is after today in UTC; shown up to {today.isoformat()}."
+    expect(summary).to_contain_text(cut)
+    expect(live).to_contain_text(cut)
+    expect(page.get_by_label("To", exact=True)).to_be_focused()
+    expect(page.get_by_label("To", exact=True)).to_have_value(today.isoformat())
+    _still_the_same_document(page)
+    board.finish(f"htmx-trends-typed-day-{viewport['width']}")

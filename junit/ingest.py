@@ -31,8 +31,9 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, fiel
 
 from flakeboard import rules as gate_rules
 from ledger.models import Suite
+from ledger.refusals import Code, problems, refusal
 from ledger.stored_once import stored_once
-from ledger.wire import Code, Meta, OptionalMeta, problems, refusal
+from ledger.wire import Meta, OptionalMeta
 from web.bulk import cycle_collector_paused, insert_plain
 from web.metrics import observed
 

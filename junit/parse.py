@@ -26,7 +26,7 @@ from defusedxml import DefusedXmlException, DTDForbidden, EntitiesForbidden
 
 from flakeboard import rules as gate_rules
 from ledger.messages import phrase
-from ledger.wire import Code, WireProblem
+from ledger.refusals import Code, WireProblem
 
 from . import nodeids
 from .rules import Attempt, Outcome, Producer

@@ -22,8 +22,9 @@ from django.db import transaction
 from ledger.locks import lock_suite
 from ledger.models import QuarantineEntry, Suite
 from ledger.quarantine import quarantine_create
+from ledger.refusals import kind_of
 from ledger.selectors import share_figures
-from ledger.wire import kind_of, read_row
+from ledger.wire import read_row
 
 IMPORT_NOTE = "Imported from flake_ledger.json"
 

@@ -22,9 +22,9 @@ from flakeboard import rules
 from ledger.clearance import measurements_seen
 from ledger.locks import lock_suite
 from ledger.models import QuarantineEntry, Suite
+from ledger.refusals import UploadInvalid
 from ledger.selectors import open_entries_by_node, share_figures
 from ledger.stored_once import stored_once
-from ledger.wire import UploadInvalid
 from web.bulk import cycle_collector_paused, insert_chunked
 from web.metrics import observed
 

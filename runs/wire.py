@@ -15,9 +15,18 @@ from pydantic import BaseModel, Field, Strict, ValidationError, model_validator
 from pydantic.dataclasses import dataclass
 
 from flakeboard import rules
-from ledger.wire import (
+from ledger.refusals import (
     MAX_ERRORS,
     Code,
+    UploadInvalid,
+    WireProblem,
+    kind_of,
+    load_json,
+    problems,
+    refuse_repeats,
+    refuse_too_many,
+)
+from ledger.wire import (
     FailCount,
     Manifest,
     MomentDate,
@@ -27,14 +36,7 @@ from ledger.wire import (
     RunCount,
     Seed,
     StatedTier,
-    UploadInvalid,
     Upper95,
-    WireProblem,
-    kind_of,
-    load_json,
-    problems,
-    refuse_repeats,
-    refuse_too_many,
 )
 
 RiskyLines = Annotated[int, Strict(), Field(ge=0, le=rules.COUNT_MAX)]

@@ -25,9 +25,10 @@ from django.urls import reverse
 from flakeboard import rules
 from ledger.ledger_file import LedgerFileError, import_ledger, read_ledger
 from ledger.quarantine import quarantine_create
+from ledger.refusals import Code
 from ledger.tiers import tier_rule_add
 from ledger.tokens import token_create
-from ledger.wire import Code, read_row
+from ledger.wire import read_row
 from runs.ingest import report_ingest
 from runs.models import NodeVerdict, Report, VerdictBatch
 from tests.helpers import body, measurement

@@ -12,7 +12,7 @@ from django.urls import reverse
 from prometheus_client.parser import text_string_to_metric_families
 
 from ledger.quarantine import quarantine_create
-from ledger.wire import UploadInvalid
+from ledger.refusals import UploadInvalid
 from runs.ingest import report_ingest
 from tests.helpers import body, measurement
 from web.metrics import REGISTRY

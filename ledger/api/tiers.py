@@ -14,11 +14,9 @@ from web.api.bodies import raw_json_body
 from web.api.errors import ErrorOut, refused
 from web.api.openapi import json_body
 
-from ..selectors import tier_resolutions
-from ..wire import (
+from ..refusals import (
     MAX_ERRORS,
     Code,
-    NodeId,
     UploadInvalid,
     WireProblem,
     kind_of,
@@ -26,6 +24,8 @@ from ..wire import (
     problems,
     refuse_too_many,
 )
+from ..selectors import tier_resolutions
+from ..wire import NodeId
 
 router = Router(tags=["ledger"])
 

@@ -41,7 +41,7 @@ class ApiError(Exception):
 
 
 def refused(exc) -> ApiError:
-    """An upload refused whole (``ledger.wire.UploadInvalid``): not JSON is 400; more rows
+    """An upload refused whole (``ledger.refusals.UploadInvalid``): not JSON is 400; more rows
     than an upload may hold is 413; JSON that is not a valid upload is 422. Nothing was
     stored."""
     status = {"invalid_json": 400, "too_many_records": 413}.get(exc.code, 422)

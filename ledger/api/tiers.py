@@ -14,16 +14,7 @@ from web.api.bodies import raw_json_body
 from web.api.errors import ErrorOut, refused
 from web.api.openapi import json_body
 
-from ..refusals import (
-    MAX_ERRORS,
-    Code,
-    UploadInvalid,
-    WireProblem,
-    kind_of,
-    load_json,
-    problems,
-    refuse_too_many,
-)
+from .. import refusals
 from ..selectors import tier_resolutions
 from ..wire import NodeId
 
@@ -49,20 +40,21 @@ class TiersAnswer(Schema):
 
 def parse_nodeids(body: bytes, max_records: int) -> list[str]:
     """The body's node ids, whole; UploadInvalid naming the row of each bad one."""
-    data = load_json(body)
+    data = refusals.load_json(body)
     if not isinstance(data, list):
-        raise UploadInvalid("validation_failed", [WireProblem(
-            Code.INVALID_SHAPE, f"the body must be a list of node ids (got {kind_of(data)})",
+        raise refusals.UploadInvalid("validation_failed", [refusals.WireProblem(
+            refusals.Code.INVALID_SHAPE,
+            f"the body must be a list of node ids (got {refusals.kind_of(data)})",
         )])
-    refuse_too_many(data, "node ids", max_records)
+    refusals.refuse_too_many(data, "node ids", max_records)
     try:
         return NodeIds.validate_python(data)
     except ValidationError as exc:
         found = [
-            WireProblem(p.code, p.message, p.row, "node")
-            for p in problems(exc, limit=MAX_ERRORS)
+            refusals.WireProblem(p.code, p.message, p.row, "node")
+            for p in refusals.problems(exc, limit=refusals.MAX_ERRORS)
         ]
-        raise UploadInvalid("validation_failed", found, exc.error_count()) from None
+        raise refusals.UploadInvalid("validation_failed", found, exc.error_count()) from None
 
 
 @router.post(
@@ -83,7 +75,7 @@ def tiers(request, suite: str):
     suite = suite_for_token(request, suite, Scope.READ)
     try:
         nodeids = parse_nodeids(raw_json_body(request), settings.UPLOAD_MAX_RECORDS)
-    except UploadInvalid as exc:
+    except refusals.UploadInvalid as exc:
         raise refused(exc) from None
     resolved = tier_resolutions(suite, nodeids)
     return {"suite": suite.slug, "tiers": [

@@ -13,6 +13,9 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+# The two screens every journey that changes with the width is walked on.
+PHONE = {"width": 390, "height": 844}
+DESK = {"width": 1280, "height": 800}
 
 
 class Board:

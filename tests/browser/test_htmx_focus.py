@@ -16,6 +16,8 @@ from tests.conftest import PASSWORD
 from tests.helpers import body, measurement, quarantined
 from tests.junit_files import junit_xml
 
+from .board import DESK, PHONE
+
 pytestmark = pytest.mark.browser
 
 MARKER = "window.__sameDocument"
@@ -24,8 +26,6 @@ READY = "tests/test_pay.py::test_refunds_once"
 CLEARED = "tests/test_pay.py::test_retries_the_bank"
 FLAKY = "tests/test_a.py::test_flakes"
 ACTIVE = "a[href$='state=active'] .figure"
-DESK = {"width": 1280, "height": 800}
-PHONE = {"width": 390, "height": 844}
 
 
 def _same_document(page):

@@ -12,6 +12,8 @@ from ledger.models import AuditEvent, QuarantineEntry
 from tests.conftest import PASSWORD
 from tests.helpers import quarantined
 
+from .board import PHONE
+
 pytestmark = pytest.mark.browser
 
 FIRST = "tests/test_cache.py::test_evicts_under_pressure"
@@ -19,7 +21,6 @@ SECOND = "tests/test_queue.py::test_drains_on_shutdown"
 LATER = "tests/test_search.py::test_ranks_stably"
 EVIDENCE = "https://ci.example.com/runs/5150"
 REASON = "Still flaky under load; the fix is in review 812."
-PHONE = {"width": 390, "height": 844}
 
 
 @pytest.fixture

@@ -11,13 +11,12 @@ from ledger.tokens import token_create
 from tests.conftest import PASSWORD
 from tests.junit_files import junit_xml
 
-from .board import call_api
+from .board import PHONE, call_api
 
 pytestmark = pytest.mark.browser
 
 FLIPPED = "tests/test_payments.py::TestRefunds::test_refund_retries_once_when_the_gateway_times_out"
 JUNIT = "tests/test_ledger.py::test_settlement_rounding"
-PHONE = {"width": 390, "height": 844}
 
 
 def attempt(board, token, check: str) -> dict:

@@ -10,9 +10,10 @@ from playwright.sync_api import expect
 from tests.conftest import PASSWORD
 from tests.helpers import quarantined
 
+from .board import PHONE
+
 pytestmark = pytest.mark.browser
 
-PHONE = {"width": 390, "height": 844}
 EXPIRING = "tests/test_cache.py::test_evicts_under_pressure_with_a_rather_long_name"
 STEADY = "tests/test_search.py::test_ranks_stably"
 NEW_EVIDENCE = "https://ci.example.com/runs/4242"

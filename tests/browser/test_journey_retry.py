@@ -11,13 +11,12 @@ from playwright.sync_api import expect
 from ledger.tokens import token_create
 from tests.conftest import PASSWORD
 
-from .board import call_api
+from .board import PHONE, call_api
 
 pytestmark = pytest.mark.browser
 
 FLAKY = "tests/test_payments.py::test_refund_retries_once"
 STEADY = [f"tests/test_payments.py::test_steady_{i}" for i in range(12)]
-PHONE = {"width": 390, "height": 844}
 PATCH, COMMIT = "pr-311", "9f1e2d3"
 
 

@@ -22,6 +22,24 @@ def infrastructure_sentence(file: JUnitFile) -> str:
     return f"An infrastructure failure: {why}; {LEFT_OUT}."
 
 
+def sizes_test_set(file: JUnitFile) -> bool:
+    """The file's tests count in its commit's CI run, which sizes the test set: it is of the
+    suite's default branch, and no broken runner's (ledger.test_set; docs/test-set.md)."""
+    return not file.infrastructure and file.branch == file.suite.default_branch
+
+
+def test_set_sentence(file: JUnitFile) -> str:
+    """What the file does to the test set, where a CI job's author wants to know: counted,
+    or (a file that names no branch) why not. A file of another branch says nothing."""
+    default = file.suite.default_branch
+    if sizes_test_set(file):
+        return f" Its tests count in the test set: CI's run of {file.commit} on {default}."
+    if not file.branch and not file.infrastructure:
+        return (f" It names no branch, so it does not size the test set (only {default}'s "
+                f"runs do: give the branch).")
+    return ""
+
+
 def summary(file: JUnitFile) -> str:
     counts = (f"{plural(file.testcases, 'test')}: {file.passed} passed, {file.failed} failed, "
               f"{file.error} error, {file.skipped} skipped; {plural(file.reruns, 'rerun')}.")
@@ -32,7 +50,7 @@ def summary(file: JUnitFile) -> str:
     if file.differs_by_job:
         found += (f" {plural(len(file.differs_by_job), 'test')} passed in one job of the "
                   f"commit and failed in another: differs by job, not flaky.")
-    return f"{counts} {found}"
+    return f"{counts} {found}{test_set_sentence(file)}"
 
 
 def junit_answer(outcome: JUnitOutcome) -> dict:
@@ -58,5 +76,6 @@ def junit_answer(outcome: JUnitOutcome) -> dict:
         "newly_flaky": file.newly_flaky,
         "newly_flaky_count": len(file.newly_flaky),
         "differs_by_job": file.differs_by_job,
+        "sizes_test_set": sizes_test_set(file),
         "summary": summary(file),
     }

@@ -4,15 +4,18 @@ rollups in one transaction, under the suite's write lock (``ledger.locks.lock_su
 1. **parse**: the query (commit, branch, job, attempt) and the whole file
    (``junit.parse``); a refusal names the testcase and the field, and nothing is stored;
 2. **resolve**: each testcase's node, new nodes created (``junit.nodes``: they do not
-   join the gate's test set);
+   join the known nodes);
 3. **judge**: each test's attempts merged, its failure signature, whether the file is an
    infrastructure failure (``junit.rules``, ``junit.signatures``);
 4. **store**: the file, its results, and unless it is an infrastructure failure the
-   rollups and what they show (``junit.detect``);
+   rollups and what they show (``junit.detect``) and, for a file of the default branch,
+   its tests added to its commit's CI run, which sizes the test set
+   (``ledger.test_set``);
 5. **answer**: from what was stored (``junit.answers``).
 
 The same body with the same query is stored once: the second upload answers the stored
-result, marked as a duplicate. Nothing here touches the ledger or the gate.
+result, marked as a duplicate. Nothing here touches the ledger's entries or the gate's
+verdicts; a CI run changes the quarantined share's test set only.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from flakeboard import rules as gate_rules
 from ledger.models import Suite
 from ledger.refusals import Code, problems, refusal
 from ledger.stored_once import stored_once
+from ledger.test_set import ci_run_add
 from ledger.wire import Meta, OptionalMeta
 from web.bulk import cycle_collector_paused, insert_plain
 from web.metrics import observed
@@ -142,4 +146,8 @@ def _store(suite: Suite, parsed: ParsedFile, meta: UploadMeta, *, digest: str, a
          r.passes, r.failures, r.duration, r.message, signatures.get(node, ""))
         for node, r in results.items()
     ])
+    if not reason:
+        # A broken runner's file does not say which tests CI runs.
+        ci_run_add(suite, branch=meta.branch, commit=meta.commit, job=meta.job,
+                   nodes=results.keys(), at=now)
     return JUnitOutcome(file)

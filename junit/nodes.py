@@ -8,12 +8,11 @@ with the testcase's classname and name. A node an earlier JUnit file created is 
 guess and decides nothing: once a report names the true id, later files map to it (the
 results stored before stay under the guess).
 
-**JUnit nodes do not join the test set.** A node first seen in a JUnit file is created
-with its tier (the suite's tier rules) and no ``first_seen``/``last_seen``: those are the
-days a gate upload named it, and the quarantined share's test set is the nodes seen there
-(SPEC 2.2). A JUnit file lists every test a job ran; counting its nodes would grow the
-test set and let more quarantines under the cap, and passive evidence would change the
-gate.
+**JUnit nodes do not join the known nodes.** A node first seen in a JUnit file is
+created with its tier (the suite's tier rules) and no ``first_seen``/``last_seen``: those
+are the days a gate upload named it. The test set counts JUnit's tests another way: the
+default branch's most recent complete CI run (``ledger.test_set``, docs/test-set.md), one
+commit's, which no file of another branch can pad.
 """
 
 from __future__ import annotations

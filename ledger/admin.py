@@ -105,11 +105,12 @@ class SuiteAdmin(admin.ModelAdmin):
     ]
 
     def get_readonly_fields(self, request, obj=None):
-        # The JUnit infrastructure share (80% unless changed) and the count that makes an
-        # entry ready to clear are suite settings too: like the policy, they are not
-        # changed here, unaudited (a new suite takes the deployment's default).
+        # The JUnit infrastructure share (80% unless changed), the count that makes an
+        # entry ready to clear and the default branch (whose CI runs size the test set)
+        # are suite settings too: like the policy, they are not changed here, unaudited
+        # (a new suite takes the default).
         fixed = ["ledger_revision", "created_at", "junit_infrastructure_share",
-                 "clear_after_clean_measurements"]
+                 "clear_after_clean_measurements", "default_branch"]
         return fixed if obj is None else [*fixed, "settings_page", *self.audited_fields]
 
     @admin.display(description="Settings page")

@@ -162,7 +162,7 @@ def _warnings(suite: Suite, created: list[QuarantineEntry], today: date) -> list
     if figures.over_cap:
         warnings.append(
             f"The quarantined share is {figures.share:.1%} ({figures.quarantined} of "
-            f"{figures.size}), over the cap of {suite.max_quarantined_share:.1%}: "
+            f"{figures.size_words}), over the cap of {suite.max_quarantined_share:.1%}: "
             "reports will fail with quarantine_cap_exceeded."
         )
     return warnings

@@ -48,6 +48,12 @@ def live_entry_q(today: date) -> Q:
     return FOR_GATE & window_q("expires", rules.LIVE, today)
 
 
+def ci_run_q(today: date, branch: str) -> Q:
+    """CI runs that may size the test set (rules.sizing_run's input): the branch's, with a
+    file within the window."""
+    return Q(branch=branch) & window_q("last_day", rules.CI_RUN_WINDOW, today)
+
+
 def known_node_q(today: date, entries: QuerySet) -> Q:
     """Nodes in the test set (rules.node_is_known): seen within the window, or holding an
     open entry among ``entries`` (the caller's ``QuarantineEntry.objects``: this module

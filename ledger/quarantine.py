@@ -118,7 +118,7 @@ def quarantine_create(
                 errors.add(
                     NON_FIELD_ERRORS,
                     f"Quarantining this node would put {after.quarantined} of "
-                    f"{after.size} nodes in quarantine ({after.share:.1%}), "
+                    f"{after.size_words} in quarantine ({after.share:.1%}), "
                     f"over the suite's cap of {after.cap:.1%}.",
                     "cap_exceeded",
                 )

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from datetime import date
 
-from django.db.models import Count
+from django.db.models import Count, Subquery
+from django.db.models.functions import Coalesce
 
 from flakeboard import rules
 
 from . import predicates
-from .models import GATE_FIELDS, Node, QuarantineEntry, Suite, gate_entry
+from .models import GATE_FIELDS, CiRun, Node, QuarantineEntry, Suite, gate_entry
 
 ID_CHUNK = 500
 
@@ -71,6 +72,13 @@ def known_nodes(suite: Suite, today: date):
     return Node.objects.filter(suite=suite).filter(known)
 
 
+def ci_sizing_run(suite: Suite, today: date) -> rules.CiRunFacts | None:
+    """CI's run that sizes the suite's test set today (rules.sizing_run), if any."""
+    recent = CiRun.objects.filter(suite=suite).filter(
+        predicates.ci_run_q(today, suite.default_branch)).order_by("-first_at", "-pk")
+    return rules.sizing_run([run.facts for run in recent.defer("members")[: rules.CI_RUNS_READ]])
+
+
 def share_figures(
     suite: Suite,
     today: date,
@@ -78,18 +86,30 @@ def share_figures(
     selected_total: int | None = None,
     joining: int = 0,
 ) -> rules.ShareFigures:
-    """The quarantined share of the test set (SPEC 2.2), the one computation every path uses.
+    """The quarantined share of the test set (SPEC 2.2 as docs/test-set.md amends it), the
+    one computation every path uses: the report's ``selected_total``; else CI's last
+    complete run on the default branch; else the known nodes.
 
-    ``joining`` counts the nodes an upload or a new entry is about to bring into the test
-    set (nodes it names that are not known yet): they belong to it from that moment.
+    ``joining`` counts the nodes an upload or a new entry is about to bring into the known
+    nodes (nodes it names that are not known yet): they belong to them from that moment.
     """
-    quarantined = QuarantineEntry.objects.filter(suite=suite).live(today).count()
+    live = QuarantineEntry.objects.filter(suite=suite).live(today)
+    cap = suite.max_quarantined_share
     if selected_total is not None:
-        size, source = selected_total, rules.SizeSource.SELECTED_TOTAL
-    else:
-        size = known_nodes(suite, today).count() + joining
-        source = rules.SizeSource.KNOWN_NODES
-    return rules.ShareFigures(quarantined, size, suite.max_quarantined_share, source)
+        return rules.ShareFigures(live.count(), selected_total, cap,
+                                  rules.SizeSource.SELECTED_TOTAL)
+    if run := ci_sizing_run(suite, today):
+        return rules.ShareFigures(live.count(), run.tests, cap, rules.SizeSource.CI_RUN, run)
+    # Both counts in one query: every path reads the share in two.
+    quarantined, known = Suite.objects.filter(pk=suite.pk).values_list(
+        _count(live), _count(known_nodes(suite, today))).get()
+    return rules.ShareFigures(quarantined, known + joining, cap, rules.SizeSource.KNOWN_NODES)
+
+
+def _count(queryset) -> Coalesce:
+    """A queryset's row count as a subquery, for a query that reads several counts."""
+    counted = queryset.order_by().values("suite").annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counted), 0)
 
 
 def open_entries_by_node(suite: Suite, node_ids=None) -> dict[int, QuarantineEntry]:

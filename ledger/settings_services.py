@@ -168,6 +168,15 @@ def junit_share_set(*, suite: Suite, actor: str, share: float) -> Suite:
                    note="JUnit infrastructure share", bump=False)
 
 
+def default_branch_set(*, suite: Suite, actor: str, branch: str) -> Suite:
+    """Set the branch whose CI runs size the test set (docs/test-set.md). It changes the
+    quarantined share, not what the served ledger holds."""
+    values = {"default_branch": branch.strip()}
+    _check_bounds(suite, values)
+    return _update(suite=suite, values=values, actor=actor, note="default branch",
+                   bump=False)
+
+
 def _other_leads(suite: Suite, membership: Membership) -> bool:
     leads = Membership.objects.filter(suite=suite, role=Role.LEAD).exclude(pk=membership.pk)
     return leads.exists()

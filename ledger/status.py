@@ -51,7 +51,7 @@ def status_answer(suite: Suite, today: date, absolute: Callable[[str], str] = st
         "summary": rules.status_summary(now),
         "causes": status_causes(suite, now, absolute),
         "entries": counts,
-        "share": {**share.answer(), "headroom": share.headroom},
+        "share": {**share.answer(), **share.source_answer(), "headroom": share.headroom},
         "ledger_revision": suite.ledger_revision,
         "url": absolute(reverse("overview", args=[suite.slug])),
     }

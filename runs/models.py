@@ -130,6 +130,10 @@ class Report(Upload):
         max_length=20, blank=True, choices=[(s.value, s.value) for s in rules.SizeSource],
         help_text="Where the test set size came from.",
     )
+    size_commit = models.CharField(
+        max_length=rules.META_MAX_LENGTH, blank=True,
+        help_text="The commit of CI's run that sized the test set (size source ci_run).",
+    )
     over_cap = models.BooleanField(default=False)
     measurement_count = models.PositiveIntegerField(default=0)
     fail_count = models.PositiveIntegerField(default=0)
@@ -141,6 +145,11 @@ class Report(Upload):
 
     def __str__(self):
         return f"report {self.pk} ({self.status})"
+
+    @property
+    def size_words(self) -> str:
+        """The test set's size and what it counted (rules.size_words)."""
+        return rules.size_words(self.test_set_size, self.size_source)
 
 
 class Measurement(UploadRow):

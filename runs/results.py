@@ -79,7 +79,8 @@ def report_answer(outcome: IngestOutcome) -> dict:
     return {
         **_upload_answer(outcome, "report"),
         "status": report.status,
-        "share": {**share.answer(), "size_source": report.size_source or None},
+        "share": {**share.answer(), "size_source": report.size_source or None,
+                  "size_commit": report.size_commit or None},
         "counts": gate_counts(report),
         "attempt": report.attempt,
         "earlier_attempts": earlier_attempts(report),

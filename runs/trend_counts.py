@@ -23,7 +23,8 @@ from django.db.models import Count, Exists, Min, OuterRef, Q, Sum
 from flakeboard import rules
 from flakeboard.rules.trends import FIRST_RETRY, RETRIED_AFTER, Gate, first_flip
 from flakeboard.rules.trends_range import BUCKET_DAYS, bucket_start, bucket_starts
-from ledger.models import Node, QuarantineEntry, Suite
+from ledger import predicates
+from ledger.models import CiRun, Node, QuarantineEntry, Suite
 
 from .models import NodeVerdict, ReasonRollup, VerdictBatch
 
@@ -104,7 +105,7 @@ def retry_counts(suite: Suite, *, start: date, end: date, bucket: str = "day") -
 class ShareDay:
     day: date
     quarantined: int  # entries counting toward the share at the end of the day
-    size: int  # nodes the suite knew that day
+    size: int  # the test set that day (its CI run, or the nodes the suite knew)
 
     @property
     def share(self) -> float:
@@ -136,10 +137,12 @@ class _DayCounts:
 def share_over_time(suite: Suite, *, start: date, end: date) -> list[ShareDay]:
     """The quarantined share (SPEC 2.2) at the end of each day of [start, end].
 
-    A node counts as known from its first sighting to 30 days after its last one, or while
-    it holds an open entry; an entry counts from its creation until it is cleared or its
-    expiry passes, unless the node's tier now makes it a violation. On today the figures
-    are exactly those of the ledger's own share.
+    The test set is CI's run that sized it that day (``rules.sizing_run_on``, on today's
+    default branch); on a day without one, the known nodes: a node counts as known from its
+    first sighting to 30 days after its last one, or while it holds an open entry. An entry
+    counts from its creation until it is cleared or its expiry passes, unless the node's
+    tier now makes it a violation. On today the figures are exactly those of the ledger's
+    own share.
     """
     window = timedelta(days=rules.KNOWN_NODE_WINDOW_DAYS)
     after_end = end + timedelta(days=1)
@@ -180,10 +183,20 @@ def share_over_time(suite: Suite, *, start: date, end: date) -> list[ShareDay]:
             size.add(max(opened, last_seen + window + timedelta(days=1)), closed)
 
     days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
+    runs = _ci_runs(suite, start=start, end=end)
+    sized = [rules.sizing_run_on(day, runs) for day in days]
     return [
-        ShareDay(day, q, s)
-        for day, q, s in zip(days, quarantined.totals(), size.totals(), strict=True)
+        ShareDay(day, q, run.tests if run else s)
+        for day, q, s, run in zip(days, quarantined.totals(), size.totals(), sized, strict=True)
     ]
+
+
+def _ci_runs(suite: Suite, *, start: date, end: date) -> list[rules.CiRunFacts]:
+    """The default branch's CI runs that may have sized the test set on a day of [start,
+    end], newest first."""
+    runs = CiRun.objects.filter(suite=suite, first_at__lt=_midnight(end + timedelta(days=1)))
+    runs = runs.filter(predicates.ci_run_q(start, suite.default_branch))
+    return [run.facts for run in runs.order_by("-first_at", "-pk").defer("members")]
 
 
 def peak_per_bucket(days: list[ShareDay], bucket: str) -> list[tuple[date, ShareDay]]:

@@ -205,7 +205,7 @@ def distribution_chart(counts: dict, *, key: str, title: str, source: str,
 
 def share_chart(suite: Suite, *, charted: DayRange | None, bucket: str) -> Chart:
     """The peak share per bucket of the charted days against the cap; no point, and no cap,
-    on a day the suite knew no node (nothing to share)."""
+    on a day the test set was empty (nothing to share)."""
     points = [] if charted is None else peak_per_bucket(
         share_over_time(suite, start=charted.start, end=charted.end), bucket)
     cap = round(100 * suite.max_quarantined_share, 2)
@@ -222,12 +222,13 @@ def share_chart(suite: Suite, *, charted: DayRange | None, bucket: str) -> Chart
             Column("cap %", [cap if p.size else None for _, p in points], limit=True,
                    tone=Tone.FAIL),
             Column("quarantined", [p.quarantined for _, p in points], False),
-            Column("known nodes", [p.size for _, p in points], False),
+            Column("test set", [p.size for _, p in points], False),
         ],
         unit="%",
         description=(
             "Entries counting toward the share (open, unexpired, not tier violations) "
-            "over the nodes the suite knew, at the end of each day."
+            "over the test set, at the end of each day: the tests of CI's run on the "
+            "default branch that day, or where none had run, the nodes the suite knew."
         ),
         **(bucket_days(labels, bucket, charted) if charted else {}),
     )

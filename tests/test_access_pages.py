@@ -61,6 +61,7 @@ POST settings_fixture_pin          302 404 403 403 302 302 302 302 302 302
 POST settings_badge                302 404 403 403 302 302 302 302 302 302
 POST settings_auto_clear           302 404 403 403 302 302 302 302 302 302
 POST settings_junit                302 404 403 403 302 302 302 302 302 302
+POST settings_test_set             302 404 403 403 302 302 302 302 302 302
 POST settings_codeowners           302 404 403 403 302 302 302 302 302 302
 POST settings_tier_rule_add        302 404 403 403 302 302 302 302 302 302
 GET  settings_tier_rule_preview    302 404 403 403 200 200 302 302 302 302
@@ -133,6 +134,8 @@ def page_request(method: str, action: str, w) -> Request:
             "auto_clear": "on"}),
         "settings_junit": Request(reverse("settings_junit", args=[s]), {
             "junit_infrastructure_share": "70"}),
+        "settings_test_set": Request(reverse("settings_test_set", args=[s]), {
+            "default_branch": "trunk"}),
         "settings_codeowners": Request(reverse("settings_codeowners", args=[s]), {
             "codeowners": "tests/ @finley\n"}),
         "settings_tier_rule_add": Request(reverse("settings_tier_rule_add", args=[s]), {

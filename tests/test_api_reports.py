@@ -65,7 +65,8 @@ def test_the_envelope_carries_metadata_and_the_test_set_size(board, suite, token
     result = board.report(suite.slug, token, body(envelope)).json
     assert (result["status"], result["exit_code"]) == ("OK", 0)
     assert result["share"] == {"quarantined": 0, "test_set_size": 120, "share": 0.0,
-                               "cap": 0.05, "over_cap": False, "size_source": "selected_total"}
+                               "cap": 0.05, "over_cap": False, "size_source": "selected_total",
+                               "size_commit": None}
     assert Report.objects.get().evidence == "https://ci.example.com/run/1"
 
 
@@ -108,7 +109,8 @@ def test_a_share_over_the_cap_fails_the_report(board, suite, token, today):
     assert (result["status"], result["reason"], result["exit_code"]) == (
         "FAIL", "quarantine_cap_exceeded", 1)
     assert result["share"] == {"quarantined": 1, "test_set_size": 10, "share": 0.1,
-                               "cap": 0.05, "over_cap": True, "size_source": "selected_total"}
+                               "cap": 0.05, "over_cap": True, "size_source": "selected_total",
+                               "size_commit": None}
 
 
 def test_the_gate_reads_the_ledger_as_it_is_at_upload(board, suite, token, today):

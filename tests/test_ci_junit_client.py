@@ -22,7 +22,9 @@ def test_files_are_stored_and_the_newly_flaky_tests_printed(run, suite):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == (f"{RERUNS}: 10 tests: 7 passed, 1 failed, 1 error, 1 skipped; "
-                        "7 reruns. 2 tests newly flaky on commit 9f3c2a1 (job py3.12).")
+                        "7 reruns. 2 tests newly flaky on commit 9f3c2a1 (job py3.12). "
+                        "It names no branch, so it does not size the test set (only main's "
+                        "runs do: give the branch).")
     assert lines[1].startswith(f"{JEST}: ")
     assert [line for line in lines if line.startswith("FLAKY ")] == [
         f"FLAKY {node}" for node in FLAKY]

@@ -202,6 +202,24 @@ def test_the_gitlab_ci_job(parse_client, pytest_options):
     assert "--junit-xml=" + reports["junit"] in gate.pytest_args
 
 
+def test_the_default_branch_job_uploads_its_junit_with_its_branch(parse_client,
+                                                                   pytest_options):
+    """The test set is the default branch's CI run: docs/test-set.md's job for pushes to
+    main uploads each run's JUnit with the branch and the job named."""
+    (block,) = fenced_blocks_under("docs/test-set.md", "Wiring it")
+    workflow = yaml.safe_load(block.content)
+    assert workflow[True]["push"]["branches"] == ["main"]  # YAML 1.1 reads "on" as True
+    (job,) = workflow["jobs"].values()
+    runs = [step["run"] for step in job["steps"] if "run" in step]
+    assert CLIENT_DOWNLOAD in runs
+    parsed = check_commands(client_commands(runs), parse_client, pytest_options)
+    junit = parsed["junit"]
+    assert junit.branch and junit.job and junit.commit
+    upload = next(run for run in runs if " junit " in run)
+    assert '--branch "$GITHUB_REF_NAME"' in upload  # the pushed branch's name
+    assert any(f"--junit-xml={junit.files[0]}" in run for run in runs)
+
+
 def shell_blocks() -> list[tuple[str, str]]:
     return [(name, token.content) for name in doc_names() for token in doc_tokens(name)
             if token.type == "fence" and token.info in ("sh", "")]

@@ -116,11 +116,12 @@ def test_quarantine_is_prefilled_from_the_passive_counts_with_the_page_as_eviden
 
 
 def test_a_quarantined_or_never_quarantinable_test_offers_no_quarantine(suite, flaky_page, today):
-    # A test set the share can hold one entry of.
+    # A test set the share can hold one entry of (the known nodes: the flakes' JUnit is a
+    # feature branch's, which never sizes it).
     report_ingest(suite=suite, body=body([measurement(f"tests/test_{i}.py::test_ok")
                                           for i in range(40)]), actor="ci")
-    flake(suite, A, commit="c1")
-    flake(suite, B, commit="c2")
+    flake(suite, A, commit="c1", branch="feature")
+    flake(suite, B, commit="c2", branch="feature")
     quarantine_create(suite=suite, nodeid=A, owner="@finley", expires=today + timedelta(days=5),
                       evidence="ci/1", actor="@finley", today=today)
     tier_rule_add(suite=suite, glob="tests/test_a.py::test_b", tier=0, actor="@lea")

@@ -99,7 +99,8 @@ def test_a_suite_with_live_entries_only_is_passing(board, known, today):
     assert (data["passing"], data["summary"]) == (True, "passing")
     assert causes(data) == {"expired": 0, "tier_violation": 0, "over_cap": 0}
     assert data["share"] == {"quarantined": 1, "test_set_size": 40, "share": 0.025, "cap": 0.1,
-                             "over_cap": False, "headroom": 3}
+                             "over_cap": False, "headroom": 3, "size_source": "known_nodes",
+                             "ci_run": None}
     assert data["url"] == board.url + reverse("overview", args=[known.slug])
 
 

@@ -159,17 +159,24 @@ def test_an_error_outside_any_test_is_an_infrastructure_failure(suite, name):
 # --- passive evidence and the gate ---------------------------------------------------------
 
 
-def test_junit_nodes_never_join_the_test_set_nor_change_the_gate(suite, today):
+def test_junit_nodes_never_join_the_known_nodes_nor_change_the_gate(suite, today):
+    """A JUnit file of another branch than the default leaves the share as it was; no
+    JUnit file makes a node "seen" or changes the served ledger (the default branch's
+    runs size the test set: tests/test_ci_run_test_set.py)."""
     report_ingest(suite=suite, body=body([measurement(A)]), actor="ci")
     suite.refresh_from_db()
     share, revision = share_figures(suite, today), suite.ledger_revision
     seen = Node.objects.values_list("nodeid", "first_seen", "last_seen").get()
-    upload(suite, *suite_run(3, 50, case(A, "failed")))
+    upload(suite, *suite_run(3, 50, case(A, "failed")), branch="feature/x")
     suite.refresh_from_db()
     assert Node.objects.count() == 51
     assert share_figures(suite, today) == share and suite.ledger_revision == revision
     assert Node.objects.values_list("nodeid", "first_seen", "last_seen").get(
         nodeid=A) == seen
+    assert not Node.objects.exclude(nodeid=A).filter(last_seen__isnull=False).exists()
+    upload(suite, *suite_run(3, 50, case(A, "failed")), commit="c2")
+    suite.refresh_from_db()
+    assert suite.ledger_revision == revision
     assert not Node.objects.exclude(nodeid=A).filter(last_seen__isnull=False).exists()
 
 

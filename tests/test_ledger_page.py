@@ -152,7 +152,7 @@ def test_share_against_the_cap_and_headroom(client_for, viewer, suite, today):
                   actor="ci")
     quarantine(suite, today, "t.py::t0")
     html = ledger(client_for(viewer), suite).content.decode()
-    assert "2.5%" in html and "1 of 40 nodes" in html
+    assert "2.5%" in html and "1 of 40 known nodes" in html
     assert "Cap 5%" in html and "room for 1 more entry" in html
     assert "<meter" in html
 

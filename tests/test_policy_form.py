@@ -91,8 +91,8 @@ def test_lowering_the_cap_below_the_share_warns_and_saves_nothing(
     response = post(client_for(lead), suite, max_quarantined_share="2")
     assert response.status_code == 200
     html = response.content.decode()
-    assert "The quarantined share is 5% (2 of 40 nodes): a cap of 2% leaves 2 entries over it." \
-        in html
+    assert ("The quarantined share is 5% (2 of 40 known nodes): a cap of 2% leaves 2 entries "
+            "over it.") in html
     assert "The cap is 5% now." in html and "Lower the cap anyway" in html
     assert 'name="confirm" value="1"' in html
     assert 'name="max_quarantined_share" value="2"' in html  # what the lead typed, kept

@@ -119,7 +119,7 @@ def test_a_share_over_the_cap_is_refused_above_the_form(client_for, owner, suite
                       expires=today + timedelta(days=5), actor="@sam", today=today)
     response = post(client_for(owner), suite, today, node="t.py::t1")
     alert = form_alert(response)
-    assert "would put 2 of 20 nodes in quarantine (10.0%)" in alert
+    assert "would put 2 of 20 known nodes in quarantine (10.0%)" in alert
     assert "over the suite&#x27;s cap of 5.0%" in alert
     assert QuarantineEntry.objects.count() == 1
 

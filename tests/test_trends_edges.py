@@ -59,7 +59,7 @@ def test_a_range_before_the_first_data_draws_nothing_and_says_why(client_for, vi
             f"{today}.") in html
     specs, tables = page_charts(html)
     assert set(specs) <= {"expiring"}  # the only chart of the days ahead, not of the range
-    assert tables["share"] == [["Day", "share %", "cap %", "quarantined", "known nodes"]]
+    assert tables["share"] == [["Day", "share %", "cap %", "quarantined", "test set"]]
     assert _csv(client, suite, "share", **query)[1:] == []  # nor a cap in the CSV
 
 

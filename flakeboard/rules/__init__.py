@@ -67,6 +67,15 @@ from .checks import (
     nodeid_problem,
     owner_problem,
 )
+from .ci_run import (
+    CI_RUN_WINDOW,
+    CI_RUNS_READ,
+    DEFAULT_BRANCH,
+    MATRIX_SETTLES,
+    branch_problem,
+    sizing_run,
+    sizing_run_on,
+)
 from .clearance import (
     CLEAR_AFTER_DEFAULT,
     CLEAR_AFTER_MAX,
@@ -117,12 +126,14 @@ from .limits import (
 from .share import (
     KNOWN_NODE_WINDOW,
     KNOWN_NODE_WINDOW_DAYS,
+    CiRunFacts,
     ShareFigures,
     SizeSource,
     node_is_known,
     quarantined_share,
     share_over_cap,
     share_over_limit,
+    size_words,
 )
 from .stats import UPPER95_TOLERANCE, Z95, lower95, runs_needed, upper95, upper95_mismatch
 from .status import GateStatusNow, StatusCause, cause_text, status_summary

@@ -1,7 +1,9 @@
-"""The quarantined share of the test set (SPEC 2.2) and its cap.
+"""The quarantined share of the test set (SPEC 2.2, amended in docs/test-set.md) and its
+cap.
 
-The test set is the report's ``selected_total`` when it gives one; otherwise the nodes
-seen in an upload within the known-node window, or holding an open entry.
+The test set is the report's ``selected_total`` when it gives one; otherwise the tests of
+CI's most recent complete run on the default branch (``ci_run``); where no JUnit says
+which, the nodes seen in an upload within the known-node window, or holding an open entry.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from datetime import date
 from enum import StrEnum
 from fractions import Fraction
 
+from .text import plural
 from .windows import DayWindow
 
 KNOWN_NODE_WINDOW_DAYS = 30
@@ -49,9 +52,44 @@ def share_over_cap(quarantined: int, test_set_size: int, cap: float) -> bool:
     return share_over_limit(share, cap)
 
 
+@dataclass(frozen=True)
+class CiRunFacts:
+    """A commit's CI run on a branch: its jobs and the distinct tests they ran (which
+    run sizes the test set: ``ci_run.sizing_run``)."""
+
+    commit: str
+    branch: str
+    jobs: frozenset[str]
+    tests: int
+    day: date  # of its last file
+    first_day: date | None = None  # of its first file (None: taken to be ``day``)
+
+    @property
+    def job_names(self) -> list[str]:
+        """Its jobs in name order; a job CI did not name is the empty name."""
+        return sorted(self.jobs)
+
+    def answer(self) -> dict:
+        """The run as the API spells it."""
+        return {"commit": self.commit, "branch": self.branch, "jobs": self.job_names,
+                "tests": self.tests, "day": self.day.isoformat()}
+
+
 class SizeSource(StrEnum):
     SELECTED_TOTAL = "selected_total"  # stated by the report
+    CI_RUN = "ci_run"  # CI's last complete run on the default branch (its JUnit)
     KNOWN_NODES = "known_nodes"  # the board's known nodes, with the upload's own
+
+
+def size_words(size: int, source: SizeSource | str | None, branch: str = "") -> str:
+    """The test set's size and what it counts, as every page and message says it: "375
+    tests CI ran on main", "12 selected tests", "4 known nodes"."""
+    match source:
+        case SizeSource.SELECTED_TOTAL:
+            return plural(size, "selected test")
+        case SizeSource.CI_RUN:
+            return f"{plural(size, 'test')} CI ran" + (f" on {branch}" if branch else "")
+    return plural(size, "known node")
 
 
 @dataclass(frozen=True)
@@ -60,6 +98,7 @@ class ShareFigures:
     size: int
     cap: float
     source: SizeSource = SizeSource.KNOWN_NODES
+    run: CiRunFacts | None = None  # the run that sized it (source CI_RUN)
 
     @property
     def share(self) -> float:
@@ -94,7 +133,16 @@ class ShareFigures:
 
     def with_one_more(self) -> ShareFigures:
         """The figures once one more entry is counted."""
-        return ShareFigures(self.quarantined + 1, self.size, self.cap, self.source)
+        return ShareFigures(self.quarantined + 1, self.size, self.cap, self.source, self.run)
+
+    @property
+    def size_words(self) -> str:
+        return size_words(self.size, self.source, self.run.branch if self.run else "")
+
+    def source_answer(self) -> dict:
+        """Where the size came from, as the API says it: the source, and the CI run."""
+        return {"size_source": self.source.value,
+                "ci_run": self.run.answer() if self.run else None}
 
     def answer(self) -> dict:
         """The figures as the API spells them, in an upload's answer and in the status

@@ -48,4 +48,8 @@ class JUnitAnswer(Answer):
     differs_by_job: list[NodeId] = Field(
         description="Tests of this file that passed in one job of the commit and failed in "
                     "another, none flaky in a job: a likely platform dependence, not flaky.")
+    sizes_test_set: bool = Field(
+        description="Its tests count in its commit's CI run, which sizes the quarantined "
+                    "share's test set: a file of the suite's default branch, not an "
+                    "infrastructure failure (docs/test-set.md).")
     summary: str

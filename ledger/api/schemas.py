@@ -116,9 +116,21 @@ class StatusCauseOut(Schema):
     url: str = Field(description="The ledger's rows behind the cause.")
 
 
+class CiRunOut(Schema):
+    commit: str
+    branch: str = Field(description="The suite's default branch.")
+    jobs: list[str] = Field(description="The jobs that uploaded JUnit for the commit.")
+    tests: int = Field(description="Distinct tests over the jobs' files.")
+    day: date = Field(description="The day of its last file.")
+
+
 class ShareNowOut(Schema):
     quarantined: int = Field(description="Open, unexpired, non-violating entries.")
-    test_set_size: int = Field(description="The nodes the suite knows (SPEC 2.2).")
+    test_set_size: int = Field(
+        description="The tests of CI's last complete run on the default branch, or where "
+                    "no JUnit says, the nodes the suite knows (SPEC 2.2; docs/test-set.md).")
+    size_source: rules.SizeSource = Field(description="ci_run or known_nodes.")
+    ci_run: CiRunOut | None = Field(description="The run that sized it (ci_run only).")
     share: float
     cap: float
     over_cap: bool

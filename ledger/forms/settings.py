@@ -144,6 +144,19 @@ class JUnitShareForm(forms.Form):
             "junit_infrastructure_share": as_percent(suite.junit_infrastructure_share)})
 
 
+class DefaultBranchForm(forms.Form):
+    default_branch = forms.CharField(
+        max_length=rules.META_MAX_LENGTH, label="Default branch",
+        help_text="Only CI's runs on this branch size the test set (checked as git checks "
+                  "a branch's name when saved).",
+        widget=forms.TextInput(attrs={"spellcheck": "false", "autocomplete": "off"}),
+    )
+
+    @classmethod
+    def for_suite(cls, suite: Suite) -> DefaultBranchForm:
+        return cls(initial={"default_branch": suite.default_branch})
+
+
 class TierRuleForm(forms.Form):
     glob = forms.CharField(
         max_length=rules.NODEID_MAX_LENGTH,

@@ -8,13 +8,22 @@ from __future__ import annotations
 import hashlib
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.deconstruct import deconstructible
+
+from flakeboard import rules
 
 KEY_LENGTH = 32
 # A JUnit file with more than this share of its tests failing is an infrastructure failure,
 # unless the suite says otherwise (Suite.junit_infrastructure_share).
 JUNIT_INFRASTRUCTURE_SHARE = 0.8
+
+
+def branch_name(value: str) -> None:
+    """A validator: ``value`` is a git branch's name (``rules.branch_problem``)."""
+    if problem := rules.branch_problem(value):
+        raise ValidationError(problem, code="invalid_branch")
 
 
 def text_key(text: str) -> str:

@@ -8,7 +8,7 @@ from django.db import models
 
 from flakeboard import rules
 
-from .fields import JUNIT_INFRASTRUCTURE_SHARE, PolicyDefault
+from .fields import JUNIT_INFRASTRUCTURE_SHARE, PolicyDefault, branch_name
 
 
 class Suite(models.Model):
@@ -66,6 +66,14 @@ class Suite(models.Model):
     codeowners = models.TextField(
         blank=True,
         help_text="The repository's CODEOWNERS file: each node's default owners.",
+    )
+    # The test set when a report does not size it (issue 34): CI's runs on this branch.
+    default_branch = models.CharField(
+        max_length=rules.META_MAX_LENGTH,
+        default=rules.DEFAULT_BRANCH,
+        validators=[branch_name],
+        help_text="The branch whose CI runs (their JUnit files) size the test set; JUnit "
+                  "from any other branch never does.",
     )
     # Bumped by every change to what the served ledger holds: the gate endpoint's ETag.
     ledger_revision = models.PositiveBigIntegerField(default=0)

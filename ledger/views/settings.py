@@ -28,6 +28,7 @@ from ..forms.settings import (
     AutoClearForm,
     BadgeForm,
     CodeownersForm,
+    DefaultBranchForm,
     FixturePinForm,
     JUnitShareForm,
     MemberForm,
@@ -40,6 +41,7 @@ from ..selectors import share_figures
 from ..settings_services import (
     auto_clear_set,
     badge_visibility_set,
+    default_branch_set,
     fixture_pin_set,
     junit_share_set,
     member_change,
@@ -102,6 +104,8 @@ def _page(request, suite, **overrides):
         "auto_clear_form": AutoClearForm.for_suite(suite),
         "board_actor": BOARD_ACTOR,
         "junit_form": JUnitShareForm.for_suite(suite),
+        "branch_form": DefaultBranchForm.for_suite(suite),
+        **_test_set(suite),
         "codeowners_form": CodeownersForm.for_suite(suite),
         "codeowners": suite_codeowners(suite),
         "badge_url": request.build_absolute_uri(reverse("badge", args=[suite.slug])),
@@ -125,6 +129,13 @@ def _page(request, suite, **overrides):
         **overrides,
     }
     return render(request, "ledger/settings.html", context)
+
+
+def _test_set(suite) -> dict:
+    """The test set now and where its size came from, as the Test set section says it."""
+    figures = share_figures(suite, timezone.now().date())
+    return {"test_set": figures, "test_set_pct": percent(figures.share),
+            "test_set_cap": percent(figures.cap), "ci_run_days": rules.KNOWN_NODE_WINDOW_DAYS}
 
 
 def _tokens(suite) -> list[ApiToken]:
@@ -283,6 +294,13 @@ def junit_share(request, suite, data):
     junit_share_set(suite=suite, actor=actor_label(request.user), share=share)
     return (f"A JUnit file with more than {share:.0%} of its tests failing is now taken "
             f"for an infrastructure failure.")
+
+
+@_section(DefaultBranchForm, section="test-set", form_name="branch_form")
+def default_branch(request, suite, data):
+    saved = default_branch_set(suite=suite, actor=actor_label(request.user),
+                               branch=data["default_branch"])
+    return f"CI's runs on {saved.default_branch} now size the test set."
 
 
 @_section(CodeownersForm, section="codeowners", form_name="codeowners_form")

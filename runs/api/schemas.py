@@ -29,8 +29,12 @@ class ShareOut(Answer):
     quarantined: int = Field(description="Open, unexpired, non-violating entries.")
     test_set_size: int
     size_source: rules.SizeSource | None = Field(
-        description="selected_total (stated by the report) or known_nodes (the board's)."
+        description="selected_total (stated by the report), ci_run (the tests of CI's last "
+                    "complete run on the suite's default branch, from its JUnit files) or "
+                    "known_nodes (the nodes the gate's uploads named, where no JUnit says)."
     )
+    size_commit: str | None = Field(
+        default=None, description="The commit of the CI run that sized it (ci_run only).")
     share: float
     cap: float
     over_cap: bool

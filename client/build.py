@@ -12,6 +12,10 @@ modules that define one name, and a module that uses a later module's name at im
     python client/build.py          # writes client/flakeboard_ci.py (make client)
     python client/build.py --check  # exit 1 when client/flakeboard_ci.py is not the assembly
 
+The assembly carries its build: ``SOURCE_HASH``, a hash of the file as assembled before
+the stamp, so any change under src changes it. ``--version`` prints it, the client sends
+it with every request, and the board serves it as the file's ETag.
+
 Python 3.8+ and the standard library only, as the client itself.
 """
 
@@ -19,8 +23,10 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import importlib.util
 import os
+import re
 import sys
 import sysconfig
 from pathlib import Path
@@ -31,6 +37,9 @@ TARGET = HERE / "flakeboard_ci.py"
 SHEBANG = "#!/usr/bin/env python3"
 LINE_LENGTH = 100  # pyproject.toml's, so that ruff reads the import block as sorted
 SEPARATOR_WIDTH = 88
+# core.py's placeholder, which the assembly replaces with the build's hash.
+UNSTAMPED = 'SOURCE_HASH = "unbuilt"'
+STAMP_LENGTH = 16
 
 # The served file's order, each module with the title of its separator line. A module's
 # import-time code (constants, default arguments, base classes, decorators) may use names
@@ -372,7 +381,21 @@ def assemble(package=None, modules=None):
     head = (f"{SHEBANG}\n{docstring}\n\nfrom __future__ import annotations\n\n"
             f"{import_block(parsed)}\n\n")
     bodies = [f"{separator(module)}\n\n\n{module.body()}" for module in parsed]
-    return head + "\n\n\n".join(bodies) + "\n"
+    return stamped(head + "\n\n\n".join(bodies) + "\n")
+
+
+def stamped(text):
+    """The assembly with its build's hash in place of core.py's placeholder."""
+    if text.count(UNSTAMPED) != 1:
+        raise BuildError(f"core.py must hold `{UNSTAMPED}` once: the build stamps it")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:STAMP_LENGTH]
+    return text.replace(UNSTAMPED, f'SOURCE_HASH = "{digest}"')
+
+
+def build_of(text):
+    """The hash a built file was stamped with (None: not a stamped build)."""
+    found = re.search(r'^SOURCE_HASH = "([0-9a-f]+)"$', text, re.MULTILINE)
+    return found.group(1) if found else None
 
 
 def main(argv=None):
@@ -392,14 +415,20 @@ def main(argv=None):
         current = None
     shown = TARGET.relative_to(HERE.parent).as_posix()
     if current == text:
+        if not args.check:
+            TARGET.touch()  # newer than its sources, as make reads it: no build next time
         print(f"{shown} is up to date")
         return 0
     if args.check:
         print(f"{shown} is not what client/build.py assembles from client/src: run "
               f"`make client` (python client/build.py)", file=sys.stderr)
         return 1
-    with open(TARGET, "w", encoding="utf-8", newline="\n") as out:
+    # Written whole, then moved into place: a reader (another process building at once)
+    # never sees half a file.
+    partial = TARGET.with_name(f".{TARGET.name}.{os.getpid()}")
+    with open(partial, "w", encoding="utf-8", newline="\n") as out:
         out.write(text)
+    os.replace(partial, TARGET)
     print(f"wrote {shown}: {len(text.splitlines())} lines from {len(MODULES)} modules")
     return 0
 

@@ -65,6 +65,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "runs.api.download.ClientBuildHeaders",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "web.csp.ContentSecurityPolicyMiddleware",
     "ledger.api.fastpath.LedgerFastPath",

@@ -4,7 +4,6 @@ the furnished suite the access matrices ask about; the live board, as CI calls i
 import subprocess
 import sys
 from datetime import timedelta
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -17,18 +16,11 @@ from ledger.suites import suite_create
 from ledger.tiers import tier_rule_add
 from ledger.tokens import token_create, token_revoke
 from runs.ingest import report_ingest, signals_ingest
+from tests.client_build import pytest_sessionstart  # noqa: F401 (builds the client first)
 from tests.helpers import body, measurement, record
 
 PASSWORD = "correct horse battery staple"
 
-
-@pytest.fixture(scope="session", autouse=True)
-def _built_client():
-    """client/flakeboard_ci.py as client/build.py assembles it now: `make install` writes
-    it, and a bare `pytest` after an edit under client/src must not test a stale file."""
-    build = subprocess.run([sys.executable, str(Path(__file__).parents[1] / "client" / "build.py")],
-                           capture_output=True, text=True, check=False)
-    assert build.returncode == 0, build.stderr
 
 
 @pytest.fixture(autouse=True)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from junit.models import JUnitFile
 from tests.ci_client_view import workflow_commands
 from tests.junit_files import CORPUS
@@ -73,3 +75,24 @@ def test_a_missing_file_uploads_nothing(run, suite, tmp_path):
     assert done.returncode == 64
     assert "cannot read" in done.stderr
     assert not JUnitFile.objects.filter(suite=suite).exists()
+
+
+@pytest.mark.parametrize(("env", "branch"), [
+    ({"GITHUB_HEAD_REF": "feature/x", "GITHUB_REF_NAME": "12/merge",
+      "GITHUB_REF_TYPE": "branch"}, "feature/x"),  # a pull request's own branch
+    ({"GITHUB_HEAD_REF": "", "GITHUB_REF_NAME": "main", "GITHUB_REF_TYPE": "branch"}, "main"),
+    ({"GITHUB_REF_NAME": "v1.0", "GITHUB_REF_TYPE": "tag"}, ""),
+    ({"CI_MERGE_REQUEST_SOURCE_BRANCH_NAME": "mr", "CI_COMMIT_BRANCH": "main"}, "mr"),
+    ({"CI_COMMIT_BRANCH": "main"}, "main"),
+    ({"BUILDKITE_BRANCH": "trunk"}, "trunk"),
+    ({}, ""),
+])
+def test_the_branch_defaults_to_the_one_ci_names(run, suite, env, branch):
+    """The test set counts the default branch's JUnit: a job that forgets --branch still
+    says which branch it ran on, as its CI names it; --branch wins."""
+    done = run("junit", RERUNS, "--commit", "c1", "--job", "py3.12", "--format", "text", **env)
+    assert done.returncode == 0, done.stderr
+    assert JUnitFile.objects.get(suite=suite).branch == branch
+    given = run("junit", RERUNS, "--commit", "c2", "--branch", "release", **env)
+    assert given.returncode == 0, given.stderr
+    assert JUnitFile.objects.get(suite=suite, commit="c2").branch == "release"

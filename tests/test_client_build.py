@@ -51,12 +51,126 @@ def test_the_served_client_is_the_assembly_of_its_modules(client, monkeypatch, t
     from runs.api import download
 
     assembled = build.assemble()
-    assert b"".join(client.get("/ci/flakeboard_ci.py").streaming_content).decode() == assembled
-    # A checkout where nothing has built it yet serves the assembly all the same.
-    monkeypatch.setattr(download, "CLIENT_PATH", tmp_path / "flakeboard_ci.py")
     answer = client.get("/ci/flakeboard_ci.py")
     assert answer.content.decode() == assembled
     assert answer["Content-Disposition"] == 'attachment; filename="flakeboard_ci.py"'
+    # A checkout where nothing has built it yet serves the assembly all the same.
+    monkeypatch.setattr(download, "CLIENT_PATH", tmp_path / "flakeboard_ci.py")
+    assert client.get("/ci/flakeboard_ci.py").content.decode() == assembled
+    assert download.stale_file() is None
+
+
+def test_the_served_client_carries_its_build_as_its_etag(client, tmp_path):
+    answer = client.get("/ci/flakeboard_ci.py")
+    stamp = build.build_of(answer.content.decode())
+    assert re.fullmatch(r"[0-9a-f]{16}", stamp)
+    assert answer["ETag"] == f'"{stamp}"' and answer["Cache-Control"] == "no-cache"
+    again = client.get("/ci/flakeboard_ci.py", headers={"If-None-Match": f'"{stamp}"'})
+    assert (again.status_code, again.content) == (304, b"")
+    older = client.get("/ci/flakeboard_ci.py", headers={"If-None-Match": '"0123456789abcdef"'})
+    assert older.status_code == 200
+    script = tmp_path / "flakeboard_ci.py"
+    script.write_bytes(answer.content)
+    version = subprocess.run([sys.executable, str(script), "--version"], capture_output=True,
+                             text=True, check=True)
+    assert version.stdout.strip() == f"flakeboard_ci.py 1 (build {stamp})"
+
+
+def test_a_change_under_src_changes_the_build(sources):
+    before = build.build_of(build.assemble(sources))
+    core = sources / "core.py"
+    core.write_text(core.read_text(encoding="utf-8").replace("EXIT_USAGE = 64",
+                                                             "EXIT_USAGE = 65"),
+                    encoding="utf-8")
+    after = build.assemble(sources)
+    assert build.build_of(after) != before and "EXIT_USAGE = 65" in after
+
+
+def test_a_stale_built_file_is_never_served_and_is_said(client, monkeypatch, tmp_path):
+    from runs.api import download
+    from runs.checks import client_file_current
+
+    stale = tmp_path / "flakeboard_ci.py"
+    text = build.assemble().replace("EXIT_USAGE = 64", "EXIT_USAGE = 65")
+    stale.write_text(build.stamped(text.replace(
+        f'SOURCE_HASH = "{build.build_of(text)}"', build.UNSTAMPED)), encoding="utf-8")
+    monkeypatch.setattr(download, "CLIENT_PATH", stale)
+    served = client.get("/ci/flakeboard_ci.py").content.decode()
+    assert served == build.assemble() and "EXIT_USAGE = 65" not in served
+    why = download.stale_file()
+    assert why.startswith(f"client/flakeboard_ci.py is build {build.build_of(stale.read_text())}")
+    assert "run `make client`" in why
+    assert [(w.id, w.msg) for w in client_file_current(None)] == [("runs.W001", why)]
+
+
+def test_the_board_tells_a_client_of_another_build(client, suite):
+    from runs.api.download import served_client
+    from tests.api_http import new_token
+
+    headers = {"Authorization": f"Bearer {new_token(suite, 'read')}"}
+    served = served_client().build
+    same = client.get("/api/v1/token", headers={**headers, "Flakeboard-Client": served})
+    assert same["Flakeboard-Client-Served"] == served
+    assert "Flakeboard-Client-Notice" not in same
+    other = client.get("/api/v1/token", headers={**headers, "Flakeboard-Client": "0" * 16})
+    assert other["Flakeboard-Client-Notice"] == (
+        f"this client is build {'0' * 16}; the board serves build {served}: fetch it again "
+        f"from http://testserver/ci/flakeboard_ci.py")
+    ledger = client.get(f"/api/v1/suites/{suite.slug}/ledger",
+                        headers={**headers, "Flakeboard-Client": "0" * 16})
+    assert ledger.status_code == 200 and "Flakeboard-Client-Notice" in ledger
+
+
+def test_the_client_says_what_the_board_told_it(client_script, board, suite, tmp_path):
+    """A client fetched before the board's last deploy is told, once, on stderr."""
+    from tests.api_http import new_token
+
+    text = client_script.read_text(encoding="utf-8")
+    old = tmp_path / "old_flakeboard_ci.py"
+    old.write_text(text.replace(f'SOURCE_HASH = "{build.build_of(text)}"',
+                                f'SOURCE_HASH = "{"0" * 16}"'), encoding="utf-8")
+    env = {"PATH": "/usr/bin:/bin", "FLAKEBOARD_URL": board.url,
+           "FLAKEBOARD_TOKEN": new_token(suite, "read")}
+    for script, told in ((client_script, False), (old, True)):
+        done = subprocess.run([sys.executable, str(script), "ledger", "--output",
+                               str(tmp_path / "ledger.json")],
+                              capture_output=True, text=True, env=env, check=False)
+        assert done.returncode == 0, done.stderr
+        assert ("the board serves build" in done.stderr) is told
+        assert done.stderr.count("fetch it again") == int(told)
+
+
+def test_a_bare_pytest_sees_the_sources_as_they_are_now(tmp_path):
+    """The session builds the client before it collects: a test module that loads the file
+    at import sees an edit under client/src made after the last build (and a checkout that
+    never built it collects)."""
+    root = tmp_path / "project"
+    shutil.copytree(CLIENT, root / "client",
+                    ignore=shutil.ignore_patterns("__pycache__", "flakeboard_ci.py"))
+    core = root / "client" / "src" / "flakeboard_ci" / "core.py"
+    core.write_text(core.read_text(encoding="utf-8").replace("EXIT_USAGE = 64",
+                                                             "EXIT_USAGE = 65"),
+                    encoding="utf-8")
+    (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    (root / "conftest.py").write_text(
+        "from tests.client_build import pytest_sessionstart  # noqa: F401\n",
+        encoding="utf-8")
+    (root / "test_sees.py").write_text(
+        "import importlib.util\n"
+        "spec = importlib.util.spec_from_file_location('c', 'client/flakeboard_ci.py')\n"
+        "client = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(client)\n\n"
+        "def test_sees():\n"
+        "    assert client.EXIT_USAGE == 65\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-p", "no:django", "test_sees.py"], cwd=root,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(settings.BASE_DIR)},
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
+    # Our own suite builds it the same way: conftest.py's hook is this one.
+    from tests import client_build, conftest
+    assert conftest.pytest_sessionstart is client_build.pytest_sessionstart
 
 
 def test_each_module_imports_alone_as_a_package():

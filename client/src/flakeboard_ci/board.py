@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import http.client
 import json
+import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 
-from .core import UNREACHABLE_STATUSES, VERSION, Refused, Unreachable, UsageError
+from .core import (
+    BOARD_NOTICE_HEADER,
+    CLIENT_HEADER,
+    SOURCE_HASH,
+    UNREACHABLE_STATUSES,
+    VERSION,
+    Refused,
+    Unreachable,
+    UsageError,
+)
 
 
 class Board:
@@ -18,6 +28,7 @@ class Board:
         self.token = token
         self.timeout = timeout
         self.retries = retries
+        self.noticed = False
 
     def call(self, method, path, *, query=None, body=None, headers=None):
         """The decoded JSON answer, its headers; Refused or Unreachable otherwise."""
@@ -34,6 +45,7 @@ class Board:
             "Authorization": f"Bearer {self.token}",
             "Accept": "application/json",
             "User-Agent": f"flakeboard-ci/{VERSION}",
+            CLIENT_HEADER: SOURCE_HASH,
             **(headers or {}),
         }
         if body is not None:
@@ -55,6 +67,7 @@ class Board:
         )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
+                self._notice(response.headers)
                 return response.status, response.read(), dict(response.headers)
         except urllib.error.HTTPError as exc:
             if exc.code == 304:  # Not Modified: the If-None-Match copy is current
@@ -66,6 +79,14 @@ class Board:
             # URLError, refused connections, timeouts, resets, an answer cut short alike.
             reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
             raise Unreachable(str(reason)) from None
+
+
+    def _notice(self, headers):
+        """The board's word that it serves another build of this client: said once."""
+        notice = headers.get(BOARD_NOTICE_HEADER)
+        if notice and not self.noticed:
+            self.noticed = True
+            print(f"flakeboard_ci.py: {notice}", file=sys.stderr)
 
 
 def _read_error(exc):

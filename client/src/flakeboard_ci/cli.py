@@ -13,6 +13,8 @@ from .core import (
     EXIT_UNREACHABLE,
     EXIT_USAGE,
     FORMATS,
+    SOURCE_HASH,
+    VERSION,
     Parser,
     Refused,
     Unreachable,
@@ -142,6 +144,8 @@ def parse_args(argv):
         description="Fetch the Flakeboard ledger and upload gate evidence from CI.",
         epilog="Environment: FLAKEBOARD_URL, FLAKEBOARD_TOKEN, FLAKEBOARD_SUITE (optional).",
     )
+    parser.add_argument("--version", action="version",
+                        version=f"flakeboard_ci.py {VERSION} (build {SOURCE_HASH})")
     parser.add_argument("--url", default=os.environ.get("FLAKEBOARD_URL", ""),
                         help="the board (default: $FLAKEBOARD_URL)")
     parser.add_argument("--suite", default=os.environ.get("FLAKEBOARD_SUITE", ""),
@@ -174,7 +178,10 @@ def parse_args(argv):
         "junit", help="upload JUnit XML files: passive evidence of flaky tests")
     junit.add_argument("files", nargs="+", metavar="FILE")
     junit.add_argument("--commit", required=True, help="the commit the tests ran on")
-    junit.add_argument("--branch", default="")
+    junit.add_argument("--branch", default=None,
+                       help="the branch the job ran on (default: the CI's own variable, "
+                            "GITHUB_HEAD_REF or GITHUB_REF_NAME, CI_COMMIT_BRANCH, ...); "
+                            "JUnit of the suite's default branch sizes the test set")
     junit.add_argument("--job", default="",
                        help="the CI job: each cell of a matrix is a job of its own")
     junit.add_argument("--attempt", type=int, default=1,

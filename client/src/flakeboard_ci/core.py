@@ -88,6 +88,12 @@ import argparse
 import sys
 
 VERSION = "1"
+# The served file's build: a hash of its sources, which client/build.py stamps here and
+# the board sends as the file's ETag ("unbuilt": run from client/src itself).
+SOURCE_HASH = "unbuilt"
+# Sent with every request; the board answers BOARD_NOTICE_HEADER when it serves another.
+CLIENT_HEADER = "Flakeboard-Client"
+BOARD_NOTICE_HEADER = "Flakeboard-Client-Notice"
 EXIT_UNREACHABLE = 3
 EXIT_REFUSED = 4
 EXIT_USAGE = 64

@@ -19,13 +19,30 @@ from .outputs import (
     output_format,
 )
 
+# Where each CI names the branch a job ran on: a pull request's own branch first, then a
+# pushed branch's name (GitHub's GITHUB_REF_NAME is "123/merge" for a pull request, which
+# GITHUB_HEAD_REF then names, and a tag's name on a tag, which GITHUB_REF_TYPE says).
+CI_BRANCH_VARIABLES = ("GITHUB_HEAD_REF", "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME",
+                       "CI_COMMIT_BRANCH", "BUILDKITE_BRANCH", "CIRCLE_BRANCH", "BRANCH_NAME")
+
+
+def ci_branch(environ):
+    """The branch the CI job ran on, as its environment names it ("" when it does not)."""
+    for name in CI_BRANCH_VARIABLES:
+        if environ.get(name):
+            return environ[name]
+    if environ.get("GITHUB_REF_TYPE") == "branch":
+        return environ.get("GITHUB_REF_NAME", "")
+    return ""
+
 
 def cmd_junit(board, args):
     """Upload each JUnit file, gzip-compressed, and print what the board found in it. It is
     evidence, not a gate: exit 0 once every file is stored, 3 or 4 when one could not be."""
     files = [(path, read_upload(path)) for path in args.files]  # all readable first
     slug = suite_slug(board, args.suite)
-    query = {"commit": args.commit, "branch": args.branch, "job": args.job,
+    branch = args.branch if args.branch is not None else ci_branch(os.environ)
+    query = {"commit": args.commit, "branch": branch, "job": args.job,
              "attempt": str(args.attempt)}
     headers = {"Content-Type": "application/xml", "Content-Encoding": "gzip"}
     answers = []

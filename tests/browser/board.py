@@ -16,6 +16,8 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 # The two screens every journey that changes with the width is walked on.
 PHONE = {"width": 390, "height": 844}
 DESK = {"width": 1280, "height": 800}
+# How Chromium names a request it cancelled itself (the page left before the answer).
+ABORTED = "net::ERR_ABORTED"
 
 
 class Board:
@@ -45,6 +47,11 @@ class Board:
             self.problems.append(f"console error on {self.page.url}: {message.text}")
 
     def _request_failed(self, request) -> None:
+        if request.failure == ABORTED and request.resource_type in ("xhr", "fetch"):
+            # The browser cancelled a fetch the page no longer waited for: the page was
+            # left (a form sent while htmx's delayed owner offer was on its way). No answer
+            # of the board's failed.
+            return
         self.problems.append(f"request failed: {request.method} {request.url}: {request.failure}")
 
     def _response(self, response) -> None:

@@ -6,6 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from ledger.codeowners import codeowners_set
+from tests.browser.board import ABORTED
 from tests.conftest import PASSWORD
 
 pytestmark = pytest.mark.browser
@@ -44,3 +45,24 @@ def test_the_owner_follows_the_typed_node_id_until_someone_types_one(board, suit
     expect(owner_field).to_have_value("@sam")
     assert page.evaluate(MARKER) is True, "the page was loaded again"
     board.finish("journey-codeowner-offer")
+
+
+def test_a_form_sent_while_the_offer_is_on_its_way_is_no_failure(board, suite, owner):
+    """The owner offer comes 400 ms after the last keystroke; a form sent while it is on
+    its way leaves the page, and the browser cancels the fetch: no answer of the board's
+    failed, and the journey says none did (the cancelled fetch was the refusals journey's
+    flake)."""
+    codeowners_set(suite=suite, text="tests/payments/ @org/payments\n", actor="@lea")
+    page = board.page
+    board.sign_in(owner.username, PASSWORD)
+    board.goto(f"/suites/{suite.slug}/ledger/new/")
+    held, cancelled = [], []
+    # The offer's answer never comes before the form is sent.
+    page.route("**/ledger/new/?*", lambda route: held.append(route))
+    page.on("requestfailed", lambda request: cancelled.append(request.failure))
+    page.get_by_label("Evidence", exact=True).fill("ci/run-7")
+    with page.expect_request(lambda r: "/ledger/new/?" in r.url):
+        page.get_by_label("Node id", exact=True).fill(NEW)
+    board.submit(page.get_by_role("button", name="Quarantine", exact=True))
+    assert len(held) == 1 and cancelled == [ABORTED]
+    board.finish("journey-offer-cancelled")

@@ -73,10 +73,12 @@ def known_nodes(suite: Suite, today: date):
 
 
 def ci_sizing_run(suite: Suite, today: date) -> rules.CiRunFacts | None:
-    """CI's run that sizes the suite's test set today (rules.sizing_run), if any."""
+    """CI's run that sizes the suite's test set today (rules.sizing_run_on, the one rule the
+    share chart's days use too), if any; the query reads only the runs the rule can take."""
     recent = CiRun.objects.filter(suite=suite).filter(
         predicates.ci_run_q(today, suite.default_branch)).order_by("-first_at", "-pk")
-    return rules.sizing_run([run.facts for run in recent.defer("members")[: rules.CI_RUNS_READ]])
+    runs = [run.facts for run in recent.defer("members")[: rules.CI_RUNS_READ]]
+    return rules.sizing_run_on(today, runs)
 
 
 def share_figures(

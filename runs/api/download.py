@@ -76,10 +76,8 @@ def ci_client(request):
     return response
 
 
-def client_notice(sent: str, served: str, address: str) -> str | None:
-    """What the board says to a client of build ``sent`` (None: it is the one served)."""
-    if not sent or sent == served:
-        return None
+def client_notice(sent: str, served: str, address: str) -> str:
+    """What the board says to a client of build ``sent``, another than ``served``."""
     return (f"this client is build {sent}; the board serves build {served}: fetch it again "
             f"from {address}")
 

@@ -61,13 +61,19 @@ test: install
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) manage.py makemigrations --check --dry-run
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_WORKERS)
+
+# The tests run in random order (pytest-randomly: the header names the seed, and
+# `pytest --randomly-seed=N` repeats it) over one worker per core
+# (pytest-xdist; PYTEST_WORKERS= runs them in one process). Each test's clock stands still
+# (tests/clock.py); FLAKEBOARD_TEST_CLOCK=23:59:50 starts the run just before midnight UTC.
+PYTEST_WORKERS ?= -n auto
 
 # The fast lane, under two minutes: the suite without the slow, browser and fuzz tests
 # (pyproject.toml's markers), and every hypothesis property on a few examples
 # (tests/properties.py). `make test` is the whole run.
 test-fast: install
-	HYPOTHESIS_PROFILE=fast $(PY) -m pytest -m "not slow and not browser and not fuzz"
+	HYPOTHESIS_PROFILE=fast $(PY) -m pytest $(PYTEST_WORKERS) -m "not slow and not browser and not fuzz"
 
 lint: install
 	$(PY) -m ruff check .

@@ -17,6 +17,13 @@ from ledger.tiers import tier_rule_add
 from ledger.tokens import token_create, token_revoke
 from runs.ingest import report_ingest, signals_ingest
 from tests.client_build import pytest_sessionstart  # noqa: F401 (builds the client first)
+from tests.clock import (  # noqa: F401 (the frozen clock: tests/clock.py)
+    PROCESS_CLOCK,
+    clock,
+    pytest_configure,
+    pytest_report_header,
+    pytest_unconfigure,
+)
 from tests.helpers import body, measurement, record
 
 PASSWORD = "correct horse battery staple"
@@ -63,6 +70,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 @pytest.fixture
 def today():
+    """The board's date in this test, where the clock stands still (the autouse ``clock``
+    of tests/clock.py runs before any other fixture of the test)."""
     return timezone.now().date()
 
 
@@ -208,7 +217,8 @@ def run(client_script, live_server, suite, tmp_path):
 
     def run_client(*args, token=None, python=sys.executable, **env):
         environment = {"PATH": "/usr/bin:/bin", "FLAKEBOARD_URL": live_server.url,
-                       "FLAKEBOARD_TOKEN": token or new_token(suite, "write"), **env}
+                       "FLAKEBOARD_TOKEN": token or new_token(suite, "write"),
+                       **PROCESS_CLOCK, **env}
         return subprocess.run(
             [python, "-I", "-S", str(client_script), *args],
             cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=60,

@@ -13,6 +13,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -42,8 +43,8 @@ def fetch(url: str) -> tuple[int, str]:
         return error.code, error.read().decode()
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
+@contextmanager
+def make_run(tmp_path_factory):
     """`make run` on a free port and an empty database, until its /healthz answers."""
     port = free_port()
     env = {**os.environ, "PORT": str(port),
@@ -67,8 +68,16 @@ def served(tmp_path_factory):
             pytest.fail(f"make run did not serve: exit {process.poll()}")
         yield base, process
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=30)
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+        process.communicate(timeout=30)  # and close the pipe
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """One board for the module's tests that only ask it."""
+    with make_run(tmp_path_factory) as board:
+        yield board
 
 
 def test_debug_is_off_so_a_missing_page_is_the_boards_own(served):
@@ -89,12 +98,12 @@ def test_the_static_files_are_collected_and_served(served):
     assert fetch(base + stylesheet)[0] == 200
 
 
-def test_the_banner_is_printed_once_and_last(served):
-    """Last in the module: it stops the board to read all it printed."""
-    base, process = served
-    fetch(f"{base}/no-such-page/")  # a 404 is not logged over the banner
-    os.killpg(process.pid, signal.SIGTERM)
-    output = process.communicate(timeout=30)[0]
+def test_the_banner_is_printed_once_and_last(tmp_path_factory):
+    """A board of its own: the test stops it to read all it printed."""
+    with make_run(tmp_path_factory) as (base, process):
+        fetch(f"{base}/no-such-page/")  # a 404 is not logged over the banner
+        os.killpg(process.pid, signal.SIGTERM)
+        output = process.communicate(timeout=30)[0]
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     banner = [
         f"Flakeboard is at {base}/suites/demo/",

@@ -26,12 +26,16 @@ from tests.properties import db_property, rolled_back
 from tests.test_trends import page_charts
 
 A, B = "tests/p.py::test_a", "tests/p.py::test_b"
-TODAY = timezone.now().date()
 RUNS = itertools.count()
 
 
+def today():
+    """The board's today, read in the test (its clock is frozen there)."""
+    return timezone.now().date()
+
+
 def at(days_ago: int) -> datetime:
-    return datetime.combine(TODAY - timedelta(days=days_ago), time(12), tzinfo=UTC)
+    return datetime.combine(today() - timedelta(days=days_ago), time(12), tzinfo=UTC)
 
 
 def attempt(suite, days_ago, records, *, patch="p", commit="c1"):
@@ -94,11 +98,11 @@ def per_day(days_back: int, counts: dict[int, int]) -> list[int]:
 
 
 def test_counts_per_day_and_per_week(history):
-    counts = retry_counts(history, start=TODAY - timedelta(days=6), end=TODAY)
-    assert counts["buckets"][-1] == TODAY.isoformat() and len(counts["buckets"]) == 7
+    counts = retry_counts(history, start=today() - timedelta(days=6), end=today())
+    assert counts["buckets"][-1] == today().isoformat() and len(counts["buckets"]) == 7
     assert counts["after_reject"] == per_day(7, {2: 1, 1: 1, 0: 1})
     assert counts["flips"] == per_day(7, {2: 1, 1: 1})
-    weekly = retry_counts(history, start=TODAY - timedelta(days=13), end=TODAY, bucket="week")
+    weekly = retry_counts(history, start=today() - timedelta(days=13), end=today(), bucket="week")
     assert (sum(weekly["after_reject"]), sum(weekly["flips"])) == (3, 2)
     assert all(datetime.fromisoformat(b).weekday() == 0 for b in weekly["buckets"])
 
@@ -106,7 +110,7 @@ def test_counts_per_day_and_per_week(history):
 def test_a_flip_counts_on_the_day_it_first_appeared_even_when_it_stays_flipped(history):
     """A is still flipped in c1's third attempt, a day back: a range from then on holds B's
     flip only, and every later attempt at c1 is still a retry after a REJECT."""
-    counts = retry_counts(history, start=TODAY - timedelta(days=1), end=TODAY)
+    counts = retry_counts(history, start=today() - timedelta(days=1), end=today())
     assert (counts["flips"], counts["after_reject"]) == ([1, 0], [1, 1])
 
 
@@ -138,12 +142,12 @@ def test_a_range_without_retries_says_so(client_for, lead, suite):
     assert "after-reject" not in specs and "flips" not in specs
     assert "No attempt after a REJECT at the same commit in this range." in html
     assert "No node flipped between attempts in this range." in html
-    assert tables["flips"] == [["Day", "nodes flipped"], [TODAY.isoformat(), "0"]]
+    assert tables["flips"] == [["Day", "nodes flipped"], [today().isoformat(), "0"]]
 
 
 def test_the_trends_api_gives_the_retries_for_verdict_batches(board, suite, history):
     token = new_token(suite, "read")
-    query = {"from": (TODAY - timedelta(days=6)).isoformat()}
+    query = {"from": (today() - timedelta(days=6)).isoformat()}
     trends = board.trends(suite.slug, token, query=query).json
     assert trends["retries"] == {"after_reject": per_day(7, {2: 1, 1: 1, 0: 1}),
                                  "flips": per_day(7, {2: 1, 1: 1})}
@@ -188,7 +192,7 @@ def test_the_counts_are_the_rules_over_every_attempt(suite, attempts):
             if retried_after_reject(number, getattr(batches.get((patch, commit, number - 1)),
                                                     "verdict", None))}
         assert set(retries_after_reject(VerdictBatch.objects.all())) == picked
-        counts = retry_counts(suite, start=TODAY - timedelta(days=3), end=TODAY)
-        assert counts["after_reject"] == per_day(4, Counter((TODAY - b.day).days
+        counts = retry_counts(suite, start=today() - timedelta(days=3), end=today())
+        assert counts["after_reject"] == per_day(4, Counter((today() - b.day).days
                                                             for b in picked))
         assert counts["flips"] == per_day(4, flips)

@@ -37,16 +37,29 @@ class GateRecorder:
     def pytest_collectreport(self, report):
         if report.failed:
             path = report.nodeid or str(getattr(report, "fspath", "") or "conftest.py")
-            self.errors.append([path, collection_error_line(report)])
+            if [path, collection_error_line(report)] not in self.errors:  # once, not per worker
+                self.errors.append([path, collection_error_line(report)])
 
     def pytest_collection_finish(self, session):
         # After every pytest_collection_modifyitems: -k, -m and --deselect have chosen.
         kept = [item for item in session.items if item.nodeid not in self.frozen]
-        self.left_out = [item for item in session.items if item.nodeid in self.frozen]
-        if self.left_out:
+        left_out = [item for item in session.items if item.nodeid in self.frozen]
+        if left_out:
             session.items[:] = kept
-            session.config.hook.pytest_deselected(items=self.left_out)
+            session.config.hook.pytest_deselected(items=left_out)
+        self.left_out = [item.nodeid for item in left_out]
         self.selected = list(collections.OrderedDict.fromkeys(i.nodeid for i in kept))
+
+    # Under pytest-xdist the workers collect and run; this process (the controller) hears
+    # what they collected and each report. A worker records nothing itself (XdistWorker).
+    def collected_by_worker(self, ids):
+        if not self.selected:
+            self.selected = list(collections.OrderedDict.fromkeys(ids))
+
+    def worker_done(self, output):
+        for node in output.get("flakeboard_left_out", []):
+            if node not in self.left_out:
+                self.left_out.append(node)
 
     def pytest_runtest_logreport(self, report):
         if report.failed:
@@ -61,9 +74,27 @@ class GateRecorder:
         return "fail" if node in self.failed else self.outcomes.get(node, "not_run")
 
     def pytest_sessionfinish(self, session, exitstatus):
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:  # an xdist worker: the controller records
+            workeroutput["flakeboard_left_out"] = self.left_out
+            return
         record = {"outcomes": [[node, self.outcome(node)] for node in self.selected],
                   "collection_errors": self.errors,
-                  "deselected_frozen": [item.nodeid for item in self.left_out],
+                  "deselected_frozen": self.left_out,
                   "exitstatus": int(exitstatus)}
         with open(self.path, "w", encoding="utf-8") as handle:
             json.dump(record, handle)
+
+
+class XdistController:
+    """The gate recorder's ears in pytest-xdist's controller (registered only there: its
+    hooks exist only with xdist)."""
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        self.recorder.collected_by_worker(ids)
+
+    def pytest_testnodedown(self, node, error):
+        self.recorder.worker_done(getattr(node, "workeroutput", None) or {})

@@ -74,6 +74,7 @@ class Pool:
         self.accepted = queue.Queue()
         threading.Thread(target=self._accept, daemon=True).start()
         self.workers, self.spawned = {}, itertools.count()
+        self.said_xdist = False
 
     def _accept(self):
         while True:
@@ -130,6 +131,11 @@ class Pool:
                 conn.close()
                 continue
             worker.conn, worker.hello, worker.since = conn, hello, time.monotonic()
+            if hello.get("xdist") and not self.said_xdist:
+                self.said_xdist = True
+                self.progress.note(f"flakeboard: the project's pytest-xdist (-n {hello['xdist']})"
+                                   " is set aside: each of measure's workers is one pytest"
+                                   " process")
             source.hello(worker, hello)
         conns = {w.conn: w for w in self.workers.values() if w.conn is not None}
         for conn in multiprocessing.connection.wait(list(conns), timeout=0.05):

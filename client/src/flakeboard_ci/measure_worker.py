@@ -41,8 +41,9 @@ class MeasureWorker:
     """The pytest side of a worker: says hello with what it collected, then runs each task
     it is sent (a node and its PATCH_SEED) on a fresh copy of the item, and answers."""
 
-    def __init__(self, address):
+    def __init__(self, address, xdist=None):
         ident, self.address = address.split(":", 1)
+        self.xdist = xdist  # the -n of the project's pytest-xdist, set aside
         self.ident = int(ident)
         self.key = bytes.fromhex(os.environ.pop(WORKER_KEY_ENV, ""))
         self.errors, self.reports = [], []
@@ -64,7 +65,7 @@ class MeasureWorker:
         try:
             self._send(conn, {"hello": self.ident, "items": list(templates),
                               "rootdir": str(getattr(config, "rootpath", None) or config.rootdir),
-                              "errors": self.errors})
+                              "errors": self.errors, "xdist": self.xdist})
             while True:
                 self._receive(conn, block=not self.queue and not self.ended)
                 if not self.queue:

@@ -3,7 +3,7 @@ measure's worker or gate's recorder. Without either option it does nothing."""
 
 from __future__ import annotations
 
-from .gate_recorder import GateRecorder
+from .gate_recorder import GateRecorder, XdistController
 from .measure_worker import MeasureWorker
 
 
@@ -21,7 +21,8 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     address = config.getoption("flakeboard_worker", None)
     if address:
-        config.pluginmanager.register(MeasureWorker(address), "flakeboard-measure-worker")
+        config.pluginmanager.register(MeasureWorker(address, without_xdist(config)),
+                                      "flakeboard-measure-worker")
     record = config.getoption("flakeboard_record", None)
     if record:
         leave_out = config.getoption("flakeboard_leave_out", None)
@@ -29,4 +30,26 @@ def pytest_configure(config):
         if leave_out:
             with open(leave_out, encoding="utf-8") as handle:
                 frozen = [line for line in handle.read().splitlines() if line]
-        config.pluginmanager.register(GateRecorder(record, frozen), "flakeboard-gate-recorder")
+        recorder = GateRecorder(record, frozen)
+        config.pluginmanager.register(recorder, "flakeboard-gate-recorder")
+        if xdist_controller(config):
+            config.pluginmanager.register(XdistController(recorder), "flakeboard-gate-xdist")
+
+
+def without_xdist(config):
+    """A measure worker is one pytest process, whatever the project's addopts say: set
+    pytest-xdist's workers aside (before its own pytest_configure, which runs last) and
+    return the -n they asked for, or None."""
+    asked = getattr(config.option, "numprocesses", None)
+    if not asked:
+        return None
+    config.option.numprocesses, config.option.dist, config.option.tx = 0, "no", []
+    return str(asked)
+
+
+def xdist_controller(config):
+    """Whether this process is pytest-xdist's controller: it will hand the tests to workers
+    (as its own pytest_configure, which runs last, decides)."""
+    return (config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput")
+            and getattr(config.option, "dist", "no") != "no"
+            and bool(getattr(config.option, "tx", None)))

@@ -37,8 +37,9 @@ class GateRecorder:
     def pytest_collectreport(self, report):
         if report.failed:
             path = report.nodeid or str(getattr(report, "fspath", "") or "conftest.py")
-            if [path, collection_error_line(report)] not in self.errors:  # once, not per worker
-                self.errors.append([path, collection_error_line(report)])
+            error = [path, collection_error_line(report)]
+            if error not in self.errors:  # once, not once per xdist worker
+                self.errors.append(error)
 
     def pytest_collection_finish(self, session):
         # After every pytest_collection_modifyitems: -k, -m and --deselect have chosen.
@@ -51,7 +52,7 @@ class GateRecorder:
         self.selected = list(collections.OrderedDict.fromkeys(i.nodeid for i in kept))
 
     # Under pytest-xdist the workers collect and run; this process (the controller) hears
-    # what they collected and each report. A worker records nothing itself (XdistWorker).
+    # what they collected and each report (XdistController). A worker writes nothing itself.
     def collected_by_worker(self, ids):
         if not self.selected:
             self.selected = list(collections.OrderedDict.fromkeys(ids))

@@ -14,8 +14,9 @@ rollups in one transaction, under the suite's write lock (``ledger.locks.lock_su
 5. **answer**: from what was stored (``junit.answers``).
 
 The same body with the same query is stored once: the second upload answers the stored
-result, marked as a duplicate. Nothing here touches the ledger's entries or the gate's
-verdicts; a CI run changes the quarantined share's test set only.
+result, marked as a duplicate. Nothing here touches the gate's verdicts; a CI run changes
+the quarantined share's test set, and a test that failed holds back its open entry's
+ready-to-clear flag (``ledger.clearance.ci_failures_seen``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
 
 from flakeboard import rules as gate_rules
+from ledger.clearance import ci_failures_seen
 from ledger.models import Suite
 from ledger.refusals import Code, problems, refusal
 from ledger.stored_once import stored_once
@@ -147,7 +149,9 @@ def _store(suite: Suite, parsed: ParsedFile, meta: UploadMeta, *, digest: str, a
         for node, r in results.items()
     ])
     if not reason:
-        # A broken runner's file does not say which tests CI runs.
+        # A broken runner's file does not say which tests CI runs, nor which of them fail.
         ci_run_add(suite, branch=meta.branch, commit=meta.commit, job=meta.job,
                    nodes=results.keys(), at=now)
+        ci_failures_seen(suite=suite, source="junit", commit=meta.commit, now=now,
+                         nodes=[node for node, result in results.items() if result.failures])
     return JUnitOutcome(file)

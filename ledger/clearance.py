@@ -1,16 +1,18 @@
 """Release when fixed (issue 20): the ready-to-clear flag, kept up to date at ingest.
 
-The ledger never reads ``runs``: an upload hands the measurements of the nodes that hold
-an open entry to ``measurements_seen``, inside its own transaction. Each entry keeps a
-short trail of its node's measurements since it was created (report, n, fails, within
-budget), which is all the ready rule reads, the entry page's "what it takes to clear"
-starts from, and a one-click clearance cites as evidence.
+The ledger never reads ``runs`` or ``junit``: a report hands the measurements of the nodes
+that hold an open entry to ``measurements_seen``, and a gate batch or a JUnit file the
+nodes it saw failing to ``ci_failures_seen``, each inside its own transaction. Each entry
+keeps a short trail of its node's measurements since it was created (report, n, fails,
+classification, clean) and of the failures CI saw since, which is all the ready rule reads,
+the entry page's "what it takes to clear" starts from, and a one-click clearance cites as
+evidence.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -41,12 +43,31 @@ def _saved(suite: Suite, entries: list[QuarantineEntry], fields: list[str], flip
         bump_ledger_revision(suite)
 
 
+def trail_instant(now: datetime) -> str:
+    """An instant as the trail keeps it: ISO 8601 in UTC, to the microsecond, one format
+    so that instants sort as text."""
+    return now.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _open_entries(field: str, keys) -> list[QuarantineEntry]:
+    keys = sorted(keys)
+    return [
+        entry
+        for start in range(0, len(keys), CHUNK)
+        for entry in QuarantineEntry.objects.open()
+        .filter(**{f"{field}__in": keys[start : start + CHUNK]})
+        .only("pk", "node_id", "trail", *FLAG_FIELDS)
+    ]
+
+
 def measurements_seen(
-    *, suite: Suite, report: int, measured: Mapping[int, tuple[int, int]], now: datetime
+    *, suite: Suite, report: int,
+    measured: Mapping[int, tuple[int, int, rules.Classification | None]], now: datetime
 ) -> int:
-    """One report's measurements of nodes with an open entry, as ``{entry id: (n, fails)}``:
-    each joins its entry's trail, judged against the suite's policy (``suite`` as the upload
-    read it), and the entry's flag follows. Answers how many flags flipped.
+    """One report's measurements of nodes with an open entry, as ``{entry id: (n, fails,
+    classification)}``: each joins its entry's trail, judged against the suite's policy
+    (``suite`` as the upload read it), and the entry's flag follows. Answers how many flags
+    flipped.
 
     Called by the upload inside its transaction, under the suite's lock; two queries per
     report whatever its size (the entries, one bulk update), none without an entry.
@@ -54,20 +75,36 @@ def measurements_seen(
     if not measured:
         return 0
     policy, k = suite.policy, suite.clear_after_clean_measurements
-    ids = sorted(measured)
-    entries = [
-        entry
-        for start in range(0, len(ids), CHUNK)
-        for entry in QuarantineEntry.objects.open()
-        .filter(pk__in=ids[start : start + CHUNK])
-        .only("pk", "trail", *FLAG_FIELDS)
-    ]
+    entries = _open_entries("pk", measured)
     flipped = 0
     for entry in entries:
-        n, fails = measured[entry.pk]
+        n, fails, classification = measured[entry.pk]
         seen = {"report": report, "n": n, "fails": fails,
-                "clean": rules.within_budget(n, fails, policy)}
+                "classification": classification and classification.value,
+                "clean": rules.clean_measurement(n, fails, classification, policy),
+                "at": trail_instant(now)}
         entry.trail = rules.trail_after(entry.trail, seen)
+        flipped += _flag(entry, k, now)
+    _saved(suite, entries, ["trail", *FLAG_FIELDS], bool(flipped))
+    return flipped
+
+
+def ci_failures_seen(*, suite: Suite, nodes, source: str, commit: str, now: datetime) -> int:
+    """CI saw these nodes (pks) fail, in a gate batch or a JUnit file (``source``) at
+    ``commit``: the open entry of each joins the sighting to its trail, and is not ready
+    to clear until measurements after it are clean again. Answers how many flags flipped.
+
+    Called by the upload inside its transaction; two queries whatever the upload's size
+    (the entries of the failing nodes, one bulk update), none when nothing failed.
+    """
+    if not nodes:
+        return 0
+    k = suite.clear_after_clean_measurements
+    entries = _open_entries("node_id", set(nodes))
+    flipped = 0
+    for entry in entries:
+        entry.trail = rules.trail_after_ci_failure(entry.trail, source, commit,
+                                                   trail_instant(now))
         flipped += _flag(entry, k, now)
     _saved(suite, entries, ["trail", *FLAG_FIELDS], bool(flipped))
     return flipped

@@ -19,7 +19,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from flakeboard import rules
-from ledger.clearance import measurements_seen
+from ledger.clearance import ci_failures_seen, measurements_seen
 from ledger.locks import lock_suite
 from ledger.models import QuarantineEntry, Suite
 from ledger.refusals import UploadInvalid
@@ -221,7 +221,7 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
             node_pk = nodes[row.nodeid].pk
             entry_id, facts, state, entry_answer = entries.get(node_pk, NO_ENTRY)
             if entry_id is not None:
-                measured[entry_id] = (row.n, row.fails)
+                measured[entry_id] = (row.n, row.fails, row.classification)
             pooled, stored_pool = rules.PooledCounts(row.n, row.fails), None
             if before := earlier.get(node_pk):
                 pooled = pool((rules.SeededCounts(row.n, row.fails, row.seed_base),
@@ -338,8 +338,11 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
                 merged)
 
         judged_rows, answers = [], []  # judged_rows: (node pk, decision, entry id, state, sent)
+        failed = []  # the nodes whose property check failed in this attempt
         for record in parsed.records:
             node_pk = nodes[record.node].pk
+            if record.property_check is rules.PropertyCheck.FAIL:
+                failed.append(node_pk)
             entry_id, facts, state, entry_answer = entries.get(node_pk, NO_ENTRY)
             before = prior.pop(node_pk, None)
             decided = decide((
@@ -378,6 +381,9 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
                 for position, (node_pk, decided, entry_id, state, sent) in enumerate(judged_rows)
             ])
             rollup_add(suite=suite, source=Source.VERDICTS, day=today, counts=counts)
+            # Release when fixed: a node CI saw fail is not ready to clear.
+            ci_failures_seen(suite=judged, nodes=failed, source="gate", commit=parsed.commit,
+                             now=now)
         return IngestOutcome(batch, answers, dry_run=dry_run)
 
     return _ingest(VerdictBatch, suite, digest, dry_run, evaluate_and_store)

@@ -1,7 +1,10 @@
 """`measure` tells order-dependence from flakiness: a target whose in-process repeats all
 fail runs once alone in a fresh process and once after the tests before it in its module,
 and the pair of outcomes classifies it (issue 16's table); a repeat-unsafe one is measured
-again with a fresh process per run. Mixed outcomes are flaky, none failing stable."""
+again with a fresh process per run. Mixed outcomes are flaky, none failing stable, unless
+the target fails every time it runs after the tests before it in its module, as CI runs it
+(a victim). Each block of a target's runs has a process of its own, so the answer does not
+depend on the worker count."""
 
 from __future__ import annotations
 
@@ -63,20 +66,25 @@ TABLE = {
         {"test_m.py": NEEDS_STATE}, ["test_m.py::test_needs_state"], [],
         [("order_dependent", 3, 3, "it needs state one of them sets (AssertionError: "
                                    "nothing set up")]),
-    "passes alone, fails after its module: order_dependent": (
+    "passes alone, fails after its module: order_dependent (a victim)": (
         {"test_m.py": POLLUTED}, ["test_m.py::test_pollutes", "test_m.py::test_victim"],
         ["--workers", "1"],
         [("stable", 8, 0, None),
-         ("order_dependent", 3, 3, "one of them leaves state that breaks it")]),
+         ("order_dependent", 8, 0, "passes on its own (0/8 failed) but failed all 3 runs "
+                                   "after the tests before it in its module: one of them "
+                                   "leaves state that breaks it (AssertionError: polluted)")]),
+    "a victim not among the targets is checked all the same": (
+        {"test_m.py": POLLUTED}, ["test_m.py::test_victim"], [],
+        [("order_dependent", 8, 0, "failed all 3 runs after the tests before it")]),
     "passes alone and after its module: repeat_unsafe, measured again fresh": (
         {"test_m.py": ONCE_PER_PROCESS}, ["test_m.py::test_once"],
         ["--workers", "1", "--runs", "4"],
         [("repeat_unsafe", 4, 0, "measured again with a fresh process per run")]),
-    "polluted by a target of another module: repeat_unsafe, measured again fresh": (
+    "a target that pollutes the process never reaches another target's runs": (
         {"test_a.py": POLLUTES_THE_ENVIRONMENT, "test_b.py": READS_THE_ENVIRONMENT},
         ["test_a.py::test_sets_a_variable", "test_b.py::test_clean_environment"],
         ["--workers", "1", "--runs", "4"],
-        [("stable", 4, 0, None), ("repeat_unsafe", 4, 0, "passes alone and after its module")]),
+        [("stable", 4, 0, None), ("stable", 4, 0, None)]),
     "--fresh, fails alone but passes after its module: order_dependent": (
         {"test_m.py": NEEDS_STATE}, ["test_m.py::test_needs_state"], ["--fresh"],
         [("order_dependent", 3, 3, "it needs state one of them sets")]),
@@ -122,3 +130,63 @@ def test_the_isolation_check_needs_every_repeat_failing(tmp_path):
     line = done.stderr.splitlines()[0]
     assert line.startswith("flaky           test_m.py::test_often: 4/8 failed")
     assert "module" not in line
+
+
+HANDLERS = """
+    HANDLERS = []
+
+
+    def test_register_handler():
+        HANDLERS.append(print)
+        assert print in HANDLERS
+
+
+    def test_handlers_start_empty():
+        assert HANDLERS == [], "a handler is left over"
+"""
+
+PARAMS = """
+    import pytest
+
+    SEEN = []
+
+
+    @pytest.mark.parametrize("case", ["a", "b"])
+    def test_case(case):
+        SEEN.append(case)
+        assert set(SEEN) == {case}, "another case ran first"
+"""
+
+
+def test_the_answer_does_not_depend_on_the_worker_count(tmp_path):
+    # Two targets that share state through their module, and two params of one test: once
+    # they shared long-lived workers, and the answer changed with --workers.
+    project = make_project(tmp_path, {"test_handlers.py": HANDLERS, "test_params.py": PARAMS},
+                           ["test_handlers.py::test_register_handler",
+                            "test_handlers.py::test_handlers_start_empty",
+                            "test_params.py::test_case[a]", "test_params.py::test_case[b]"])
+    answers = []
+    for workers in ("1", "2", "3"):
+        done = measure(project, "--runs", "12", "--workers", workers)
+        kinds = {line.split()[1].rstrip(":"): line.split()[0]
+                 for line in done.stderr.splitlines()[:-1]}
+        answers.append((report(project), kinds))
+    assert answers[1] == answers[0] and answers[2] == answers[0]
+    rows, kinds = answers[0]
+    assert {node: (row["n"], row["fails"]) for node, row in rows.items()} == dict.fromkeys(
+        rows, (12, 0))
+    # In CI's order the second of each pair fails every time: that is their answer.
+    assert kinds == {"test_handlers.py::test_register_handler": "stable",
+                     "test_handlers.py::test_handlers_start_empty": "order_dependent",
+                     "test_params.py::test_case[a]": "stable",
+                     "test_params.py::test_case[b]": "order_dependent"}
+
+
+def test_a_flaky_target_is_not_called_a_victim_by_its_own_failures(tmp_path):
+    # It fails one run in two whatever comes before it: failing after its module three
+    # times in a row is what its own rate does one time in eight, so it stays flaky.
+    project = make_project(tmp_path, {"test_m.py": seed_test("test_first")
+                                      + seed_test("test_half", "seed % 2 == 1")},
+                           ["test_m.py::test_half"])
+    done = measure(project, "--runs", "8", "--exact")
+    assert done.stderr.splitlines()[0].startswith("flaky           test_m.py::test_half: 4/8")

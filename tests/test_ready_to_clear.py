@@ -1,6 +1,7 @@
 """Release when fixed (issue 20): the ready-to-clear flag, set and unset at ingest; shown
 beside the state, filtered on, served in the full ledger; cleared in one click with its
-measurements as evidence; and what it takes to clear, on the entry page.
+measurements as evidence; and what it takes to clear, on the entry page. Never ready while
+a measurement found the node order-dependent, or CI saw it fail since (issue 37).
 
 Runs on whichever database DATABASE_URL selects (SQLite and PostgreSQL)."""
 
@@ -14,13 +15,16 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from junit.ingest import junit_ingest
+from junit.rules import INFRASTRUCTURE_MIN_TESTS as INFRASTRUCTURE
 from ledger.forms.settings import PolicyForm
 from ledger.models import AuditEvent, QuarantineEntry, Suite
 from ledger.quarantine import quarantine_create
 from ledger.settings_services import policy_update
-from runs.ingest import report_ingest
+from runs.ingest import report_ingest, signals_ingest
 from tests.api_http import new_token
-from tests.helpers import body, measurement, node_page
+from tests.helpers import body, measurement, node_page, record
+from tests.junit_files import junit_xml
 
 NODE = "tests/test_pay.py::test_refund_retry"
 OTHER = "tests/test_pay.py::test_refund_partial"
@@ -252,3 +256,69 @@ def test_the_overview_counts_the_ready_entries_and_links_to_them(client_for, vie
     assert tile.format("", 1) in client.get(overview).content.decode()
     filtered = client.get(ledger, {"ready": "on"}).content.decode()  # where it leads
     assert NODE in filtered and 'class="badge ready"' in filtered
+
+
+# --- never ready while CI's order or CI itself shows the node failing (issue 37) ----------
+
+
+def junit(suite, outcome: str, commit: str = "c-junit"):
+    """A JUnit file of CI in which the node had ``outcome``, among five passing tests."""
+    cases = [("tests.test_pay", "test_refund_retry", outcome),
+             *(("tests.test_many", f"test_{i}", "passed") for i in range(5))]
+    junit_ingest(suite=suite, body=junit_xml(*cases), actor="ci",
+                 query={"commit": commit, "branch": "main", "job": "py3.12"})
+
+
+def test_a_victim_measured_clean_on_its_own_is_never_ready(suite, entry):
+    # measure found it passes on its own and fails after the tests before it.
+    for _ in range(3):
+        report_ingest(suite=suite, actor="ci", query={"commit": f"commit-{next(COMMITS)}"},
+                      body=body([measurement(NODE, classification="order_dependent")]))
+    victim = fresh(entry)
+    assert not victim.ready_to_clear
+    assert [seen["clean"] for seen in victim.trail] == [False] * 3
+    assert victim.trail[-1]["classification"] == "order_dependent"
+    measure(suite, 0, 0, 0)  # plain clean measurements after it do count
+    assert fresh(entry).ready_to_clear
+
+
+@pytest.mark.parametrize("saw", ["junit", "gate"])
+def test_a_failure_ci_saw_after_the_clean_measurements_unsets_ready(
+        client_for, viewer, suite, entry, saw):
+    measure(suite, 0, 0, 0)
+    assert fresh(entry).ready_to_clear
+    revision = Suite.objects.get(pk=suite.pk).ledger_revision
+    if saw == "junit":
+        junit(suite, "passed", commit="c-pass")  # a pass changes nothing
+        assert fresh(entry).ready_to_clear
+        junit(suite, "failed", commit="c-fail-1")
+        junit(suite, "failed", commit="c-fail-2")
+    else:
+        signals_ingest(suite=suite, actor="ci", body=body({
+            "patch": "p", "commit": "c-fail-2",
+            "records": [record(NODE, prop="fail"), record(OTHER)]}))
+    unset = fresh(entry)
+    assert not unset.ready_to_clear and unset.ready_since is None
+    assert unset.trail[-1]["ci"] == saw and unset.trail[-1]["commit"] == "c-fail-2"
+    assert unset.trail[-1]["count"] == (2 if saw == "junit" else 1)
+    assert Suite.objects.get(pk=suite.pk).ledger_revision == revision + 1
+    html = client_for(viewer).get(reverse("entry", args=[suite.slug, entry.pk])).content.decode()
+    takes = html.split('id="what-it-takes"')[1].split("</section>")[0]
+    assert "0 so far" in takes and "CI saw the node fail since its last measurement" in takes
+    assert "c-fail-2" in takes
+    # Its recent rate is its measurements' alone.
+    assert unset.trail_runs == [(200, 0)] * 3
+    measure(suite, 0, 0)
+    assert not fresh(entry).ready_to_clear
+    measure(suite, 0)
+    assert fresh(entry).ready_to_clear
+
+
+def test_a_failure_in_a_broken_runners_file_is_no_sighting(suite, entry):
+    measure(suite, 0, 0, 0)
+    # Every test failed: the file is an infrastructure failure, and says nothing of the node.
+    cases = [("tests.test_pay", "test_refund_retry", "failed"),
+             *(("tests.test_many", f"test_{i}", "failed") for i in range(INFRASTRUCTURE))]
+    junit_ingest(suite=suite, body=junit_xml(*cases), actor="ci",
+                 query={"commit": "c-broken", "branch": "main", "job": "py3.12"})
+    assert fresh(entry).ready_to_clear

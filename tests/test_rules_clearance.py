@@ -187,3 +187,78 @@ def test_the_size_to_measure_is_min_runs_or_the_clean_runs(budget, min_runs, p):
     assert outlook.allowed_failures is not None  # at that size no failure is within
     assert rules.within_budget(outlook.runs, outlook.allowed_failures,
                          rules.Policy(max_upper_rate=budget, min_runs=min_runs))
+
+
+# --- what counts toward clearing, and what CI saw since ----------------------------------
+
+CLEAN = table("""
+    200   0   -                 yes   a-measurement-with-no-classification
+    200   0   stable            yes   stable
+    200   0   repeat_unsafe     yes   repeat-unsafe-measured-a-process-per-run
+    400   2   flaky             yes   flaky-within-budget
+    200   0   order_dependent   no    a-victim-passes-on-its-own
+    200   3   broken            no    broken
+    200   1   stable            no    over-budget-whatever-it-is-called
+""", int, int, str, yes)
+
+
+@pytest.mark.parametrize(("n", "fails", "kind", "clean"), CLEAN)
+def test_a_clean_measurement_is_within_budget_and_no_victim(n, fails, kind, clean):
+    classification = rules.Classification(kind) if kind and kind != "-" else None
+    assert rules.clean_measurement(n, fails, classification, rules.Policy()) is clean
+
+
+# A node's history since its entry was made, in the order the uploads arrived: a measurement
+# (clean or not), or a failure CI saw (a JUnit file or a gate batch). Measurements are
+# stored in time order; a sighting may be stored with an earlier instant (a backfill).
+events = st.lists(st.one_of(st.booleans(), st.tuples(st.sampled_from(["junit", "gate"]),
+                                                   st.integers(0, 60))), max_size=60)
+
+
+def instant(minute: int) -> str:
+    return f"2026-12-04T10:{minute:02d}:00.000000+00:00"
+
+
+def trail_of(history):
+    """The trail the history leaves, and the history in time order (a tie: arrival)."""
+    trail: list[dict] = []
+    timed = []
+    for arrival, seen in enumerate(history):
+        if isinstance(seen, bool):
+            at = arrival  # each measurement is the latest when it is stored
+            trail = rules.trail_after(trail, {"n": 200, "fails": 0, "clean": seen,
+                                              "at": instant(at)})
+        else:
+            source, at = seen[0], min(seen[1], arrival)  # never after its own arrival
+            trail = rules.trail_after_ci_failure(trail, source, f"c{arrival}", instant(at))
+        timed.append((at, arrival, seen))
+        assert len(trail) <= rules.CLEAR_AFTER_MAX
+    return trail, [seen for _, _, seen in sorted(timed)]
+
+
+@PROPERTY
+@given(events, counts)
+def test_never_ready_while_ci_saw_the_node_fail_since_the_last_k_clean_measurements(history, k):
+    trail, in_time = trail_of(history)
+    ready = rules.ready_to_clear([seen["clean"] for seen in trail], k)
+    last = in_time[-k:]
+    assert ready == (len(last) == k and all(seen is True for seen in last))
+    if in_time and not isinstance(in_time[-1], bool):
+        assert not ready and rules.last_ci_failure(trail)["ci"]
+    else:
+        assert rules.last_ci_failure(trail) is None
+
+
+def test_failures_ci_saw_in_a_row_are_one_sighting_counted():
+    trail, _ = trail_of([True, True, ("junit", 2), ("gate", 3), ("junit", 4)])
+    assert [seen.get("ci") for seen in trail] == [None, None, "junit"]
+    assert trail[-1]["count"] == 3 and trail[-1]["commit"] == "c4"
+    assert trail[-1]["clean"] is False
+    assert [seen["n"] for seen in trail if rules.is_measurement(seen)] == [200, 200]
+
+
+def test_a_backfilled_failure_takes_its_place_by_time():
+    # CI's failure from before the fix, stored after three clean measurements: no reset.
+    trail, _ = trail_of([False, True, True, True, ("junit", 0)])
+    assert [seen.get("ci") for seen in trail] == [None, "junit", None, None, None]
+    assert rules.ready_to_clear([seen["clean"] for seen in trail], 3)

@@ -79,15 +79,20 @@ from .ci_run import (
 from .clearance import (
     CLEAR_AFTER_DEFAULT,
     CLEAR_AFTER_MAX,
+    NOT_A_FIX,
     RECENT_MEASUREMENTS,
     ClearanceOutlook,
     allowed_failures,
+    clean_measurement,
     clean_streak,
     clearance_outlook,
+    is_measurement,
+    last_ci_failure,
     pass_chance,
     ready_to_clear,
     recent_rate,
     trail_after,
+    trail_after_ci_failure,
 )
 from .codeowners import (
     CODEOWNERS_MAX_BYTES,

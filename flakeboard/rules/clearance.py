@@ -1,9 +1,18 @@
 """Release when fixed (issue 20): when an open entry is ready to clear, and what it takes.
 
 The gate judges each measurement on its own and never pools them, so "fixed" means: the
-node's last K measurements since the entry was created were each within budget. And what
-it takes to clear is one fresh measurement that passes: its size, and the chance that it
-passes at the node's recent failure rate.
+node's last K measurements since the entry was created were each within budget, none of
+them found to fail only in CI's order (a victim passes on its own), and CI has not seen the
+node fail since (a JUnit file or a gate batch). And what it takes to clear is one fresh
+measurement that passes: its size, and the chance that it passes at the node's recent
+failure rate.
+
+An entry's trail holds both, oldest first: each measurement (report, n, fails, classification,
+clean) and each failure CI saw (``ci``: junit or gate, the commit, how many in a row, and
+clean false), each with ``at``, the instant its upload was stored (an ISO 8601 string in
+UTC, all of one format, so that they sort as text). A sighting is never clean, so the
+measurements before it stop counting; one stored with an earlier instant (a backfill) takes
+its place among them by time.
 """
 
 from __future__ import annotations
@@ -12,8 +21,9 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .budget import Policy
+from .budget import Policy, within_budget
 from .stats import runs_needed, upper95
+from .vocab import Classification
 
 CLEAR_AFTER_DEFAULT = 3
 # The most measurements a suite may ask for, and so the most an entry keeps as its trail:
@@ -21,6 +31,19 @@ CLEAR_AFTER_DEFAULT = 3
 CLEAR_AFTER_MAX = 20
 # How many of the node's latest measurements its recent failure rate is pooled over.
 RECENT_MEASUREMENTS = 5
+
+
+# What measure may find that says a measurement's runs do not show the node as CI runs it:
+# an order-dependent test's own runs can pass while it fails after the tests before it, and
+# a broken one fails whatever the runs' count.
+NOT_A_FIX = frozenset({Classification.ORDER_DEPENDENT, Classification.BROKEN})
+
+
+def clean_measurement(n: int, fails: int, classification: Classification | None,
+                      policy: Policy) -> bool:
+    """Whether a measurement counts toward clearing an entry: within budget, and not
+    classified order_dependent or broken."""
+    return within_budget(n, fails, policy) and classification not in NOT_A_FIX
 
 
 def ready_to_clear(clean_since_created: Sequence[bool], k: int) -> bool:
@@ -45,6 +68,35 @@ def trail_after(trail: Sequence, seen, keep: int = CLEAR_AFTER_MAX) -> list:
     """An entry's trail of measurements with one more seen, at most ``keep`` of them: the
     last ``keep`` decide readiness for every k up to ``keep``."""
     return [*trail, seen][-keep:]
+
+
+def trail_after_ci_failure(trail: Sequence, source: str, commit: str, at: str,
+                           keep: int = CLEAR_AFTER_MAX) -> list:
+    """An entry's trail after CI saw its node fail (``source``: junit or gate) at
+    ``commit``, in an upload stored at ``at``: a sighting, never clean, placed after every
+    item stored at or before it (an item without a time is older). Sightings next to each
+    other are one, counted, the latest's commit and time kept, so a node that fails in CI
+    every day leaves the trail room for its measurements."""
+    place = len(trail)
+    while place and trail[place - 1].get("at", "") > at:
+        place -= 1
+    before, after = list(trail[:place]), list(trail[place:])
+    if after and after[0].get("ci"):
+        return [*before, {**after[0], "count": after[0]["count"] + 1}, *after[1:]]
+    seen = {"ci": source, "commit": commit, "count": 1, "clean": False, "at": at}
+    if before and before[-1].get("ci"):
+        seen["count"] += before.pop()["count"]
+    return [*before, seen, *after][-keep:]
+
+
+def last_ci_failure(trail: Sequence) -> dict | None:
+    """The failure CI saw since the node's last measurement, if it saw one."""
+    return trail[-1] if trail and trail[-1].get("ci") else None
+
+
+def is_measurement(seen) -> bool:
+    """Whether an item of an entry's trail is a measurement (else CI's sighting)."""
+    return not seen.get("ci")
 
 
 def allowed_failures(n: int, max_upper_rate: float) -> int | None:

@@ -67,8 +67,9 @@ class QuarantineEntry(models.Model):
     ready_since = models.DateTimeField(null=True, blank=True)
     trail = models.JSONField(
         default=list, blank=True,
-        help_text="The node's latest measurements since the entry was created, oldest first "
-                  "(at most 20): report, n, fails, within budget.",
+        help_text="The node's latest measurements since the entry was created, and the "
+                  "failures CI saw since, oldest first (at most 20): report, n, fails, "
+                  "classification, clean; or ci (junit, gate), commit, count.",
     )
 
     objects = EntryQuerySet.as_manager()
@@ -114,7 +115,7 @@ class QuarantineEntry(models.Model):
     @property
     def trail_runs(self) -> list[tuple[int, int]]:
         """(n, fails) of each measurement since the entry was made, oldest first."""
-        return [(seen["n"], seen["fails"]) for seen in self.trail]
+        return [(seen["n"], seen["fails"]) for seen in self.trail if rules.is_measurement(seen)]
 
     def outlook(self, policy: rules.Policy) -> rules.ClearanceOutlook:
         """What a fresh measurement needs to clear the entry, at the node's recent rate:

@@ -92,6 +92,7 @@ def _outlook(suite, entry) -> dict:
         "chance_pct": None if outlook.chance is None else _chance(outlook.chance),
         "clear_after": suite.clear_after_clean_measurements,
         "clean_so_far": rules.clean_streak(entry.trail_clean),
+        "ci_failure": rules.last_ci_failure(entry.trail),
     }
 
 

@@ -20,14 +20,16 @@ import time
 from .board import _upload, quote, suite_slug
 from .core import UsageError
 from .ledger import NotALedger, ledger_entries, read_ledger_file, spoken, write_atomically
-from .measure_pool import Collection, FreshRuns, IsolationChecks, Pool, SharedRuns
+from .measure_pool import BlockRuns, Collection, FreshRuns, IsolationChecks, Pool
 from .measure_runs import (
     CLASSIFICATIONS,
     SCRIPT_MAX_UPPER_RATE,
     SCRIPT_RUNS,
     Schedule,
     Target,
+    classify_in_order,
     classify_isolated,
+    needs_order_check,
     upper95,
 )
 from .outputs import _print_lines, node_file, output_format, present
@@ -186,7 +188,7 @@ def live_line(target, now):
     line = (f"  {target.name}: {done}/{target.runs} runs, {fails} failed "
             f"({fails / max(done, 1):.1%})")
     if target.finished:
-        return line + ", now checking it alone and after its module"
+        return line + ", now checking it after the tests before it in its module"
     eta = "?"
     if done and target.started is not None:
         eta = spoken((now - target.started) / done * (target.runs - done))
@@ -226,9 +228,10 @@ def board_policy(board, args):
 
 
 def run_measurement(targets, args, max_upper_rate, progress):
-    """Measure the targets (in process, or a process per run with --fresh), check the
-    isolation of those whose repeats all failed, and measure the repeat-unsafe ones again
-    with a process per run."""
+    """Measure the targets (each block of a target's runs in a process of its own, or a
+    process per run with --fresh), check the isolation of those whose repeats all failed and
+    the others in CI's order, and measure the repeat-unsafe ones again with a process per
+    run."""
     slots = args.workers or os.cpu_count() or 1
     folder = tempfile.mkdtemp(prefix="flakeboard-measure-")
     pool = Pool(python=sys.executable, folder=folder, slots=slots,
@@ -236,7 +239,7 @@ def run_measurement(targets, args, max_upper_rate, progress):
 
     def schedule(chosen):
         return Schedule(chosen, early=not args.exact, max_upper_rate=max_upper_rate,
-                        slots=slots, progress=progress)
+                        progress=progress)
 
     try:
         files = list(collections.OrderedDict.fromkeys(node_file(t.name) for t in targets))
@@ -245,14 +248,18 @@ def run_measurement(targets, args, max_upper_rate, progress):
             pool.run(Collection(targets, files))
             pool.run(FreshRuns(measured))
         else:
-            pool.run(SharedRuns(measured, files))
+            pool.run(BlockRuns(measured, files))
         suspects = [target for target in targets if target.classification is None]
-        pool.run(IsolationChecks(suspects, alone=not args.fresh, tags=measured.tags))
+        in_order = [target for target in targets if needs_order_check(target)]
+        pool.run(IsolationChecks(suspects, alone=not args.fresh, tags=measured.tags,
+                                 in_order=in_order))
+        for target in in_order:
+            classify_in_order(target)
         unsafe = [t for t in suspects if classify_isolated(t) == "repeat_unsafe"]
         for target in unsafe:
             target.reset()
         pool.run(FreshRuns(schedule(unsafe)))
-        for target in suspects:
+        for target in targets:
             if not target.reported:
                 progress.finished(target)
     finally:

@@ -16,7 +16,7 @@ import threading
 import time
 
 from .core import UsageError
-from .measure_runs import SCRIPT_SEED_BASE, Outcome, Task, adopt_collection
+from .measure_runs import SCRIPT_SEED_BASE, Outcome, Task, adopt_collection, order_seeds
 from .outputs import node_file
 
 CHUNK = 16  # runs sent to a worker at a time: small enough to stop early, big enough to stream
@@ -47,7 +47,6 @@ class Worker:
         self.outstanding = collections.OrderedDict()  # tag -> Task, in the order it runs them
         self.since = time.monotonic()  # when its first outstanding task started, about
         self.ended = False
-        self.last = None  # the target it ran last
         self.ran = set()  # the nodes it has run: a node's first run in a process is marked
 
     def send(self, message):
@@ -104,7 +103,8 @@ class Pool:
         with open(log, "wb") as out:
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT, env=env)
-        self.workers[ident] = Worker(ident, proc, log, fixed)
+        worker = self.workers[ident] = Worker(ident, proc, log, fixed)
+        return worker
 
     def run(self, source):
         """Run what ``source`` starts and feeds until no process is left."""
@@ -158,7 +158,6 @@ class Pool:
         worker.since = time.monotonic()
         first = task.node not in worker.ran
         worker.ran.add(task.node)
-        worker.last = task.target
         outcome = Outcome(message["failed"], message["seconds"], message["detail"], first)
         if source.result(task, outcome):
             self._drop(task.node)
@@ -234,7 +233,7 @@ class Pool:
             tasks = source.feed(worker, CHUNK)
             if tasks:
                 self._send(worker, tasks)
-            elif len(worker.outstanding) <= 1 and not source.waiting():
+            elif len(worker.outstanding) <= 1 and not source.waiting(worker):
                 worker.send({"end": True})
                 worker.ended = True
 
@@ -260,7 +259,8 @@ class Source:
     def feed(self, worker, count):
         return []
 
-    def waiting(self):
+    def waiting(self, worker):
+        """How many runs are still to be sent to the fed ``worker``."""
         return 0
 
     def result(self, task, outcome):
@@ -288,28 +288,41 @@ class Collection(Source):
         adopt_collection(self.targets, hello, os.getcwd())
 
 
-class SharedRuns(Source):
-    """The runs, fed to long-lived workers that each collected every target's file once."""
+class BlockRuns(Source):
+    """A process per block of a target's runs (the schedule's layout): it collects the
+    target's file and runs that target alone, so no target's state reaches another's runs
+    and the answer does not depend on the worker count. With ``files``, the first process
+    collects them all and runs nothing (as Collection), while the others start: they are
+    sent runs once it has named every target's node."""
 
-    def __init__(self, schedule, files):
-        self.schedule, self.files, self.collected = schedule, files, False
+    def __init__(self, schedule, files=None):
+        self.schedule, self.blocks = schedule, {}
+        self.collection = Collection(schedule.targets, files) if files else None
 
     def spawn(self, pool, live):
-        if live >= min(pool.slots, self.schedule.waiting()):
+        if self.collection is not None and not self.collection.started:
+            return self.collection.spawn(pool, live)
+        if live >= pool.slots:
             return False
-        pool.spawn(self.files)
+        block = self.schedule.next_block()
+        if block is None:
+            return False
+        worker = pool.spawn([node_file(block.target.name)])
+        self.blocks[worker.ident] = block
         return True
 
     def hello(self, worker, hello):
-        if not self.collected:
-            adopt_collection(self.schedule.targets, hello, os.getcwd())
-            self.collected = True
+        if self.collection is not None and worker.ident not in self.blocks:
+            self.collection.hello(worker, hello)
+            self.collection = None
 
     def feed(self, worker, count):
-        return self.schedule.take(count, prefer=worker.last) if self.collected else []
+        if self.collection is not None:
+            return []
+        return self.schedule.take(self.blocks[worker.ident], count)
 
-    def waiting(self):
-        return self.schedule.waiting()
+    def waiting(self, worker):
+        return self.blocks[worker.ident].waiting()
 
     def result(self, task, outcome):
         return self.schedule.record(task, outcome)
@@ -318,47 +331,59 @@ class SharedRuns(Source):
         task.target.give_back(task.index)
 
 
-class FreshRuns(SharedRuns):
+class FreshRuns(BlockRuns):
     """A new process per run, started with its seed as the script starts it."""
 
-    def __init__(self, schedule):
-        super().__init__(schedule, [])
-        self.collected = True
-
     def spawn(self, pool, live):
-        if live >= pool.slots or not self.schedule.waiting():
+        if live >= pool.slots:
             return False
-        task = self.schedule.take(1)[0]
+        task = self.schedule.take_one()
+        if task is None:
+            return False
         pool.spawn([node_file(task.target.name)], fixed=[task], seed=task.seed)
         return True
 
 
 class IsolationChecks(Source):
-    """For each target: a fresh process that runs it alone (unless its runs already were
-    alone), and one that runs the tests before it in its module first."""
+    """Fresh processes that place a target among its module's tests. A suspect (its repeats
+    all failed) runs alone (unless its runs already were alone) and after the tests before
+    it in its module; a target whose own runs passed runs after those tests too, as CI runs
+    it, and again up to ORDER_CHECKS times while it fails there."""
 
-    def __init__(self, targets, alone, tags):
-        self.pending = []
-        for target in targets:
+    def __init__(self, suspects, alone, tags, in_order=()):
+        self.pending, self.tags = [], tags
+        for target in suspects:
             target.isolation = {}
-            seed = target.seed_base
             if alone:
-                self.pending.append((target, [Task(next(tags), target.node, seed, target,
-                                                   "alone")]))
+                self.pending.append((target, [Task(next(tags), target.node, target.seed_base,
+                                                   target, "alone")]))
             if target.predecessors:
-                before = [Task(next(tags), node, seed, None, None)
-                          for node in target.predecessors]
-                self.pending.append((target, [*before, Task(next(tags), target.node, seed,
-                                                            target, "after")]))
+                self._after(target, target.seed_base, "after")
+        for target in in_order:
+            target.in_order = []
+            self._after(target, order_seeds(target)[0], "in_order")
+
+    def _after(self, target, seed, index):
+        before = [Task(next(self.tags), node, seed, None, None) for node in target.predecessors]
+        self.pending.append((target, [*before, Task(next(self.tags), target.node, seed,
+                                                    target, index)]))
 
     def spawn(self, pool, live):
         if live >= pool.slots or not self.pending:
             return False
         target, tasks = self.pending.pop(0)
-        pool.spawn([node_file(target.name)], fixed=tasks, seed=target.seed_base)
+        pool.spawn([node_file(target.name)], fixed=tasks, seed=tasks[-1].seed)
         return True
 
     def result(self, task, outcome):
-        if task.target is not None:
-            task.target.isolation[task.index] = outcome
+        target = task.target
+        if target is None:
+            return False
+        if task.index != "in_order":
+            target.isolation[task.index] = outcome
+            return False
+        target.in_order.append(outcome)
+        seeds = order_seeds(target)
+        if outcome.failed and len(target.in_order) < len(seeds):
+            self._after(target, seeds[len(target.in_order)], "in_order")
         return False

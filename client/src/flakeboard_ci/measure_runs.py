@@ -18,6 +18,15 @@ SCRIPT_RUNS = 200  # FLAKE_RUNS' default and the script's min_runs
 SCRIPT_MAX_UPPER_RATE = 0.02
 Z95 = 1.96
 EARLY_STOP_MIN_FAILS = 3
+# A target's runs are laid out in blocks of this many, each block run by a process of its
+# own: the layout depends on the target alone, never on the worker count.
+RUNS_PER_PROCESS = 100
+# A target whose own runs passed is run after the tests before it in its module (CI's
+# order) up to this many times, each in a fresh process: a victim fails every time.
+ORDER_CHECKS = 3
+# ... and is called order_dependent only when its own failure rate would fail that many
+# checks in a row less often than this.
+ORDER_CHANCE = 0.01
 CLASSIFICATIONS = ("stable", "flaky", "broken", "order_dependent", "repeat_unsafe")
 
 
@@ -106,32 +115,40 @@ class Target:
     def reset(self):
         self.outcomes = {}  # run index -> Outcome
         self.returned = []  # indices handed back by a worker that was stopped (a heap)
-        self.next_index = self.done = self.fails = 0
+        self.handed = set()  # indices handed to a process
+        self.done = self.fails = 0
         self.stopped = False
         self.started = None
+        self.in_order = []  # the Outcomes of its runs after the tests before it in its module
 
     @property
     def finished(self):
         return self.stopped or self.done == self.runs
 
     def waiting(self):
-        return 0 if self.finished else self.runs - self.next_index + len(self.returned)
+        """How many of its runs no process has been handed yet."""
+        return 0 if self.finished else self.runs - len(self.handed)
 
-    def take(self, count):
-        indices = []
-        while len(indices) < count and self.waiting():
-            if self.returned:
-                indices.append(heapq.heappop(self.returned))
-            else:
-                indices.append(self.next_index)
-                self.next_index += 1
-        if indices and self.started is None:
+    def layout(self):
+        """Its runs as the processes run them: blocks of RUNS_PER_PROCESS in index order."""
+        return [range(start, min(start + RUNS_PER_PROCESS, self.runs))
+                for start in range(0, self.runs, RUNS_PER_PROCESS)]
+
+    def hand(self, index):
+        self.handed.add(index)
+        if self.started is None:
             self.started = time.monotonic()
-        return indices
 
     def give_back(self, index):
         if not self.finished and index not in self.outcomes:
+            self.handed.discard(index)
             heapq.heappush(self.returned, index)
+
+    def take_returned(self):
+        """The runs a stopped process handed back, in index order, for a new process."""
+        indices = [] if self.finished else sorted(self.returned)
+        self.returned = []
+        return indices
 
     def record(self, index, outcome, early, max_upper_rate):
         """Count one run; True when it finished the target."""
@@ -169,25 +186,67 @@ class Target:
         return sum(outcome.seconds for outcome in self.outcomes.values())
 
 
-class Schedule:
-    """Hands out the targets' runs in index order and counts their outcomes."""
+class Block:
+    """Runs of one target that one process runs, in index order, and nothing else: what a
+    run sees in its process (the target's own runs before it in the block, no other
+    target's) is the same whatever the worker count and whichever worker ran it."""
 
-    def __init__(self, targets, *, early, max_upper_rate, slots, progress):
+    def __init__(self, target, indices):
+        self.target, self.indices = target, collections.deque(indices)
+
+    def waiting(self):
+        if self.target.finished:
+            return 0
+        return sum(index not in self.target.outcomes for index in self.indices)
+
+
+class Schedule:
+    """Hands out the targets' runs, block by block in index order, and counts their
+    outcomes."""
+
+    def __init__(self, targets, *, early, max_upper_rate, progress):
         self.targets, self.early, self.max_upper_rate = targets, early, max_upper_rate
-        self.slots, self.progress = slots, progress
+        self.progress = progress
         self.tags = itertools.count()
+        self.blocks = collections.deque(Block(target, indices) for target in targets
+                                        for indices in target.layout())
 
     def waiting(self):
         return sum(target.waiting() for target in self.targets)
 
-    def take(self, count, prefer=None):
-        """Up to ``count`` runs of one target: ``prefer`` (the worker's last, whose module
-        it has set up) while it has runs waiting, else the one with the most waiting."""
-        if prefer is None or not prefer.waiting():
-            prefer = max(self.targets, key=Target.waiting)
-        share = max(1, prefer.waiting() // self.slots)
-        return [Task(next(self.tags), prefer.node, prefer.seed_base + index, prefer, index)
-                for index in prefer.take(min(count, share))]
+    def next_block(self):
+        """The next block to start a process for, or None: the layout's blocks in order,
+        then the runs a stopped process handed back, as a block of their own."""
+        while self.blocks:
+            block = self.blocks.popleft()
+            if block.waiting():
+                return block
+        for target in self.targets:
+            indices = target.take_returned()
+            if indices:
+                return Block(target, indices)
+        return None
+
+    def take(self, block, count):
+        """Up to ``count`` of the block's runs, in order, as tasks."""
+        target, tasks = block.target, []
+        while block.indices and len(tasks) < count and not target.finished:
+            index = block.indices.popleft()
+            if index not in target.outcomes:
+                target.hand(index)
+                tasks.append(Task(next(self.tags), target.node, target.seed_base + index,
+                                  target, index))
+        return tasks
+
+    def take_one(self):
+        """One run, for a process of its own (--fresh); None when none is waiting."""
+        block = self.next_block()
+        if block is None:
+            return None
+        task = self.take(block, 1)[0]
+        if block.waiting():
+            self.blocks.appendleft(block)
+        return task
 
     def record(self, task, outcome):
         """Count a run; True when it finished its target."""
@@ -196,7 +255,9 @@ class Schedule:
         self.progress.update(target)
         if finished and target.classification is None:
             classify_by_outcomes(target)
-        if finished and target.classification and not target.reported:
+        # A target with tests before it in its module waits for its check in CI's order.
+        if (finished and target.classification and not target.predecessors
+                and not target.reported):
             self.progress.finished(target)
         return finished
 
@@ -205,6 +266,37 @@ def classify_by_outcomes(target):
     """stable or flaky; a suspect target waits for its isolation check."""
     if not target.suspect():
         target.classification = "flaky" if target.fails else "stable"
+
+
+def order_seeds(target):
+    """The seeds of its check in CI's order: those of its first runs that passed, so that a
+    failure there is the order's doing, not the seed's."""
+    passed = [i for i in range(target.done) if not target.outcomes[i].failed]
+    return [target.seed_base + i for i in passed[:ORDER_CHECKS]]
+
+
+def needs_order_check(target):
+    """Whether to run the target again after the tests before it in its module: its own
+    runs passed (all, or all but a few) and something comes before it."""
+    return (target.classification in ("stable", "flaky") and bool(target.predecessors)
+            and bool(order_seeds(target)))
+
+
+def classify_in_order(target):
+    """A target whose own runs passed becomes order_dependent (a victim) when it failed
+    every one of its ORDER_CHECKS runs after the tests before it in its module, and its own
+    failure rate would do that by chance less often than ORDER_CHANCE."""
+    checks = target.in_order
+    if len(checks) < ORDER_CHECKS or not all(check.failed for check in checks):
+        return target.classification
+    if (target.fails / max(target.done, 1)) ** len(checks) > ORDER_CHANCE:
+        return target.classification
+    detail = next((check.detail for check in checks if check.detail), "")
+    target.classification = "order_dependent"
+    target.why = (f"passes on its own ({target.fails}/{target.done} failed) but failed all "
+                  f"{len(checks)} runs after the tests before it in its module: one of them "
+                  f"leaves state that breaks it" + (f" ({detail})" if detail else ""))
+    return target.classification
 
 
 # The isolation check of a target whose in-process runs all failed: (fails alone, fails

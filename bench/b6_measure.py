@@ -6,6 +6,7 @@ module import), all with the same n and the same workers:
 - the article's budget script, a fresh ``python -m pytest NODEID`` per run, timed at 20
   runs a target and scaled to 200;
 - pytest-flakefinder with pytest-xdist, and pytest-repeat with pytest-xdist;
+- ``measure --fresh`` on one worker, a process per run as the script, per run against it;
 - the physical limit: the sum of the test bodies' call phases ÷ the workers.
 
 Every tool runs in one fresh virtual environment holding pytest and the three plugins at
@@ -38,6 +39,7 @@ TOOLS = ["pytest==9.2.0", "pytest-xdist==3.8.0", "execnet==2.1.2",
 SCRIPT_GOAL, SCRIPT_MUST = 100, 30  # measure at least this many times faster
 PLUGIN_MUST = 1.3  # measure's time against the faster plugin's, at most
 LIMIT_GOAL = 3  # measure's time against the physical limit, at most
+FRESH_MUST = 1.0  # measure --fresh's time a run against the script's, at most
 GAP = ("The script pays an interpreter start and a collection per run; the plugins and "
        "measure collect once per worker. What separates measure from the limit is the "
        "workers' start-up and collection, and the last target's tail on one worker.")
@@ -174,6 +176,15 @@ def measure_fails(python: Path, project: Path, runs: int, workers: int, out: Pat
     return seconds, rss, {row["nodeid"]: row["fails"] for row in report}
 
 
+def fresh_seconds(python: Path, project: Path, runs: int, out: Path) -> float:
+    """measure --fresh on one worker, as the script runs: a process per run, one at a
+    time (its collection and checks included)."""
+    seconds, _, _ = timed([str(python), str(CLIENT), "measure", "flake_targets.txt",
+                           "--fresh", "--runs", str(runs), "--workers", "1", "--exact",
+                           "--output", str(out)], project, TERM="dumb")
+    return seconds
+
+
 def run(scale: float, backend: str, workdir) -> list[Row]:
     workdir = Path(workdir) / "b6"
     workers = os.cpu_count() or 1
@@ -199,6 +210,10 @@ def run(scale: float, backend: str, workdir) -> list[Row]:
     _, _, measured_counts = measure_fails(python, project, script_runs, workers,
                                           workdir / "same-n.json")
     mismatched = [n for n in targets if script_counts[n] != measured_counts.get(n)]
+    progress(f"{ID}: measure --fresh, {script_runs} runs a target, 1 worker")
+    fresh_s = fresh_seconds(python, project, script_runs, workdir / "fresh.json")
+    script_run_s = script_s / (len(targets) * script_runs)
+    fresh_run_s = fresh_s / (len(targets) * script_runs)
 
     limit_s = None
     if full:
@@ -225,6 +240,8 @@ def run(scale: float, backend: str, workdir) -> list[Row]:
         "peak_rss_bytes": peaks,
         "limit_s": limit_s and round(limit_s, 3),
         "script_measured_s": round(script_s, 2),
+        "fresh_s": round(fresh_s, 3),
+        "seconds_a_run": {"script": round(script_run_s, 4), "fresh": round(fresh_run_s, 4)},
         "fails": {"script": script_counts, "measure": measured_counts},
     })
     rates = ", ".join(f"{k} {total / v:,.0f} runs/s, {fmt_bytes(peaks[k])}"
@@ -243,6 +260,13 @@ def run(scale: float, backend: str, workdir) -> list[Row]:
             goal="all identical", ratio=(len(targets) - len(mismatched)) / len(targets),
             limit=1, at_most=False,
             detail=", ".join(mismatched) or "every count equal").judge(),
+        Row(ID, backend, "measure --fresh against the script, a process per run, 1 worker",
+            subject=f"{1000 * fresh_run_s:.0f} ms a run",
+            baseline=f"{1000 * script_run_s:.0f} ms a run",
+            goal=f"≤ {FRESH_MUST:g}{TIMES} the script's time a run",
+            ratio=fresh_run_s / script_run_s, limit=FRESH_MUST,
+            detail=(f"{len(targets)} targets {TIMES} {plural(script_runs, 'run')}: "
+                    f"{fmt_seconds(fresh_s)}, its collection and checks included")).judge(),
     ]
     against_plugins = "measure against the faster of flakefinder and repeat, with xdist"
     against_limit = "measure against the physical limit (call phases ÷ workers)"

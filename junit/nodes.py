@@ -5,8 +5,8 @@
 takes the id of a node the suite knows from pytest itself, a node a gate upload (a
 report or signal records) or a quarantine entry named, when pytest would write that node
 with the testcase's classname and name. A node an earlier JUnit file created is itself a
-guess and decides nothing: once a report names the true id, later files map to it (the
-results stored before stay under the guess).
+guess and decides nothing: once a report names the true id, later files map to it, and the
+first of them merges the guess into it (``junit.merge``).
 
 **JUnit nodes do not join the known nodes.** A node first seen in a JUnit file is
 created with its tier (the suite's tier rules) and no ``first_seen``/``last_seen``: those
@@ -27,6 +27,7 @@ from ledger.nodes import CHUNK, nodes_create, nodes_named
 from ledger.selectors import tier_rule_specs
 from web.bulk import plain_rows
 
+from .merge import merge_guess
 from .nodeids import pytest_written
 from .parse import Case
 
@@ -57,10 +58,26 @@ def _settled(case: Case, fits: dict[tuple[str, str], list[str]]) -> str:
     return case.nodeid if case.nodeid in found else found[0]
 
 
+def _merge_guesses(suite: Suite, settled: dict[str, str]) -> None:
+    """Merge each guess (a node only JUnit named) into the node its testcase now maps to
+    ({guess: true id}): one query when there is none."""
+    if not settled:
+        return
+    guesses = Node.objects.filter(suite=suite).exclude(VOUCHED)
+    found = nodes_named(guesses, settled, ("pk",))
+    if not found:
+        return
+    into = _known(suite, [settled[guess] for guess in found])
+    for guess, (pk,) in found.items():
+        merge_guess(pk, into[settled[guess]])
+
+
 def nodes_for_cases(suite: Suite, cases: list[Case]) -> list[tuple[int, str]]:
     """Each case's node, (primary key, node id), in the cases' order; new nodes created."""
     fits = _vouched_fits(suite) if any(case.written for case in cases) else {}
     chosen = [_settled(case, fits) for case in cases]
+    _merge_guesses(suite, {case.nodeid: nodeid for case, nodeid in zip(cases, chosen, strict=True)
+                           if nodeid != case.nodeid})
     known = _known(suite, chosen)
     new = sorted(set(chosen) - known.keys())
     if new:

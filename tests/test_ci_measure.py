@@ -162,6 +162,11 @@ def test_fresh_runs_a_process_per_run_so_import_time_seeds_count(tmp_path):
     # In process the module is imported once, with the first seed (9137 % 3 == 2).
     assert report(project, "shared.json")[node]["fails"] == 0
     assert report(project)[node]["fails"] == seeds_failing("seed % 3 == 0", 4) == 1
+    # A run's time is its process's: an interpreter and a pytest started, not the test's
+    # own fraction of a millisecond.
+    summary = fresh.stderr.splitlines()[-1]
+    assert float(summary.split(f"{node} (")[1].split(" ms a run")[0]) >= 20, summary
+    assert "ms a run" in in_process.stderr.splitlines()[-1]
 
 
 HANGS = """

@@ -12,14 +12,16 @@ from _pytest.junitxml import mangle_test_address
 from hypothesis import given
 from hypothesis import strategies as st
 
+from board.targets import measure_targets
 from junit.ingest import junit_ingest
-from junit.models import CaseResult
+from junit.models import CaseResult, JobOutcome, NodeDay, SignatureDay
 from junit.nodeids import escaped, generic_nodeid, pytest_nodeid, pytest_written
 from junit.parse import parse_junit
+from ledger.measure_targets import measure_target_set
 from ledger.models import Node
 from ledger.quarantine import quarantine_create
-from runs.ingest import report_ingest
-from tests.helpers import body, measurement
+from runs.ingest import report_ingest, signals_ingest
+from tests.helpers import body, measurement, record
 from tests.junit_files import corpus, corpus_ids, junit_xml
 from tests.properties import PROPERTY
 from tests.test_nodeid_corpus import ALL_IDS
@@ -84,6 +86,9 @@ def test_a_known_node_that_fits_is_preferred(suite, classname, name, known):
     junit_ingest(suite=suite, body=xml, actor="ci", query={"commit": "c2"})
     newest = CaseResult.objects.order_by("-pk").first()
     assert newest.node.nodeid == known
+    # ... and the guess is merged into it: its results are the true node's.
+    assert list(Node.objects.values_list("nodeid", flat=True)) == [known]
+    assert CaseResult.objects.filter(node__nodeid=known).count() == 2
 
 
 def test_a_node_quarantined_by_hand_is_vouched_for(suite, today):
@@ -164,3 +169,57 @@ def test_pytest_written_is_pytests_own_mangling(nodeid):
 
 def test_every_corpus_id_is_written_as_pytest_writes_it():
     assert [pytest_written(n) for n in ALL_IDS] == [written(n)[:2] for n in ALL_IDS]
+
+
+def _rollups(suite) -> dict[str, list[tuple]]:
+    """A suite's JUnit results and rollups, each row without its keys, named by node."""
+    def rows(model, *fields):
+        return sorted(model.objects.filter(suite=suite).values_list("node__nodeid", *fields))
+    return {"results": rows(CaseResult, "outcome", "passes", "failures"),
+            "jobs": rows(JobOutcome, "commit", "job", "passes", "failures", "flaky"),
+            "days": rows(NodeDay, "day", "branch", "runs", "failures", "flaky_failures",
+                         "flaky_commits"),
+            "signatures": rows(SignatureDay, "day", "signature", "failures")}
+
+
+def test_a_guess_is_merged_into_the_true_node_once_a_gate_upload_names_it(
+        suite, other_suite, today):
+    """A flaky test under a folder with a dot in its name: its JUnit id is a guess, listed in
+    the targets file; once the gate names the true id, the next JUnit file merges the guess
+    into it, and what is stored is what it would be had the true id been known from the
+    first file (other_suite)."""
+    true = "tests/api.v2/test_users.py::test_create"
+    classname, name = pytest_written(true)
+    guess = pytest_nodeid(classname, name)
+    assert guess == "tests/api/v2/test_users.py::test_create"
+    steady = [("tests.test_steady", f"test_{i}", "passed") for i in range(4)]
+
+    def flaky_job(into, commit, job="py3.12", xunit1=False):
+        xml = junit_xml((classname, name, "failed", "timeout after 2.5s"),
+                        (classname, name, "passed"), *steady)
+        if xunit1:  # this job's pytest writes each test's file: its id is exact
+            xml = xml.replace(f'classname="{classname}"'.encode(),
+                              f'file="{true.split("::")[0]}" classname="{classname}"'.encode())
+        junit_ingest(suite=into, body=xml, actor="ci",
+                     query={"commit": commit, "branch": "main", "job": job})
+
+    def gate_names_it(into):
+        signals_ingest(suite=into, body=body([record(true)]), actor="ci")
+
+    gate_names_it(other_suite)
+    for into in (suite, other_suite):
+        flaky_job(into, "c1")
+        flaky_job(into, "c1", job="py3.13", xunit1=True)
+    assert {n.nodeid for n in Node.objects.filter(suite=suite, nodeid__contains="users")} == {
+        guess, true}  # a guess, and the exact id, each with the day's rows
+    measure_target_set(suite=suite, nodeid=guess, actor="@finley", marked=True)
+    assert measure_targets(suite, today)[0] == guess
+    gate_names_it(suite)
+    for into in (suite, other_suite):
+        flaky_job(into, "c2")
+    assert not Node.objects.filter(suite=suite, nodeid=guess).exists()
+    merged = _rollups(suite)
+    assert merged == _rollups(other_suite)
+    assert [row for row in merged["results"] if row[0] == true] == [(true, "passed", 1, 1)] * 3
+    assert {row[-1] for row in merged["days"] if row[0] == true} == {2}  # flaky on c1 and c2
+    assert measure_targets(suite, today) == [true]

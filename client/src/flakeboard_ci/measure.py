@@ -242,13 +242,15 @@ def run_measurement(targets, args, max_upper_rate, progress):
                         progress=progress)
 
     try:
-        files = list(collections.OrderedDict.fromkeys(node_file(t.name) for t in targets))
+        files = list(collections.OrderedDict.fromkeys(
+            node_file(t.name) for t in targets if t.unmeasured is None))
         measured = schedule(targets)
         if args.fresh:
             pool.run(Collection(targets, files))
             pool.run(FreshRuns(measured))
         else:
             pool.run(BlockRuns(measured, files))
+        targets = [target for target in targets if target.unmeasured is None]
         suspects = [target for target in targets if target.classification is None]
         in_order = [target for target in targets if needs_order_check(target)]
         pool.run(IsolationChecks(suspects, alone=not args.fresh, tags=measured.tags,
@@ -271,16 +273,18 @@ def run_measurement(targets, args, max_upper_rate, progress):
 def cmd_measure(board, args):
     runs, today = measure_settings(args, os.environ)
     names = read_targets(args.targets)
-    absent = [name for name in names if not os.path.exists(node_file(name))]
-    if absent:
-        raise UsageError("\n".join(f"{name} collects nothing: there is no "
-                                   f"{node_file(name)}" for name in absent))
+    targets = [Target(name, runs, args.seed_base) for name in names]
+    for target in targets:
+        if not os.path.exists(node_file(target.name)):
+            target.unmeasured = (f"{target.name} collects nothing: there is no "
+                                 f"{node_file(target.name)}")
+    if all(target.unmeasured for target in targets):
+        raise UsageError("\n".join(target.unmeasured for target in targets))
     entries, ledger_policy = load_gate_ledger(args.ledger)
     folder = os.path.dirname(os.path.abspath(args.output))
     if not os.access(folder, os.W_OK):
         raise UsageError(f"cannot write {args.output}: its folder is missing or read-only")
     max_upper_rate, min_runs = measure_policy(args, board, ledger_policy)
-    targets = [Target(name, runs, args.seed_base) for name in names]
     progress = Progress(sys.stderr)
     try:
         slots = run_measurement(targets, args, max_upper_rate, progress)
@@ -288,6 +292,11 @@ def cmd_measure(board, args):
         progress.close()
         print("flakeboard: measure was interrupted; nothing was written.", file=sys.stderr)
         return 130
+    unmeasured = [target for target in targets if target.unmeasured]
+    targets = [target for target in targets if not target.unmeasured]
+    for target in unmeasured:
+        # A JUnit id the board could only guess (a dotted folder) is one: the rest go on.
+        progress.note(f"NOT MEASURED {target.unmeasured}")
     progress.summary(targets, slots)
     rows = [target.row() for target in targets]
     try:

@@ -9,6 +9,7 @@ import itertools
 import json
 import multiprocessing.connection
 import os
+import py_compile
 import queue
 import re
 import subprocess
@@ -24,13 +25,27 @@ WORKER_KEY_ENV = "FLAKEBOARD_WORKER_KEY"
 NO_PYTEST = re.compile(r"No module named '?pytest'?$", re.M)
 
 
-def plugin_pytest(python, arguments, environ):
+def plugin_pytest(python, arguments, environ, plugin=None):
     """The command and environment of a pytest of ``python`` that loads this file as its
-    plugin (-p flakeboard_ci, found through PYTHONPATH), with the given arguments."""
-    plugin_dir, plugin_file = os.path.split(os.path.abspath(__file__))
+    plugin (-p flakeboard_ci, found through PYTHONPATH), or the compiled ``plugin``, with
+    the given arguments."""
+    plugin_dir, plugin_file = os.path.split(plugin or os.path.abspath(__file__))
     pythonpath = [p for p in (environ.get("PYTHONPATH"), plugin_dir) if p]
     env = dict(environ, PYTHONPATH=os.pathsep.join(pythonpath))
     return [python, "-m", "pytest", "-p", os.path.splitext(plugin_file)[0], *arguments], env
+
+
+def compiled_plugin(folder):
+    """This file compiled once into ``folder``, under a name of its own, for the workers
+    to load: a worker then neither compiles it (PYTHONDONTWRITEBYTECODE, a read-only
+    folder) nor finds a copy of the client in the project first. None when it cannot be
+    compiled: the workers load the file itself."""
+    path = os.path.join(folder, "flakeboard_ci_worker.pyc")
+    try:
+        py_compile.compile(os.path.abspath(__file__), cfile=path, doraise=True)
+    except (OSError, py_compile.PyCompileError):
+        return None
+    return path
 
 
 class MeasureError(UsageError):
@@ -48,6 +63,10 @@ class Worker:
         self.since = time.monotonic()  # when its first outstanding task started, about
         self.ended = False
         self.ran = set()  # the nodes it has run: a node's first run in a process is marked
+
+    def answered(self):
+        """Whether it was told to end and answered every task it was sent."""
+        return self.ended and not self.outstanding
 
     def send(self, message):
         self.conn.send_bytes(json.dumps(message).encode("utf-8"))
@@ -68,9 +87,12 @@ class Pool:
         self.python, self.folder, self.slots = python, folder, slots
         self.timeout, self.progress = timeout, progress
         self.key = os.urandom(16)
+        self.plugin = compiled_plugin(folder)
         # A Unix socket (a named pipe on Windows): a TCP one would hold small answers back.
         self.listener = multiprocessing.connection.Listener(authkey=self.key)
         self.accepted = queue.Queue()
+        # The accepting thread wakes the loop's wait when a worker connects.
+        self.woken, self.waker = multiprocessing.Pipe(duplex=False)
         threading.Thread(target=self._accept, daemon=True).start()
         self.workers, self.spawned = {}, itertools.count()
         self.said_xdist = False
@@ -84,12 +106,18 @@ class Pool:
                     return
                 continue
             self.accepted.put(conn)
+            try:
+                self.waker.send_bytes(b"")
+            except OSError:
+                return  # the pool was closed
 
     def close(self):
         for worker in list(self.workers.values()):
             self._stop(worker)
         listener, self.listener = self.listener, None
         listener.close()
+        self.waker.close()
+        self.woken.close()
 
     def spawn(self, files, fixed=None, seed=SCRIPT_SEED_BASE):
         ident = next(self.spawned)
@@ -97,7 +125,7 @@ class Pool:
             f"--flakeboard-worker={ident}:{self.listener.address}",
             f"--basetemp={os.path.join(self.folder, f'tmp{ident}')}",
             "-q", "--tb=no", "-p", "no:cacheprovider", *files],
-            dict(os.environ, PYTHONHASHSEED="0", PATCH_SEED=str(seed)))
+            dict(os.environ, PYTHONHASHSEED="0", PATCH_SEED=str(seed)), self.plugin)
         env[WORKER_KEY_ENV] = self.key.hex()
         log = os.path.join(self.folder, f"worker{ident}.log")
         with open(log, "wb") as out:
@@ -109,7 +137,8 @@ class Pool:
     def run(self, source):
         """Run what ``source`` starts and feeds until no process is left."""
         while True:
-            while source.spawn(self, len(self.workers)):
+            # A process that answered all it was sent is only exiting: its slot is free.
+            while source.spawn(self, sum(not w.answered() for w in self.workers.values())):
                 pass
             if not self.workers:
                 return
@@ -122,6 +151,7 @@ class Pool:
             self.progress.tick()
 
     def _receive(self, source):
+        greeted = False
         while not self.accepted.empty():
             conn = self.accepted.get()
             # The hello comes first; a worker is known by the ident it was started with.
@@ -137,9 +167,16 @@ class Pool:
                                    " is set aside: each of measure's workers is one pytest"
                                    " process")
             source.hello(worker, hello)
+            greeted = True
         conns = {w.conn: w for w in self.workers.values() if w.conn is not None}
-        for conn in multiprocessing.connection.wait(list(conns), timeout=0.05):
-            self._read(conns[conn], source)
+        # A worker that said hello waits for its tasks: feed it before waiting on anything.
+        timeout = 0 if greeted else 0.05
+        for conn in multiprocessing.connection.wait([self.woken, *conns], timeout=timeout):
+            if conn is self.woken:
+                while self.woken.poll():
+                    self.woken.recv_bytes()
+            else:
+                self._read(conns[conn], source)
 
     def _read(self, worker, source):
         try:
@@ -332,7 +369,13 @@ class BlockRuns(Source):
 
 
 class FreshRuns(BlockRuns):
-    """A new process per run, started with its seed as the script starts it."""
+    """A new process per run, started with its seed as the script starts it, that collects
+    the target alone (its node id, as the script names it). A run's time is its process's,
+    from its start to its answer."""
+
+    def __init__(self, schedule):
+        super().__init__(schedule)
+        self.started = {}  # task tag -> when its process was started
 
     def spawn(self, pool, live):
         if live >= pool.slots:
@@ -340,8 +383,13 @@ class FreshRuns(BlockRuns):
         task = self.schedule.take_one()
         if task is None:
             return False
-        pool.spawn([node_file(task.target.name)], fixed=[task], seed=task.seed)
+        self.started[task.tag] = time.monotonic()
+        pool.spawn([task.target.name], fixed=[task], seed=task.seed)
         return True
+
+    def result(self, task, outcome):
+        seconds = time.monotonic() - self.started.pop(task.tag, time.monotonic())
+        return super().result(task, outcome._replace(seconds=seconds))
 
 
 class IsolationChecks(Source):

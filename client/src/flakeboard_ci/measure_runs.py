@@ -66,8 +66,8 @@ def _rootdir_id(name, rootdir, cwd):
 
 def resolve_targets(names, hello, cwd):
     """Each target's collected node id, from a worker's hello (its items and collection
-    errors); UsageError naming every target that collects nothing or more than one test."""
-    items, problems, resolved = hello["items"], [], {}
+    errors), and why each of the others collects nothing or more than one test."""
+    items, problems, resolved = hello["items"], {}, {}
     errors = dict(hello["errors"])
     for name in names:
         wanted = _rootdir_id(name, hello["rootdir"], cwd)
@@ -79,15 +79,13 @@ def resolve_targets(names, hello, cwd):
             resolved[name] = found[0]
         elif found:
             shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
-            problems.append(f"{name} is ambiguous: it collects {len(found)} tests ({shown}); "
-                            f"name one of them")
+            problems[name] = (f"{name} is ambiguous: it collects {len(found)} tests ({shown}); "
+                              f"name one of them")
         else:
             error = errors.get(node_file(wanted))
-            problems.append(f"{name} collects nothing"
-                            + (f" (collecting {node_file(name)} failed: {error})" if error else ""))
-    if problems:
-        raise UsageError("\n".join(problems))
-    return resolved
+            problems[name] = (f"{name} collects nothing" + (
+                f" (collecting {node_file(name)} failed: {error})" if error else ""))
+    return resolved, problems
 
 
 def predecessors(node, items):
@@ -108,6 +106,7 @@ class Target:
     def __init__(self, name, runs, seed_base):
         self.name, self.runs, self.seed_base = name, runs, seed_base
         self.node, self.predecessors = None, []
+        self.unmeasured = None  # why it cannot be measured: it collects no test, or several
         self.classification, self.why, self.reported = None, "", False
         self.isolation = {}  # "alone", "after": the Outcome of each isolation check
         self.reset()
@@ -123,7 +122,7 @@ class Target:
 
     @property
     def finished(self):
-        return self.stopped or self.done == self.runs
+        return self.stopped or self.done == self.runs or self.unmeasured is not None
 
     def waiting(self):
         """How many of its runs no process has been handed yet."""
@@ -314,9 +313,17 @@ ISOLATION = {
 
 
 def adopt_collection(targets, hello, cwd):
-    """Give each target its collected node and the nodes before it in its module."""
-    nodes = resolve_targets([target.name for target in targets], hello, cwd)
-    for target in targets:
+    """Give each target its collected node and the nodes before it in its module, or why it
+    cannot be measured; UsageError naming every target when none can."""
+    wanted = [target for target in targets if target.unmeasured is None]
+    nodes, problems = resolve_targets([target.name for target in wanted], hello, cwd)
+    if not nodes:
+        raise UsageError("\n".join([*(t.unmeasured for t in targets if t.unmeasured),
+                                    *problems.values()]))
+    for target in wanted:
+        if target.name in problems:
+            target.unmeasured = problems[target.name]
+            continue
         target.node = nodes[target.name]
         target.predecessors = predecessors(target.node, hello["items"])
 

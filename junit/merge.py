@@ -1,0 +1,82 @@
+"""A node that JUnit could only guess, merged into the node it was a guess of.
+
+A pytest testcase under a folder with a dot in its name (``tests/api.v2/test_users.py``)
+is written with a classname that cannot say where the dot was (``tests.api.v2.test_users``):
+with no ``file`` attribute, its node id is a guess (``tests/api/v2/test_users.py::...``),
+and the guess is a node of its own. Once a gate upload names the true node, the next JUnit
+file maps the testcase to it (``junit.nodes``), and the guess is merged into it here: its
+results, its rollups (counts added where the true node has a row for the same key) and its
+mark to measure move over, and the guess is deleted, so the flaky-tests page and the
+targets file name the true id alone. A commit flaky under both names counts once among
+the day's flaky commits (the day its jobs were last seen).
+
+Only a guess no upload vouched for is merged: no gate upload named it and it has no entry,
+so it holds no measurement, verdict or entry of its own.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+from django.db.models import Model
+
+from ledger.models import MeasureTarget, Node
+
+from .models import CaseResult, JobOutcome, NodeDay, SignatureDay
+from .rules import is_flaky
+
+
+def _merge_rows(model: type[Model], key: Iterable[str], counts: Iterable[str], guess: int,
+                into: int, finish: Callable[[Model, Model], None] | None = None) -> None:
+    """Move the guess's rows of ``model`` to ``into``; where ``into`` has a row with the
+    same ``key``, add the guess's ``counts`` to it (then ``finish`` it) instead."""
+    key, counts = tuple(key), tuple(counts)
+    taken = {tuple(getattr(row, f) for f in key): row
+             for row in model.objects.filter(node_id=into)}
+    moved = []
+    for row in model.objects.filter(node_id=guess):
+        kept = taken.get(tuple(getattr(row, f) for f in key))
+        if kept is None:
+            moved.append(row.pk)
+            continue
+        for field in counts:
+            setattr(kept, field, getattr(kept, field) + getattr(row, field))
+        if finish is not None:
+            finish(kept, row)
+        kept.save()
+        row.delete()
+    model.objects.filter(pk__in=moved).update(node_id=into)
+
+
+def _job_finished(kept: JobOutcome, row: JobOutcome) -> None:
+    kept.flaky = is_flaky(kept.passes, kept.failures)
+    kept.last_day = max(kept.last_day, row.last_day)
+
+
+def _flaky_commits(node: int) -> set[tuple]:
+    """The (day, commit) pairs of a node's jobs it was flaky in, by their last day."""
+    return set(JobOutcome.objects.filter(node_id=node, flaky=True)
+               .values_list("last_day", "commit"))
+
+
+def merge_guess(guess: int, into: int) -> None:
+    """Merge the guessed node ``guess`` into the node ``into`` (primary keys), and delete
+    it. The caller holds the suite's write lock, in the upload's transaction."""
+    # A commit flaky under both names on one day is one flaky commit of that day.
+    twice = Counter(day for day, _ in _flaky_commits(guess) & _flaky_commits(into))
+
+    def day_finished(kept: NodeDay, row: NodeDay) -> None:
+        kept.flaky_commits = max(0, kept.flaky_commits - twice[kept.day])
+
+    CaseResult.objects.filter(node_id=guess).update(node_id=into)
+    _merge_rows(NodeDay, ("suite_id", "day", "branch"),
+                ("runs", "failures", "flaky_failures", "flaky_commits"), guess, into,
+                day_finished)
+    _merge_rows(JobOutcome, ("suite_id", "commit", "job"), ("passes", "failures"), guess,
+                into, _job_finished)
+    _merge_rows(SignatureDay, ("suite_id", "day", "branch", "signature"), ("failures",),
+                guess, into)
+    if not MeasureTarget.objects.filter(node_id=into).exists():
+        MeasureTarget.objects.filter(node_id=guess).update(node_id=into)
+    Node.objects.filter(pk=guess).delete()

@@ -1,6 +1,6 @@
 """Suites, their nodes and tiers, the quarantine ledger, its audit trail and API tokens,
-CI's runs that size the test set: a module per idea (suites, nodes, entries, records,
-ci_runs), all importable from here.
+CI's runs that size the test set, the scheduled jobs' lock rows: a module per idea (suites,
+nodes, entries, records, ci_runs, job_locks), all importable from here.
 
 The node and glob key (``text_key``, ``KeyField``) and ``PolicyDefault`` are defined in
 ``fields`` and re-exported here: the migrations name them as ``ledger.models``."""
@@ -17,13 +17,32 @@ from .fields import (
     branch_name,
     text_key,
 )
+from .job_locks import JobLock
 from .nodes import MeasureTarget, Node, NodeQuerySet, TierRule
 from .records import ApiToken, AuditEvent
 from .suites import ROLE_RANK, Membership, Role, Suite
 
 __all__ = [
-    "GATE_FIELDS", "JUNIT_INFRASTRUCTURE_SHARE", "KEY_LENGTH", "ROLE_RANK", "ApiToken",
-    "AuditEvent", "CiRun", "EntryQuerySet", "KeyField", "MeasureTarget", "Membership", "Node",
-    "NodeQuerySet", "PolicyDefault", "QuarantineEntry", "Role", "Suite", "TierRule",
-    "branch_name", "gate_entry", "text_key",
+    "GATE_FIELDS",
+    "JUNIT_INFRASTRUCTURE_SHARE",
+    "KEY_LENGTH",
+    "ROLE_RANK",
+    "ApiToken",
+    "AuditEvent",
+    "CiRun",
+    "EntryQuerySet",
+    "JobLock",
+    "KeyField",
+    "MeasureTarget",
+    "Membership",
+    "Node",
+    "NodeQuerySet",
+    "PolicyDefault",
+    "QuarantineEntry",
+    "Role",
+    "Suite",
+    "TierRule",
+    "branch_name",
+    "gate_entry",
+    "text_key",
 ]

@@ -1,3 +1,4 @@
+from ledger.job_locks import job_lock
 from runs.prune import prune_uploads
 from web.commands import PruneCommand
 
@@ -10,6 +11,7 @@ class Command(PruneCommand):
     )
     setting = "RETENTION_DAYS"
     prune = staticmethod(prune_uploads)
+    job, lock = "prune", staticmethod(job_lock)
 
     def said(self, pruned, span):
         return (f"{pruned.reports} reports ({pruned.measurements} measurements) and "

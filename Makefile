@@ -54,7 +54,7 @@ run: install .secret_key
 ifeq ($(DEBUG),true)
 	@$(RUN_ENV) $(PY) manage.py runserver 127.0.0.1:$(PORT)
 else
-	@$(RUN_ENV) $(PY) -m gunicorn flakeboard.wsgi --bind 127.0.0.1:$(PORT) --workers 2 --log-level warning
+	@$(RUN_ENV) $(PY) -m gunicorn -c python:flakeboard.gunicorn flakeboard.wsgi --bind 127.0.0.1:$(PORT) --workers 2 --log-level warning
 endif
 
 test: install

@@ -5,6 +5,10 @@ the 5xx count). Read from the database when scraped: each suite's open entries p
 and whether its gate passes now (``LedgerCollector``, a few queries per suite, at most
 ``MAX_SUITES`` suites).
 
+Under gunicorn with ``flakeboard/gunicorn.py`` (``PROMETHEUS_MULTIPROC_DIR`` set), what
+is counted as it happens is every worker's, added up from prometheus-client's multiprocess
+files: a scrape answers the same totals whichever worker serves it.
+
 Off (404) unless ``METRICS_TOKEN`` is set; then only ``Authorization: Bearer <METRICS_TOKEN>``
 is answered (401 otherwise, compared in constant time).
 """
@@ -12,14 +16,16 @@ is answered (401 otherwise, compared in constant time).
 from __future__ import annotations
 
 import hmac
+import os
 
 from django.conf import settings
 from django.http import Http404, HttpResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from ledger.models import Suite
 from ledger.selectors import OPEN_STATES, entry_counts, gate_status_now
@@ -55,6 +61,17 @@ class LedgerCollector:
 REGISTRY.register(LedgerCollector())
 
 
+def scraped_registry():
+    """What a scrape reads: this process's registry, or with PROMETHEUS_MULTIPROC_DIR set,
+    every process's counts and the ledger read now."""
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return REGISTRY
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry)
+    registry.register(LedgerCollector())
+    return registry
+
+
 def _authorized(request, token: str) -> bool:
     scheme, _, given = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(
@@ -73,4 +90,4 @@ def metrics(request):
                                 content_type="text/plain; charset=utf-8")
         response["WWW-Authenticate"] = 'Bearer realm="flakeboard-metrics"'
         return response
-    return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
+    return HttpResponse(generate_latest(scraped_registry()), content_type=CONTENT_TYPE_LATEST)

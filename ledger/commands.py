@@ -1,9 +1,17 @@
-"""The suite a management command names on its command line."""
+"""The suite a management command names on its command line, and the prune commands'
+frame."""
 
 from __future__ import annotations
 
-from django.core.management.base import CommandError
+from contextlib import nullcontext
 
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+
+from flakeboard.rules import plural
+
+from .job_locks import job_lock
 from .models import Suite
 
 
@@ -12,3 +20,28 @@ def get_suite(slug: str) -> Suite:
     if suite is None:
         raise CommandError(f"No suite “{slug}”. Create it with: manage.py create_suite {slug}")
     return suite
+
+
+class PruneCommand(BaseCommand):
+    """A prune of raw rows older than a setting's days: ``prune(days=, today=, dry_run=)``
+    answers the counts, ``said(pruned)`` words them after "Deleted" or "Would delete".
+    Started by cron on several hosts, one run deletes and the others say so: the job's lock
+    (``job_locks``) is named after the command."""
+
+    setting = ""
+
+    def add_arguments(self, parser):
+        parser.add_argument("--dry-run", action="store_true",
+                            help="count what would be deleted, delete nothing")
+
+    def handle(self, dry_run, **options):
+        days = getattr(settings, self.setting)
+        job = self.__module__.rpartition(".")[2]  # prune, prune_junit
+        # A dry run deletes nothing: it neither waits for a run nor holds one back.
+        with nullcontext(True) if dry_run else job_lock(job) as held:
+            if not held:
+                self.stdout.write(f"Another {job} run holds the job: skipped (it deletes).")
+                return
+            pruned = self.prune(days=days, today=timezone.now().date(), dry_run=dry_run)
+        verb = "Would delete" if dry_run else "Deleted"
+        self.stdout.write(f"{verb} {self.said(pruned, plural(days, 'day'))}")

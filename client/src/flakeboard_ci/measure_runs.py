@@ -4,7 +4,6 @@ the schedule that hands runs out, and the classification of what they found."""
 from __future__ import annotations
 
 import collections
-import heapq
 import itertools
 import math
 import os
@@ -113,8 +112,7 @@ class Target:
 
     def reset(self):
         self.outcomes = {}  # run index -> Outcome
-        self.returned = []  # indices handed back by a worker that was stopped (a heap)
-        self.handed = set()  # indices handed to a process
+        self.returned = []  # indices handed back by a worker that was stopped
         self.done = self.fails = 0
         self.stopped = False
         self.started = None
@@ -124,24 +122,14 @@ class Target:
     def finished(self):
         return self.stopped or self.done == self.runs or self.unmeasured is not None
 
-    def waiting(self):
-        """How many of its runs no process has been handed yet."""
-        return 0 if self.finished else self.runs - len(self.handed)
-
     def layout(self):
         """Its runs as the processes run them: blocks of RUNS_PER_PROCESS in index order."""
         return [range(start, min(start + RUNS_PER_PROCESS, self.runs))
                 for start in range(0, self.runs, RUNS_PER_PROCESS)]
 
-    def hand(self, index):
-        self.handed.add(index)
-        if self.started is None:
-            self.started = time.monotonic()
-
     def give_back(self, index):
         if not self.finished and index not in self.outcomes:
-            self.handed.discard(index)
-            heapq.heappush(self.returned, index)
+            self.returned.append(index)
 
     def take_returned(self):
         """The runs a stopped process handed back, in index order, for a new process."""
@@ -210,9 +198,6 @@ class Schedule:
         self.blocks = collections.deque(Block(target, indices) for target in targets
                                         for indices in target.layout())
 
-    def waiting(self):
-        return sum(target.waiting() for target in self.targets)
-
     def next_block(self):
         """The next block to start a process for, or None: the layout's blocks in order,
         then the runs a stopped process handed back, as a block of their own."""
@@ -232,9 +217,10 @@ class Schedule:
         while block.indices and len(tasks) < count and not target.finished:
             index = block.indices.popleft()
             if index not in target.outcomes:
-                target.hand(index)
                 tasks.append(Task(next(self.tags), target.node, target.seed_base + index,
                                   target, index))
+        if tasks and target.started is None:
+            target.started = time.monotonic()
         return tasks
 
     def take_one(self):

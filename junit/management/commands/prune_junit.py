@@ -1,6 +1,5 @@
 from junit.prune import prune_junit
-from ledger.job_locks import job_lock
-from web.commands import PruneCommand
+from ledger.commands import PruneCommand
 
 
 class Command(PruneCommand):
@@ -10,7 +9,6 @@ class Command(PruneCommand):
     )
     setting = "JUNIT_RETENTION_DAYS"
     prune = staticmethod(prune_junit)
-    job, lock = "prune_junit", staticmethod(job_lock)
 
     def said(self, pruned, span):
         return (f"{pruned.results} testcase results and {pruned.job_outcomes} job counts "

@@ -1,6 +1,5 @@
-from ledger.job_locks import job_lock
+from ledger.commands import PruneCommand
 from runs.prune import prune_uploads
-from web.commands import PruneCommand
 
 
 class Command(PruneCommand):
@@ -11,7 +10,6 @@ class Command(PruneCommand):
     )
     setting = "RETENTION_DAYS"
     prune = staticmethod(prune_uploads)
-    job, lock = "prune", staticmethod(job_lock)
 
     def said(self, pruned, span):
         return (f"{pruned.reports} reports ({pruned.measurements} measurements) and "

@@ -8,9 +8,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
+from tests.ci_client_view import load_client
 from tests.measure_projects import make_project, measure, seed_test, written
 
 EXIT_USAGE = 64
@@ -151,3 +154,28 @@ def test_the_ids_that_collect_are_measured_and_the_others_named(project):
         "name one of them",
         "NOT MEASURED test_p.py::test_nope collects nothing"]
     assert done.stderr.splitlines()[-1].startswith("Measured 1 target (1 stable)")
+
+
+def test_a_pool_closed_at_once_says_nothing_from_its_accepting_thread(tmp_path, monkeypatch):
+    # A targets file that collects nothing closes the pool at once; on a busy machine its
+    # accepting thread first ran after that, and its traceback led the usage error.
+    client = load_client()
+    failures = []
+    monkeypatch.setattr(threading, "excepthook", failures.append)
+    threads, run = [], threading.Thread.run
+
+    def scheduled_late(thread):
+        threads.append(thread)
+        time.sleep(0.05)
+        run(thread)
+
+    monkeypatch.setattr(threading.Thread, "run", scheduled_late)
+    for _ in range(5):
+        pool = client.Pool(python=sys.executable, folder=str(tmp_path), slots=1, timeout=None,
+                           progress=None)
+        pool.close()
+    for thread in threads:
+        thread.join(timeout=5)
+    assert len(threads) == 5
+    assert [f"{failure.exc_type.__name__}: {failure.exc_value}" for failure in failures] == []
+    assert not any(thread.is_alive() for thread in threads)  # each saw the pool closed

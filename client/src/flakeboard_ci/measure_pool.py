@@ -93,16 +93,19 @@ class Pool:
         self.accepted = queue.Queue()
         # The accepting thread wakes the loop's wait when a worker connects.
         self.woken, self.waker = multiprocessing.Pipe(duplex=False)
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.closing = False
+        threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
         self.workers, self.spawned = {}, itertools.count()
         self.said_xdist = False
 
-    def _accept(self):
+    def _accept(self, listener):
         while True:
             try:
-                conn = self.listener.accept()
-            except (OSError, EOFError, multiprocessing.AuthenticationError):
-                if self.listener is None:
+                conn = listener.accept()
+            except (OSError, EOFError, AttributeError, multiprocessing.AuthenticationError):
+                # Closed under it: before its first accept, or between Listener.accept's
+                # check and its use (an AttributeError). Otherwise a stray connection.
+                if self.closing:
                     return
                 continue
             self.accepted.put(conn)
@@ -114,8 +117,8 @@ class Pool:
     def close(self):
         for worker in list(self.workers.values()):
             self._stop(worker)
-        listener, self.listener = self.listener, None
-        listener.close()
+        self.closing = True
+        self.listener.close()
         self.waker.close()
         self.woken.close()
 

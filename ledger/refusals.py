@@ -50,6 +50,7 @@ CODES = {
     "dict_type": Code.WRONG_TYPE,
     "model_type": Code.WRONG_TYPE,
     "dataclass_type": Code.WRONG_TYPE,
+    "bool_type": Code.WRONG_TYPE,
     "greater_than_equal": Code.OUT_OF_RANGE,
     "less_than_equal": Code.OUT_OF_RANGE,
     "finite_number": Code.NOT_FINITE,
@@ -64,6 +65,7 @@ _EXPECTED = {
     "dict_type": "an object",
     "model_type": "an object",
     "dataclass_type": "an object",
+    "bool_type": "true or false",
 }
 # The code of each text problem; a node id's own problems are invalid_nodeid.
 TEXT_CODES = {

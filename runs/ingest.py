@@ -94,19 +94,25 @@ def _entry_answer(entry_id, owner, expires, state) -> dict | None:
 ENTRY_VALUES = ("entry_id", "entry__owner", "entry__expires", "entry_state")
 
 
+def cause_answer(cause) -> dict:
+    """An order_dependent row's cause as it is stored and answered."""
+    return {"role": cause.role.value, "nodes": list(cause.nodes), "complete": cause.complete}
+
+
 def _stored_rows(model, upload) -> list[dict]:
     """The stored rows' answers, read as plain values."""
     if model is Report:
         names = ("node__nodeid", "status", "reason", "n", "fails", "upper95",
-                 "reported_upper95", "flags", "classification", "pooled", *ENTRY_VALUES)
+                 "reported_upper95", "flags", "classification", "cause", "pooled",
+                 *ENTRY_VALUES)
         return [
             {"nodeid": nodeid, "status": status, "reason": reason, "n": n, "fails": fails,
              "upper95": round(upper95, 4), "reported_upper95": reported, "flags": flags,
-             "classification": kind or None,
+             "classification": kind or None, "cause": cause,
              "pooled": pooled_answer(**pooled) if pooled else pooled_answer(n, fails, []),
              "entry": _entry_answer(*entry)}
-            for nodeid, status, reason, n, fails, upper95, reported, flags, kind, pooled, *entry
-            in upload.measurements.order_by("position").values_list(*names)
+            for (nodeid, status, reason, n, fails, upper95, reported, flags, kind, cause, pooled,
+                 *entry) in upload.measurements.order_by("position").values_list(*names)
         ]
     names = ("node__nodeid", "verdict", "reason", "flags", "effective_lock",
              "effective_status", "property_check", "attempts", "sent", *ENTRY_VALUES)
@@ -161,7 +167,7 @@ class Decision(NamedTuple):
 MEASUREMENT_COLUMNS = (
     "suite_id", "report_id", "node_id", "position", "created_at", "n", "fails", "upper95",
     "reported_upper95", "seed_base", "classification", "status", "reason", "flags", "entry_id",
-    "entry_state", "pooled",
+    "entry_state", "pooled", "cause",
 )
 VERDICT_COLUMNS = (
     "suite_id", "batch_id", "node_id", "position", "created_at", "property_check",
@@ -235,16 +241,18 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
             upper95 = bound(row.fails, row.n)
             status, reason = outcome.status.value, outcome.reason.value
             kind = None if row.classification is None else row.classification.value
+            cause = None if row.cause is None else cause_answer(row.cause)
             rows.append((
                 suite.pk, None, node_pk, position, stored_at, row.n, row.fails, upper95,
                 row.upper95, row.seed_base, kind or "", status, reason, flags_text(flags),
                 entry_id, state, None if stored_pool is None else json.dumps(stored_pool),
+                None if cause is None else json.dumps(cause),
             ))
             answers.append({
                 "nodeid": row.nodeid, "status": status, "reason": reason, "n": row.n,
                 "fails": row.fails, "upper95": round(upper95, 4),
                 "reported_upper95": row.upper95, "flags": flags, "classification": kind,
-                "pooled": pooled_answer(pooled.n, pooled.fails,
+                "cause": cause, "pooled": pooled_answer(pooled.n, pooled.fails,
                                         stored_pool["reports"] if stored_pool else []),
                 "entry": entry_answer,
             })

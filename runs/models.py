@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db import models
 
 from flakeboard import rules
-from ledger.models import Node, QuarantineEntry, Suite
+from ledger.models import Node, QuarantineEntry, Suite, text_key
 
 STATUS_CHOICES = [(s.value, s.value) for s in rules.GateStatus]
 VERDICT_CHOICES = [(v.value, v.value) for v in rules.Verdict]
@@ -18,8 +18,8 @@ CLASSIFICATION_TEXT = {
     rules.Classification.FLAKY: ("Flaky", "Mixed outcomes: passed in some runs, failed in "
                                           "others."),
     rules.Classification.BROKEN: ("Broken", "Failed every run, and also alone in a fresh "
-                                            "process and after the tests before it in its "
-                                            "module."),
+                                            "process and after the tests before it, in its "
+                                            "module and in the whole session."),
     rules.Classification.ORDER_DEPENDENT: (
         "Order-dependent", "Its outcome depends on the tests run before it: it needs state a "
                            "predecessor sets, or a predecessor pollutes it."),
@@ -173,6 +173,11 @@ class Measurement(UploadRow):
         help_text="The node's counts pooled with the earlier reports at the commit, which the "
                   "gate judged: n, fails and the earlier reports' ids (null: none earlier).",
     )
+    cause = models.JSONField(
+        null=True, blank=True,
+        help_text="For an order_dependent test, the tests the client's measure command found "
+                  "it depends on: role (polluter or state_setter), nodes, complete.",
+    )
 
     class Meta(UploadRow.Meta):
         indexes = row_indexes("measurement", upload="report")
@@ -184,6 +189,24 @@ class Measurement(UploadRow):
     def pooled_upper95(self) -> float | None:
         """The Wilson bound of the node's pooled counts at the commit (None: not pooled)."""
         return None if not self.pooled else rules.upper95(self.pooled["fails"], self.pooled["n"])
+
+    @property
+    def cause_words(self) -> dict | None:
+        """The cause as the pages say it: "fails only after" (or "passes only after", "...
+        some of" when the bisection stopped early), each test with its page's key, and
+        the role ("polluter", "state-setters together"); None without one."""
+        if not self.cause:
+            return None
+        nodes = self.cause["nodes"]
+        polluter = self.cause["role"] == rules.CauseRole.POLLUTER
+        complete = self.cause.get("complete", True)
+        role = "polluter" if polluter else "state-setter"
+        if len(nodes) > 1:
+            role = f"{role}s together" if complete else f"{role}s among them"
+        return {"verb": ("fails only after" if polluter else "passes only after")
+                        + ("" if complete else " some of"),
+                "nodes": [{"nodeid": nodeid, "key": text_key(nodeid)} for nodeid in nodes],
+                "role": role}
 
     @property
     def classification_help(self) -> str:

@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar
 
-from pydantic import BaseModel, Field, Strict, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    Field,
+    Strict,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 from pydantic.dataclasses import dataclass
 
 from flakeboard import rules
@@ -23,6 +31,7 @@ from ledger.refusals import (
     kind_of,
     load_json,
     problems,
+    refusal,
     refuse_repeats,
     refuse_too_many,
 )
@@ -40,6 +49,38 @@ from ledger.wire import (
 )
 
 RiskyLines = Annotated[int, Strict(), Field(ge=0, le=rules.COUNT_MAX)]
+
+
+@dataclass(frozen=True)
+class OrderCause:
+    """The tests the client's measure command found an order_dependent test to depend on,
+    by delta debugging over the tests run before it."""
+
+    role: rules.CauseRole = Field(
+        description="polluter: the test fails only after these tests (it is their victim); "
+                    "state_setter: it passes only after them (it needs what they leave)."
+    )
+    nodes: list[NodeId] = Field(
+        description=f"The smallest set of tests that flips it, in the order they ran: one "
+                    f"test, or those needed together (1 to {rules.CAUSE_NODES_MAX}).",
+    )
+    complete: Annotated[bool, Strict()] = Field(
+        True, description="false when the bisection stopped at the client's --bisect-max: "
+                          "the cause is among these tests, not all of them.",
+    )
+
+
+def _cause_of_order_dependent(cause: OrderCause | None, info: ValidationInfo):
+    if cause is None:
+        return cause
+    if info.data.get("classification") is not rules.Classification.ORDER_DEPENDENT:
+        raise refusal(Code.INVALID_VALUE, "goes with the classification order_dependent only")
+    if not 1 <= len(cause.nodes) <= rules.CAUSE_NODES_MAX:
+        raise refusal(Code.OUT_OF_RANGE, f"nodes must name 1 to {rules.CAUSE_NODES_MAX} tests "
+                                         f"(got {len(cause.nodes)})")
+    if info.data.get("nodeid") in cause.nodes:
+        raise refusal(Code.INVALID_VALUE, "names the measured test itself")
+    return cause
 
 
 # --- rows ----------------------------------------------------------------------------------
@@ -62,6 +103,9 @@ class MeasurementIn:
     tier: StatedTier | None = None
     classification: rules.Classification | None = Field(
         None, description="Optional: what the client's measure command found the test to be."
+    )
+    cause: Annotated[OrderCause | None, AfterValidator(_cause_of_order_dependent)] = Field(
+        None, description="Optional, with order_dependent only: the tests it depends on."
     )
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runs.models import Report
+from runs.models import Measurement, Report
 from tests.measure_projects import (
     SEED_BASE,
     budget_script,
@@ -135,12 +135,12 @@ def test_each_repeat_has_fresh_function_fixtures_and_shares_wider_ones(tmp_path)
     assert done.returncode == 1, done.stderr  # 30 runs are under min_runs: FAIL, not broken
     assert [(row["n"], row["fails"]) for row in report(project).values()] == [(30, 0)] * 3
     runs = [line.split() for line in log.read_text().splitlines()]
-    # Its 30 runs, and one before each of the two targets after it in the module when
-    # they are checked in CI's order: every run with a tmp_path of its own.
-    assert len(runs) == len({path for _, path in runs}) == 32
-    # Its 30 runs repeat in one process (a block of them, whatever the workers), each
-    # check is a fresh process: each process made the module's resource once.
-    assert sorted(collections.Counter(pid for pid, _ in runs).values()) == [1, 1, 30]
+    # Its 30 runs, and one in the session's run, where the targets after it are checked
+    # in CI's order: every run with a tmp_path of its own.
+    assert len(runs) == len({path for _, path in runs}) == 31
+    # Its 30 runs repeat in one process (a block of them, whatever the workers), the
+    # session is a process of its own: each process made the module's resource once.
+    assert sorted(collections.Counter(pid for pid, _ in runs).values()) == [1, 30]
 
 
 IMPORT_TIME = """
@@ -253,3 +253,16 @@ def test_upload_sends_each_targets_classification(uploaded):
     _, _, rows = uploaded
     assert rows["test_up.py::test_broken"].classification == "broken"
     assert rows["test_up.py::test_ok"].classification == "stable"
+
+
+def test_upload_sends_what_an_order_dependent_target_depends_on(run, suite, tmp_path):
+    make_project(tmp_path, {"test_a.py": "def test_sets():\n    os.environ['SET_UP'] = '1'\n",
+                            "test_b.py": "def test_needs():\n    assert os.environ['SET_UP']\n"},
+                 ["test_b.py::test_needs"])
+    done = run("measure", "--runs", "6", "--upload", "--commit", "abc123",
+               PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", TODAY="2026-10-15")
+    assert done.returncode == 1, done.stderr
+    [stored] = Measurement.objects.filter(report__suite=suite)
+    assert (stored.classification, stored.cause) == ("order_dependent", {
+        "role": "state_setter", "nodes": ["test_a.py::test_sets"], "complete": True})
+    assert "passes only after test_a.py::test_sets (state-setter)" in done.stderr

@@ -12,6 +12,8 @@ import pytest
 
 from tests.measure_projects import make_project, measure, report, seed_test
 
+CLASSIFICATIONS = ("stable", "flaky", "broken", "order_dependent", "repeat_unsafe")
+
 NEEDS_STATE = """
     STATE = {}
 
@@ -70,8 +72,9 @@ TABLE = {
         {"test_m.py": POLLUTED}, ["test_m.py::test_pollutes", "test_m.py::test_victim"],
         ["--workers", "1"],
         [("stable", 8, 0, None),
-         ("order_dependent", 8, 0, "passes on its own (0/8 failed) but failed all 3 runs "
-                                   "after the tests before it in its module: one of them "
+         ("order_dependent", 8, 0, "fails only after test_m.py::test_pollutes (polluter). "
+                                   "Passes on its own (0/8 failed) but failed all 3 runs "
+                                   "after the tests before it in the session: one of them "
                                    "leaves state that breaks it (AssertionError: polluted)")]),
     "a victim not among the targets is checked all the same": (
         {"test_m.py": POLLUTED}, ["test_m.py::test_victim"], [],
@@ -80,11 +83,17 @@ TABLE = {
         {"test_m.py": ONCE_PER_PROCESS}, ["test_m.py::test_once"],
         ["--workers", "1", "--runs", "4"],
         [("repeat_unsafe", 4, 0, "measured again with a fresh process per run")]),
-    "a target that pollutes the process never reaches another target's runs": (
+    # Its own runs never follow another target's (0 failed), but CI runs it after the
+    # polluter: the session's run finds it, and the bisection names the other module's test.
+    "a target that pollutes the process never reaches another target's runs; a polluter in "
+    "another module is named": (
         {"test_a.py": POLLUTES_THE_ENVIRONMENT, "test_b.py": READS_THE_ENVIRONMENT},
         ["test_a.py::test_sets_a_variable", "test_b.py::test_clean_environment"],
         ["--workers", "1", "--runs", "4"],
-        [("stable", 4, 0, None), ("stable", 4, 0, None)]),
+        [("stable", 4, 0, None),
+         ("order_dependent", 4, 0, "fails only after test_a.py::test_sets_a_variable "
+                                   "(polluter). Passes on its own (0/4 failed) but failed all "
+                                   "3 runs after the tests before it in the session")]),
     "--fresh, fails alone but passes after its module: order_dependent": (
         {"test_m.py": NEEDS_STATE}, ["test_m.py::test_needs_state"], ["--fresh"],
         [("order_dependent", 3, 3, "it needs state one of them sets")]),
@@ -95,6 +104,12 @@ TABLE = {
         {"test_m.py": seed_test("test_ok")}, ["test_m.py::test_ok"], [],
         [("stable", 8, 0, None)]),
 }
+
+
+def result_lines(stderr: str) -> dict[str, str]:
+    """Each target's result line, by its node id."""
+    return {line.split()[1].rstrip(":"): line for line in stderr.splitlines()
+            if line.split()[:1] and line.split()[0] in CLASSIFICATIONS}
 
 
 # The rows that start a process per run are the fast lane's slowest: the full run has them.
@@ -111,7 +126,7 @@ def test_isolation_table(tmp_path, modules, targets, options, expected):
     done = measure(project, "--runs", "8", *options)
     assert done.returncode == 1, done.stderr  # 8 runs are under min_runs: FAIL
     rows = report(project)
-    lines = {line.split()[1].rstrip(":"): line for line in done.stderr.splitlines()[:-1]}
+    lines = result_lines(done.stderr)
     for target, (classification, n, fails, says) in zip(targets, expected, strict=True):
         assert (rows[target]["n"], rows[target]["fails"]) == (n, fails), done.stderr
         assert lines[target].split()[0] == classification, done.stderr
@@ -168,8 +183,7 @@ def test_the_answer_does_not_depend_on_the_worker_count(tmp_path):
     answers = []
     for workers in ("1", "2", "3"):
         done = measure(project, "--runs", "12", "--workers", workers)
-        kinds = {line.split()[1].rstrip(":"): line.split()[0]
-                 for line in done.stderr.splitlines()[:-1]}
+        kinds = {target: line.split()[0] for target, line in result_lines(done.stderr).items()}
         answers.append((report(project), kinds))
     assert answers[1] == answers[0] and answers[2] == answers[0]
     rows, kinds = answers[0]

@@ -120,6 +120,7 @@ from .entries import (
     expiry_window,
 )
 from .limits import (
+    CAUSE_NODES_MAX,
     COUNT_MAX,
     EVIDENCE_MAX_LENGTH,
     META_MAX_LENGTH,
@@ -155,6 +156,7 @@ from .vocab import (
     ARBITER_REASONS,
     BUDGET_REASONS,
     EXIT_CODES,
+    CauseRole,
     Classification,
     EntryState,
     FixtureLock,

@@ -8,6 +8,8 @@ OWNER_MAX_LENGTH = 254
 COUNT_MAX = 1_000_000_000
 # Upload metadata: commit, branch, patch, job.
 META_MAX_LENGTH = 200
+# The tests an order-dependent measurement names as its cause: one, or those needed together.
+CAUSE_NODES_MAX = 20
 # Seeds are stored as signed 64-bit integers.
 SEED_MIN = -(2**63)
 SEED_MAX = 2**63 - 1

@@ -1,6 +1,6 @@
 """The closed vocabularies of the gate: verdicts, statuses, reason codes, signal values,
-measurement classifications, entry states and tiers. Tests iterate over them, so a new
-member cannot slip past a table."""
+measurement classifications and their causes, entry states and tiers. Tests iterate over
+them, so a new member cannot slip past a table."""
 
 from __future__ import annotations
 
@@ -85,15 +85,25 @@ class FlakeStatus(StrEnum):
 
 class Classification(StrEnum):
     """What the client's measure command found a test to be: stable (never failed), flaky
-    (mixed outcomes), broken (fails alone and after its module), order_dependent (depends on
-    the tests before it) or repeat_unsafe (repeating it in one process changes it; measured
-    with a fresh process per run). Stored and shown, never used for a decision."""
+    (mixed outcomes), broken (fails alone, after its module and in the session),
+    order_dependent (depends on the tests before it: see CauseRole) or repeat_unsafe
+    (repeating it in one process changes it; measured with a fresh process per run). Stored
+    and shown, never used for a decision."""
 
     STABLE = "stable"
     FLAKY = "flaky"
     BROKEN = "broken"
     ORDER_DEPENDENT = "order_dependent"
     REPEAT_UNSAFE = "repeat_unsafe"
+
+
+class CauseRole(StrEnum):
+    """What the tests an order_dependent measurement names do to it: a polluter leaves state
+    that fails it (it fails only after them), a state-setter leaves state it needs (it passes
+    only after them)."""
+
+    POLLUTER = "polluter"
+    STATE_SETTER = "state_setter"
 
 
 class PatchClass(StrEnum):

@@ -15,6 +15,7 @@ from pydantic import ConfigDict, Field
 
 from flakeboard import rules
 from ledger.wire import FailCount, FixturePinOut, IsoDate, NodeId, PolicyOut, RunCount, Upper95
+from runs.wire import OrderCause
 from web.api.paging import PagedOut
 from web.api.schemas import Answer
 
@@ -106,6 +107,10 @@ class MeasurementOut(Answer):
     classification: rules.Classification | None = Field(
         description="What the client's measure command found the test to be, as uploaded; "
                     "null when the report did not say."
+    )
+    cause: OrderCause | None = Field(
+        description="For an order_dependent test, the tests it depends on, as uploaded; null "
+                    "when the report did not say."
     )
     pooled: PooledOut = Field(
         description="The node's measurements at this commit pooled (SPEC 2.4a): what the gate "

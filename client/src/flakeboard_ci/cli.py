@@ -24,7 +24,7 @@ from .gate import cmd_gate
 from .junit import cmd_junit
 from .ledger import DURATION_UNITS, cmd_ledger, duration
 from .measure import cmd_measure
-from .measure_runs import SCRIPT_MAX_UPPER_RATE, SCRIPT_RUNS, SCRIPT_SEED_BASE
+from .measure_runs import BISECT_MAX, SCRIPT_MAX_UPPER_RATE, SCRIPT_RUNS, SCRIPT_SEED_BASE
 from .pin import cmd_pin
 from .report import cmd_report, cmd_signals
 
@@ -57,6 +57,16 @@ def measure_parser(commands):
     measure.add_argument("--timeout", dest="run_timeout", type=float, metavar="SECONDS",
                          help="stop a run (its collection aside) after SECONDS and count it "
                               "as a failure")
+    measure.add_argument("--order", choices=("session", "module"), default="session",
+                         help="where to look for the tests an order-dependent target depends "
+                              "on: session (default) runs the whole session once as a bare "
+                              "pytest collects it, each target where CI runs it; module only "
+                              "runs each after the tests before it in its module (cheaper on "
+                              "a very large suite)")
+    measure.add_argument("--bisect-max", type=int, default=BISECT_MAX, metavar="RUNS",
+                         help="the fresh processes a bisection to the tests an "
+                              "order-dependent target depends on may take (default "
+                              f"{BISECT_MAX}); past it, the smallest set found is named")
     measure.add_argument("--max-upper-rate", type=float, metavar="RATE",
                          help="the budget the early stop and the gate use (default: the "
                               "board's policy with --upload, else a full ledger's, else "

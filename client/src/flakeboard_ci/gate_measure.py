@@ -11,8 +11,8 @@ import time
 
 from .board import _upload, quote, suite_slug
 from .ledger import ledger_entries, write_atomically
-from .measure import Progress, gate_lines, run_measurement
-from .measure_runs import SCRIPT_MAX_UPPER_RATE, SCRIPT_RUNS, SCRIPT_SEED_BASE, Target
+from .measure import Progress, gate_lines, run_measurement, uploaded_row
+from .measure_runs import BISECT_MAX, SCRIPT_MAX_UPPER_RATE, SCRIPT_RUNS, SCRIPT_SEED_BASE, Target
 from .outputs import _print_lines, present
 from .patch_class import CLASS_RUNS_FACTOR
 
@@ -21,8 +21,9 @@ TIERS_CHUNK = 5000
 REPEAT_BUDGET_TIER = 2
 # measure's own defaults for what gate has no option for: one worker per CPU, the early
 # stop, in process, no timeout.
+# Its CI run was the session: each target is checked after its module only.
 MEASURE_DEFAULTS = argparse.Namespace(workers=None, exact=False, fresh=False,
-                                      run_timeout=None)
+                                      run_timeout=None, order="module", bisect_max=BISECT_MAX)
 
 
 def node_tiers(board, args, nodes):
@@ -73,8 +74,7 @@ def measure_tier_2(board, args, ledger, records, patch_class, notes):
                                  min_runs)
         _print_lines(lines)
         return code
-    envelope = {"measurements": [dict(t.row(), classification=t.classification)
-                                 for t in targets],
+    envelope = {"measurements": [uploaded_row(target) for target in targets],
                 "commit": args.commit, "evidence": args.evidence,
                 "selected_total": len(records)}
     answer = _upload(board, args, "reports", body=json.dumps(envelope).encode("utf-8"))

@@ -20,7 +20,7 @@ import time
 from .board import _upload, quote, suite_slug
 from .core import UsageError
 from .ledger import NotALedger, ledger_entries, read_ledger_file, spoken, write_atomically
-from .measure_pool import BlockRuns, Collection, FreshRuns, IsolationChecks, Pool
+from .measure_pool import Bisections, BlockRuns, Collection, FreshRuns, IsolationChecks, Pool
 from .measure_runs import (
     CLASSIFICATIONS,
     SCRIPT_MAX_UPPER_RATE,
@@ -72,6 +72,8 @@ def measure_settings(args, environ):
         raise UsageError("--workers must be at least 1")
     if args.run_timeout is not None and args.run_timeout <= 0:
         raise UsageError("--timeout must be above 0 seconds")
+    if args.bisect_max < 0:
+        raise UsageError("--bisect-max must be 0 (no bisection) or more")
     return runs, today
 
 
@@ -188,7 +190,7 @@ def live_line(target, now):
     line = (f"  {target.name}: {done}/{target.runs} runs, {fails} failed "
             f"({fails / max(done, 1):.1%})")
     if target.finished:
-        return line + ", now checking it after the tests before it in its module"
+        return line + ", now checking it after the tests before it in CI's order"
     eta = "?"
     if done and target.started is not None:
         eta = spoken((now - target.started) / done * (target.runs - done))
@@ -237,9 +239,11 @@ def run_measurement(targets, args, max_upper_rate, progress):
     pool = Pool(python=sys.executable, folder=folder, slots=slots,
                 timeout=args.run_timeout, progress=progress)
 
+    session = args.order == "session"
+
     def schedule(chosen):
         return Schedule(chosen, early=not args.exact, max_upper_rate=max_upper_rate,
-                        progress=progress)
+                        progress=progress, session=session)
 
     try:
         files = list(collections.OrderedDict.fromkeys(
@@ -254,10 +258,13 @@ def run_measurement(targets, args, max_upper_rate, progress):
         suspects = [target for target in targets if target.classification is None]
         in_order = [target for target in targets if needs_order_check(target)]
         pool.run(IsolationChecks(suspects, alone=not args.fresh, tags=measured.tags,
-                                 in_order=in_order))
+                                 in_order=in_order, session=session, progress=progress))
         for target in in_order:
             classify_in_order(target)
         unsafe = [t for t in suspects if classify_isolated(t) == "repeat_unsafe"]
+        dependent = [t for t in targets if t.suspected and t.classification == "order_dependent"]
+        if dependent and args.bisect_max:
+            pool.run(Bisections(dependent, measured.tags, args.bisect_max, progress))
         for target in unsafe:
             target.reset()
         pool.run(FreshRuns(schedule(unsafe)))
@@ -268,6 +275,15 @@ def run_measurement(targets, args, max_upper_rate, progress):
         pool.close()
         shutil.rmtree(folder, ignore_errors=True)
     return slots
+
+
+def uploaded_row(target):
+    """A target's row as the board takes it: the report's, its classification, and the
+    tests an order-dependent one depends on, when a bisection named them."""
+    row = dict(target.row(), classification=target.classification)
+    if target.cause is not None and target.classification == "order_dependent":
+        row["cause"] = target.cause
+    return row
 
 
 def cmd_measure(board, args):
@@ -309,7 +325,7 @@ def cmd_measure(board, args):
         _print_lines(lines)
     if not args.upload:
         return code
-    body = [dict(t.row(), classification=t.classification) for t in targets]
+    body = [uploaded_row(target) for target in targets]
     answer = _upload(board, args, "reports", body=json.dumps(body).encode("utf-8"),
                      commit=args.commit, branch=args.branch)
     return present(answer, "report", args)

@@ -17,11 +17,20 @@ import threading
 import time
 
 from .core import UsageError
-from .measure_runs import SCRIPT_SEED_BASE, Outcome, Task, adopt_collection, order_seeds
+from .measure_runs import (
+    SCRIPT_SEED_BASE,
+    Bisection,
+    Outcome,
+    Task,
+    adopt_collection,
+    order_seeds,
+)
 from .outputs import node_file
 
 CHUNK = 16  # runs sent to a worker at a time: small enough to stop early, big enough to stream
 WORKER_KEY_ENV = "FLAKEBOARD_WORKER_KEY"
+# A whole session's process: what a bare pytest collects, in the collection's order.
+SESSION = ["-p", "no:randomly"]
 NO_PYTEST = re.compile(r"No module named '?pytest'?$", re.M)
 
 
@@ -223,7 +232,9 @@ class Pool:
             self._read(worker, source)  # what it said before it exited
         if worker.hello is None and not worker.fixed:
             # Nothing of its own to fail: pytest itself could not start here.
-            raise MeasureError(self._startup_failure(worker, code))
+            why = self._startup_failure(worker, code)
+            if not source.unheard(worker, why):
+                raise MeasureError(why)
         if worker.hello is None:
             worker.outstanding.update((task.tag, task) for task in worker.fixed)
         self._lose(worker, source, code, late)
@@ -308,6 +319,11 @@ class Source:
 
     def lost(self, task):
         pass
+
+    def unheard(self, worker, why):
+        """A fed process ended before it said hello; True when the source can do without
+        it, else measuring stops with ``why``."""
+        return False
 
 
 class Collection(Source):
@@ -396,34 +412,97 @@ class FreshRuns(BlockRuns):
 
 
 class IsolationChecks(Source):
-    """Fresh processes that place a target among its module's tests. A suspect (its repeats
-    all failed) runs alone (unless its runs already were alone) and after the tests before
-    it in its module; a target whose own runs passed runs after those tests too, as CI runs
-    it, and again up to ORDER_CHECKS times while it fails there."""
+    """Fresh processes that place targets in CI's order. A suspect (its repeats all failed)
+    runs alone (unless its runs already were alone) and after the tests before it in its
+    module. With ``session``, one process collects the whole session as CI's pytest does and
+    runs it in order up to the last target, each target where CI runs it: a suspect that
+    fails there too is broken. A target whose own runs passed runs there (or after the tests
+    before it in its module, without the session) with the seed of a run that passed, and
+    while it fails, again up to ORDER_CHECKS times, each in a process of its own."""
 
-    def __init__(self, suspects, alone, tags, in_order=()):
-        self.pending, self.tags = [], tags
-        for target in suspects:
+    def __init__(self, suspects, alone, tags, in_order=(), session=False, progress=None):
+        self.pending, self.tags, self.progress = [], tags, progress
+        self.suspects, self.in_order = list(suspects), list(in_order)
+        for target in self.suspects:
             target.isolation = {}
             if alone:
-                self.pending.append((target, [Task(next(tags), target.node, target.seed_base,
-                                                   target, "alone")]))
+                self._fixed([node_file(target.name)], target, target.seed_base, "alone", [])
             if target.predecessors:
-                self._after(target, target.seed_base, "after")
-        for target in in_order:
+                self._fixed([node_file(target.name)], target, target.seed_base, "after",
+                            target.predecessors)
+        for target in self.in_order:
             target.in_order = []
-            self._after(target, order_seeds(target)[0], "in_order")
+        self.session, self.session_tasks = None, collections.deque()
+        if session and (self.suspects or self.in_order):
+            self.session = "due"
+        else:
+            self._in_modules(self.in_order)
 
-    def _after(self, target, seed, index):
-        before = [Task(next(self.tags), node, seed, None, None) for node in target.predecessors]
-        self.pending.append((target, [*before, Task(next(self.tags), target.node, seed,
-                                                    target, index)]))
+    def _fixed(self, files, target, seed, index, before):
+        tasks = [Task(next(self.tags), node, seed, None, None) for node in before]
+        self.pending.append((files, [*tasks, Task(next(self.tags), target.node, seed, target,
+                                                  index)]))
+
+    def _in_modules(self, targets):
+        for target in targets:
+            if target.predecessors:
+                self._fixed([node_file(target.name)], target, order_seeds(target)[0],
+                            "in_order", target.predecessors)
+
+    def _again(self, target, seed):
+        files = SESSION if target.scope == "session" else [node_file(target.name)]
+        self._fixed(files, target, seed, "in_order", target.in_ci_order())
 
     def spawn(self, pool, live):
-        if live >= pool.slots or not self.pending:
+        if live >= pool.slots:
             return False
-        target, tasks = self.pending.pop(0)
-        pool.spawn([node_file(target.name)], fixed=tasks, seed=tasks[-1].seed)
+        if self.session == "due":
+            # No files: pytest collects what a bare `pytest` here would, in its order (a
+            # shuffling plugin set aside: the order is the collection's).
+            self.session = pool.spawn(SESSION, seed=SCRIPT_SEED_BASE).ident
+            return True
+        if not self.pending:
+            return False
+        files, tasks = self.pending.pop(0)
+        pool.spawn(files, fixed=tasks, seed=tasks[-1].seed)
+        return True
+
+    def hello(self, worker, hello):
+        if worker.ident != self.session:
+            return
+        items = hello["items"]
+        where = {node: position for position, node in enumerate(items)}
+        seeds = {}
+        for target in self.suspects:
+            seeds[target.node] = (target, target.seed_base, "session")
+        for target in self.in_order:
+            seeds[target.node] = (target, order_seeds(target)[0], "in_order")
+        found = [target for target, _, _ in seeds.values() if target.node in where]
+        for target in found:
+            target.before = items[:where[target.node]]
+        self._in_modules([target for target in self.in_order if target.node not in where])
+        last = max((where[target.node] for target in found), default=-1)
+        for node in items[:last + 1]:
+            target, seed, index = seeds.get(node, (None, SCRIPT_SEED_BASE, None))
+            if target is not None and not target.before:
+                target, index = None, None  # first in the session: nothing before it
+            self.session_tasks.append(Task(next(self.tags), node, seed, target, index))
+
+    def feed(self, worker, count):
+        tasks = []
+        while self.session_tasks and len(tasks) < count:
+            tasks.append(self.session_tasks.popleft())
+        return tasks
+
+    def waiting(self, worker):
+        return len(self.session_tasks)
+
+    def unheard(self, worker, why):
+        if self.progress is not None:
+            self.progress.note("flakeboard: the whole session could not be collected here, "
+                               "so targets are checked after the tests before them in their "
+                               "module only: " + why.splitlines()[-1].strip())
+        self._in_modules(self.in_order)
         return True
 
     def result(self, task, outcome):
@@ -436,5 +515,48 @@ class IsolationChecks(Source):
         target.in_order.append(outcome)
         seeds = order_seeds(target)
         if outcome.failed and len(target.in_order) < len(seeds):
-            self._after(target, seeds[len(target.in_order)], "in_order")
+            self._again(target, seeds[len(target.in_order)])
+        return False
+
+
+class Bisections(Source):
+    """Delta debugging for each order-dependent target over the tests that flip it: each
+    step's subsets run at once, each in a fresh process that collects their files and runs
+    them in CI's order, then the target; the steps are printed as they end."""
+
+    def __init__(self, targets, tags, limit, progress):
+        self.tags, self.progress, self.pending = tags, progress, []
+        for target in targets:
+            bisection = Bisection(target, limit)
+            progress.note(f"BISECT {target.name}: the {len(bisection.smallest)} tests before "
+                          f"it flip it; narrowing them down")
+            self._queue(bisection, bisection.start())
+
+    def _queue(self, bisection, subsets):
+        if not bisection.trying:
+            self.progress.note(f"  {bisection.target.name}: {bisection.sentence}")
+            return
+        target = bisection.target
+        for index, subset in enumerate(subsets):
+            files = target.files_of(subset)
+            tasks = [Task(next(self.tags), node, bisection.seed, None, None) for node in subset]
+            tasks.append(Task(next(self.tags), target.node, bisection.seed, bisection, index))
+            self.pending.append((files, tasks))
+
+    def spawn(self, pool, live):
+        if live >= pool.slots or not self.pending:
+            return False
+        files, tasks = self.pending.pop(0)
+        pool.spawn(files, fixed=tasks, seed=tasks[-1].seed)
+        return True
+
+    def result(self, task, outcome):
+        bisection = task.target
+        if isinstance(bisection, Bisection):
+            steps = len(bisection.lines)
+            subsets = bisection.answer(task.index, outcome.failed)
+            for line in bisection.lines[steps:]:
+                self.progress.note(f"  {bisection.target.name}: {line}")
+            if subsets or not bisection.trying:
+                self._queue(bisection, subsets)
         return False

@@ -26,6 +26,11 @@ ORDER_CHECKS = 3
 # ... and is called order_dependent only when its own failure rate would fail that many
 # checks in a row less often than this.
 ORDER_CHANCE = 0.01
+# An order-dependent target's preceding tests are bisected (delta debugging) to the ones
+# that flip it, in at most this many fresh processes (--bisect-max).
+BISECT_MAX = 64
+# What a bisection names: the tests a target fails only after, or passes only after.
+POLLUTER, STATE_SETTER = "polluter", "state_setter"
 CLASSIFICATIONS = ("stable", "flaky", "broken", "order_dependent", "repeat_unsafe")
 
 
@@ -93,6 +98,111 @@ def predecessors(node, items):
     return [item for item in before if node_file(item) == node_file(node)]
 
 
+def split(nodes, parts):
+    """``nodes`` in ``parts`` runs of about equal length, in order."""
+    size, extra = divmod(len(nodes), parts)
+    chunks, start = [], 0
+    for part in range(parts):
+        end = start + size + (part < extra)
+        chunks.append(nodes[start:end])
+        start = end
+    return [chunk for chunk in chunks if chunk]
+
+
+def ddmin(nodes):
+    """Delta debugging (Zeller and Hildebrandt's ddmin) over tests that, run before a
+    target, flip its outcome. A generator: it yields lists of subsets to try, each kept in
+    its order, and is sent for each whether it still flips the target; it returns the
+    smallest set it found that does, one test or those needed together. Halving first, one
+    test among P takes about log2(P) steps of two runs."""
+    parts = 2
+    while len(nodes) > 1:
+        chunks = split(nodes, parts)
+        flips = yield chunks
+        if any(flips):
+            nodes, parts = chunks[flips.index(True)], 2
+            continue
+        if parts > 2:
+            rests = []
+            for chunk in chunks:
+                left_out = set(chunk)
+                rests.append([node for node in nodes if node not in left_out])
+            flips = yield rests
+            if any(flips):
+                nodes, parts = rests[flips.index(True)], max(parts - 1, 2)
+                continue
+        if parts >= len(nodes):
+            break
+        parts = min(len(nodes), 2 * parts)
+    return nodes
+
+
+class Bisection:
+    """A target's ddmin, step by step: the subsets of the step under way, the answers in,
+    the runs spent against the bound, and the smallest set seen to flip it."""
+
+    def __init__(self, target, limit):
+        self.target, self.limit = target, limit
+        self.role, nodes, self.seed = target.suspected
+        self.smallest, self.runs, self.trying, self.answers = list(nodes), 0, [], {}
+        self.steps = ddmin(list(nodes))
+        self.lines, self.sentence = [], ""
+
+    def start(self):
+        """The first step's subsets, or [] when there is nothing to narrow."""
+        return self._step(None)
+
+    def answer(self, index, failed):
+        """One subset's run; the next step's subsets once the step is complete."""
+        self.answers[index] = failed == (self.role == POLLUTER)
+        if len(self.answers) < len(self.trying):
+            return []
+        flips = [self.answers[i] for i in range(len(self.trying))]
+        size = len(self.trying[0])
+        if any(flips):
+            self.smallest = self.trying[flips.index(True)]
+        self.lines.append(f"{len(flips)} run{'s' * (len(flips) != 1)} of about {size} "
+                          f"test{'s' * (size != 1)}: "
+                          + (f"{sum(flips)} flipped it, {len(self.smallest)} left" if any(flips)
+                             else "none flipped it"))
+        return self._step(flips)
+
+    def _step(self, flips):
+        self.answers = {}
+        try:
+            batch = next(self.steps) if flips is None else self.steps.send(flips)
+        except StopIteration as done:
+            self._finish(done.value, complete=True)
+            return []
+        if self.runs + len(batch) > self.limit:
+            self._finish(self.smallest, complete=False)
+            return []
+        self.runs += len(batch)
+        self.trying = batch
+        return batch
+
+    def _finish(self, nodes, complete):
+        self.target.cause = {"role": self.role, "nodes": list(nodes), "complete": complete}
+        self.trying = []
+        self.sentence = cause_sentence(self.target.cause, self.limit)
+        why = self.target.why
+        self.target.why = f"{self.sentence}. {why[0].upper()}{why[1:]}" if why else self.sentence
+
+
+def cause_sentence(cause, limit):
+    """What a bisection found, as the result line and the board say it."""
+    nodes, polluter = cause["nodes"], cause["role"] == POLLUTER
+    verb = "fails only after" if polluter else "passes only after"
+    role = "polluter" if polluter else "state-setter"
+    if not cause["complete"]:
+        return (f"{verb} some of {len(nodes)} tests ({', '.join(nodes[:3])}"
+                f"{', ...' if len(nodes) > 3 else ''}): the bisection stopped at "
+                f"--bisect-max {limit} runs")
+    if len(nodes) == 1:
+        return f"{verb} {nodes[0]} ({role})"
+    return f"{verb} {', '.join(nodes[:-1])} and {nodes[-1]} together ({role}s)"
+
+
 Task = collections.namedtuple("Task", "tag node seed target index")
 Outcome = collections.namedtuple("Outcome", "failed seconds detail first")
 
@@ -104,7 +214,10 @@ class Target:
 
     def __init__(self, name, runs, seed_base):
         self.name, self.runs, self.seed_base = name, runs, seed_base
-        self.node, self.predecessors = None, []
+        self.node, self.predecessors, self.rootdir = None, [], None
+        self.before = None  # the tests before it in the session, when it collected it
+        self.suspected = None  # (role, the tests that flip it, seed): what to bisect
+        self.cause = None  # what the bisection found: role, nodes, complete
         self.unmeasured = None  # why it cannot be measured: it collects no test, or several
         self.classification, self.why, self.reported = None, "", False
         self.isolation = {}  # "alone", "after": the Outcome of each isolation check
@@ -116,7 +229,7 @@ class Target:
         self.done = self.fails = 0
         self.stopped = False
         self.started = None
-        self.in_order = []  # the Outcomes of its runs after the tests before it in its module
+        self.in_order = []  # the Outcomes of its runs after the tests before it, in CI's order
 
     @property
     def finished(self):
@@ -172,6 +285,23 @@ class Target:
     def seconds(self):
         return sum(outcome.seconds for outcome in self.outcomes.values())
 
+    @property
+    def scope(self):
+        """Where CI's order before it is known: "session" or "module"."""
+        return "module" if self.before is None else "session"
+
+    def files_of(self, nodes):
+        """The files of ``nodes`` (ids from pytest's rootdir) as paths from here, in their
+        order, then its own file: what a process that runs them and then it collects."""
+        here = os.getcwd()
+        files = [os.path.relpath(os.path.join(self.rootdir or here, node_file(node)), here)
+                 for node in nodes]
+        return list(dict.fromkeys([*files, os.path.normpath(node_file(self.name))]))
+
+    def in_ci_order(self):
+        """The tests before it in CI's order: the session's, else its module's."""
+        return self.predecessors if self.before is None else self.before
+
 
 class Block:
     """Runs of one target that one process runs, in index order, and nothing else: what a
@@ -191,8 +321,9 @@ class Schedule:
     """Hands out the targets' runs, block by block in index order, and counts their
     outcomes."""
 
-    def __init__(self, targets, *, early, max_upper_rate, progress):
+    def __init__(self, targets, *, early, max_upper_rate, progress, session):
         self.targets, self.early, self.max_upper_rate = targets, early, max_upper_rate
+        self.session = session  # every target waits for its check in the session's order
         self.progress = progress
         self.tags = itertools.count()
         self.blocks = collections.deque(Block(target, indices) for target in targets
@@ -240,9 +371,9 @@ class Schedule:
         self.progress.update(target)
         if finished and target.classification is None:
             classify_by_outcomes(target)
-        # A target with tests before it in its module waits for its check in CI's order.
-        if (finished and target.classification and not target.predecessors
-                and not target.reported):
+        # A target with tests before it waits for its check in CI's order.
+        if (finished and target.classification and not target.reported
+                and not (self.session or target.predecessors)):
             self.progress.finished(target)
         return finished
 
@@ -261,15 +392,17 @@ def order_seeds(target):
 
 
 def needs_order_check(target):
-    """Whether to run the target again after the tests before it in its module: its own
-    runs passed (all, or all but a few) and something comes before it."""
-    return (target.classification in ("stable", "flaky") and bool(target.predecessors)
-            and bool(order_seeds(target)))
+    """Whether to run the target again after the tests before it in CI's order: its own
+    runs passed (all, or all but a few)."""
+    return target.classification in ("stable", "flaky") and bool(order_seeds(target))
+
+
+IN_SCOPE = {"module": "in its module", "session": "in the session"}
 
 
 def classify_in_order(target):
     """A target whose own runs passed becomes order_dependent (a victim) when it failed
-    every one of its ORDER_CHECKS runs after the tests before it in its module, and its own
+    every one of its ORDER_CHECKS runs after the tests before it in CI's order, and its own
     failure rate would do that by chance less often than ORDER_CHANCE."""
     checks = target.in_order
     if len(checks) < ORDER_CHECKS or not all(check.failed for check in checks):
@@ -279,23 +412,32 @@ def classify_in_order(target):
     detail = next((check.detail for check in checks if check.detail), "")
     target.classification = "order_dependent"
     target.why = (f"passes on its own ({target.fails}/{target.done} failed) but failed all "
-                  f"{len(checks)} runs after the tests before it in its module: one of them "
-                  f"leaves state that breaks it" + (f" ({detail})" if detail else ""))
+                  f"{len(checks)} runs after the tests before it {IN_SCOPE[target.scope]}: "
+                  f"one of them leaves state that breaks it" + (f" ({detail})" if detail else ""))
+    target.suspected = (POLLUTER, target.in_ci_order(), order_seeds(target)[0])
     return target.classification
 
 
 # The isolation check of a target whose in-process runs all failed: (fails alone, fails
-# after the tests before it in its module) -> its classification, and why.
+# after the tests before it in its module) -> its classification, the role of the tests
+# before it when they flip it, and why.
 ISOLATION = {
-    (True, True): ("broken", "fails alone and after the tests before it in its module"),
-    (True, False): ("order_dependent", "fails alone but passes after the tests before it in "
-                                       "its module: it needs state one of them sets"),
-    (False, True): ("order_dependent", "passes alone but fails after the tests before it in "
-                                       "its module: one of them leaves state that breaks it"),
-    (False, False): ("repeat_unsafe", "passes alone and after its module, fails when "
-                                      "repeated in one process: measured again with a fresh "
-                                      "process per run"),
+    (True, True): ("broken", None, "fails alone and after the tests before it in its module"),
+    (True, False): ("order_dependent", STATE_SETTER,
+                    "fails alone but passes after the tests before it in its module: it "
+                    "needs state one of them sets"),
+    (False, True): ("order_dependent", POLLUTER,
+                    "passes alone but fails after the tests before it in its module: one of "
+                    "them leaves state that breaks it"),
+    (False, False): ("repeat_unsafe", None,
+                     "passes alone and after its module, fails when repeated in one process: "
+                     "measured again with a fresh process per run"),
 }
+NEEDS_THE_SESSION = ("fails alone and after the tests before it in its module, but passes "
+                     "after the tests before it in the session: it needs state one of them "
+                     "sets")
+BROKEN_IN_THE_SESSION = ("fails alone and after the tests before it in its module and in the "
+                         "session")
 
 
 def adopt_collection(targets, hello, cwd):
@@ -310,22 +452,34 @@ def adopt_collection(targets, hello, cwd):
         if target.name in problems:
             target.unmeasured = problems[target.name]
             continue
-        target.node = nodes[target.name]
+        target.node, target.rootdir = nodes[target.name], hello["rootdir"]
         target.predecessors = predecessors(target.node, hello["items"])
 
 
 def classify_isolated(target):
-    """The isolation table's classification of a suspect target, from its checks."""
+    """The isolation table's classification of a suspect target, from its checks: one
+    that fails alone and after its module is order_dependent when it passes after the tests
+    before it in the session, else broken."""
     runs = target.counted()
     # Without an "alone" check, its runs were each alone already (--fresh): all failed.
     alone = target.isolation.get("alone") or next(run for run in runs if run.failed)
     after = target.isolation.get("after", alone)
-    classification, why = ISOLATION[alone.failed, after.failed]
+    classification, role, why = ISOLATION[alone.failed, after.failed]
+    flipped_by = target.predecessors
+    session = target.isolation.get("session")
+    if classification == "broken" and session is not None:
+        if session.failed:
+            why = BROKEN_IN_THE_SESSION
+        else:
+            classification, role, why = "order_dependent", STATE_SETTER, NEEDS_THE_SESSION
+            flipped_by = target.before
     if not all(run.failed for run in runs) and classification != "repeat_unsafe":
         # Only its first run in each process passed, and isolation does not explain that.
-        classification, why = "flaky", ""
+        classification, role, why = "flaky", None, ""
     failure = next((o.detail for o in (alone, after, *runs) if o.failed and o.detail), "")
     if classification in ("broken", "order_dependent") and failure:
         why += f" ({failure})"
     target.classification, target.why = classification, why
+    if role is not None:
+        target.suspected = (role, flipped_by, target.seed_base)
     return classification

@@ -28,7 +28,7 @@ from .server import WORKERS as SERVER_WORKERS
 from .worker import MODULES
 
 SECOND_DATABASE = {"B3"}  # benchmarks that compare two scratch databases
-NO_DATABASE = {"B6"}  # benchmarks that use none: run once, in the SQLite pass
+NO_DATABASE = {"B6", "B6b"}  # benchmarks that use none: run once, in the SQLite pass
 WORKER_TIMEOUT_S = 900
 
 
@@ -41,7 +41,9 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if args.scale <= 0:
         parser.error("--scale must be positive")
-    wanted = [b.strip().upper() for b in args.only.split(",") if b.strip()]
+    known = {bench_id.upper(): bench_id for bench_id in MODULES}  # B6b is b6b or B6B
+    asked = [b.strip() for b in args.only.split(",") if b.strip()]
+    wanted = [known.get(b.upper(), b) for b in asked]
     unknown = sorted(set(wanted) - set(MODULES))
     if unknown:
         parser.error(f"unknown benchmark {', '.join(unknown)}; choose from {', '.join(MODULES)}")

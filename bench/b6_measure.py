@@ -126,12 +126,12 @@ def make_project(root: Path, targets: list[str]) -> Path:
     return root
 
 
-def make_tools(venv: Path) -> Path:
-    """A fresh virtual environment with pytest and the plugins; its python."""
+def make_tools(venv: Path, tools: list[str] = TOOLS) -> Path:
+    """A fresh virtual environment with pytest and the plugins (or ``tools``); its python."""
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
     subprocess.run([str(python), "-m", "pip", "install", "--quiet",
-                    "--disable-pip-version-check", *TOOLS], check=True)
+                    "--disable-pip-version-check", *tools], check=True)
     return python
 
 

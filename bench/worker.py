@@ -23,6 +23,7 @@ MODULES = {
     "B4": "bench.b4_pages",
     "B5": "bench.b5_upload",
     "B6": "bench.b6_measure",
+    "B6b": "bench.b6b_order",
     "B7": "bench.b7_junit",
     "B8": "bench.b8_largest",
     "B9": "bench.b9_prune",

@@ -152,9 +152,33 @@ def world(suite, other_suite, lead, owner, viewer, outsider, staff, today):
 
 
 @pytest.fixture(scope="session")
-def live_server(django_db_setup, live_server):
+def _one_request_at_a_time():
+    """On an in-memory SQLite database, the live server answers one request at a time.
+    Its request threads would share the one connection, and a page and the panel it
+    fetches on load, read at once, garble each other's rows (an IndexError deep in the
+    ORM). Django's single-threaded server closes each connection after its answer, so a
+    browser's keep-alive never holds it."""
+    from django.core.servers.basehttp import WSGIServer
+    from django.db import connection
+    from django.test.testcases import LiveServerThread
+
+    class OneAtATime(WSGIServer):
+        # The thread that serves already holds the shared connection (LiveServerThread.run).
+        def __init__(self, *args, connections_override=None, **kwargs):
+            super().__init__(*args, **kwargs)
+
+    threaded = LiveServerThread.server_class
+    if connection.vendor == "sqlite" and connection.is_in_memory_db():
+        LiveServerThread.server_class = OneAtATime
+    yield
+    LiveServerThread.server_class = threaded
+
+
+@pytest.fixture(scope="session")
+def live_server(django_db_setup, _one_request_at_a_time, live_server):
     """pytest-django's live server, started only once the test database exists, so that
-    its threads share the in-memory SQLite connection instead of each leaking their own."""
+    its threads share the in-memory SQLite connection instead of each leaking their own,
+    and (on SQLite) answering one request at a time."""
     return live_server
 
 

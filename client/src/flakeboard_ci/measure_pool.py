@@ -528,8 +528,10 @@ class Bisections(Source):
         self.tags, self.progress, self.pending = tags, progress, []
         for target in targets:
             bisection = Bisection(target, limit)
-            progress.note(f"BISECT {target.name}: the {len(bisection.smallest)} tests before "
-                          f"it flip it; narrowing them down")
+            count = len(bisection.smallest)
+            progress.note(f"BISECT {target.name}: " + (
+                "the one test before it flips it" if count == 1 else
+                f"the {count} tests before it flip it; narrowing them down"))
             self._queue(bisection, bisection.start())
 
     def _queue(self, bisection, subsets):

@@ -37,7 +37,7 @@ from .attempts import (
 )
 from .models import Measurement, NodeVerdict, Report, VerdictBatch
 from .rollups import Source, rollup_add, upload_counts
-from .upload_nodes import nodes_for_upload
+from .upload_nodes import named_nodes_create, nodes_for_upload
 from .wire import parse_report, parse_signals
 
 
@@ -209,6 +209,8 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
     def evaluate_and_store() -> IngestOutcome:
         nodes, judged, entries = _judging(
             suite, {row.nodeid: row.tier for row in parsed.measurements}, today)
+        named_nodes_create(suite, {nodeid for row in parsed.measurements if row.cause
+                                   for nodeid in row.cause.nodes} - nodes.keys())
         # Judged against the test set with this upload's nodes in it, counted once.
         share = share_figures(judged, today, selected_total=parsed.selected_total)
         policy = judged.policy

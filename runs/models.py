@@ -28,6 +28,11 @@ CLASSIFICATION_TEXT = {
                          "measured with a fresh process per run."),
 }
 CLASSIFICATION_CHOICES = [(c.value, label) for c, (label, _) in CLASSIFICATION_TEXT.items()]
+# Each cause's role as the pages name it, and what the measured test does after its tests.
+CAUSE_ROLE_TEXT = {
+    rules.CauseRole.POLLUTER: ("polluter", "fails only after"),
+    rules.CauseRole.STATE_SETTER: ("state-setter", "passes only after"),
+}
 
 
 class JudgedAgainst(models.Model):
@@ -198,13 +203,12 @@ class Measurement(UploadRow):
         if not self.cause:
             return None
         nodes = self.cause["nodes"]
-        polluter = self.cause["role"] == rules.CauseRole.POLLUTER
-        complete = self.cause.get("complete", True)
-        role = "polluter" if polluter else "state-setter"
+        role, verb = CAUSE_ROLE_TEXT[rules.CauseRole(self.cause["role"])]
+        # One test that flips it is the cause, wherever the bisection stopped.
+        among = not self.cause.get("complete", True) and len(nodes) > 1
         if len(nodes) > 1:
-            role = f"{role}s together" if complete else f"{role}s among them"
-        return {"verb": ("fails only after" if polluter else "passes only after")
-                        + ("" if complete else " some of"),
+            role = f"{role}s among them" if among else f"{role}s together"
+        return {"verb": f"{verb} some of" if among else verb,
                 "nodes": [{"nodeid": nodeid, "key": text_key(nodeid)} for nodeid in nodes],
                 "role": role}
 

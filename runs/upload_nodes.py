@@ -1,5 +1,6 @@
 """An upload's nodes: each uploaded node id's node, stored, marked seen, its stated tier
-made sticky. Every writer of a suite's nodes holds the suite's lock (``ledger.locks``)."""
+made sticky; and the nodes its rows name besides (a cause's tests), stored unseen. Every
+writer of a suite's nodes holds the suite's lock (``ledger.locks``)."""
 
 from __future__ import annotations
 
@@ -63,3 +64,14 @@ def nodes_for_upload(suite: Suite, stated: dict[str, int | None], today) -> dict
     if retiered:
         bump_ledger_revision(suite)
     return existing
+
+
+def named_nodes_create(suite: Suite, nodeids: set[str]) -> None:
+    """The nodes an upload names without measuring them (an order-dependent test's cause)
+    that the suite does not know yet, created so that each has a page to link to. As a
+    JUnit file's are: with their tier, seen by no gate upload, outside the test set."""
+    if not nodeids:
+        return
+    new = nodeids - nodes_named(Node.objects.filter(suite=suite), nodeids, ("pk",)).keys()
+    if new:
+        nodes_create(suite, sorted(new), tier_rule_specs(suite))

@@ -73,7 +73,9 @@ class OrderCause:
 def _cause_of_order_dependent(cause: OrderCause | None, info: ValidationInfo):
     if cause is None:
         return cause
-    if info.data.get("classification") is not rules.Classification.ORDER_DEPENDENT:
+    # A classification refused itself is absent here, and the row's one problem.
+    kind = info.data.get("classification", rules.Classification.ORDER_DEPENDENT)
+    if kind is not rules.Classification.ORDER_DEPENDENT:
         raise refusal(Code.INVALID_VALUE, "goes with the classification order_dependent only")
     if not 1 <= len(cause.nodes) <= rules.CAUSE_NODES_MAX:
         raise refusal(Code.OUT_OF_RANGE, f"nodes must name 1 to {rules.CAUSE_NODES_MAX} tests "

@@ -225,3 +225,14 @@ def test_a_bisection_stopped_by_its_bound_names_a_set_that_still_flips(size, dat
     assert runs <= limit
     assert nodes[culprit] in target.cause["nodes"]
     assert target.cause["complete"] == (target.cause["nodes"] == [nodes[culprit]])
+
+
+@pytest.mark.parametrize(("named", "uploaded"), [(1, True), (20, True), (21, False)])
+def test_a_cause_goes_up_only_within_the_boards_limit(named, uploaded):
+    # A bisection stopped early may hold hundreds of tests: the line names them, the
+    # upload leaves them out rather than have the board refuse the whole report.
+    target = CLIENT.Target("t.py::test_victim", 10, 0)
+    target.done, target.classification = 10, "order_dependent"
+    target.cause = {"role": "polluter", "nodes": [f"t.py::test_{i}" for i in range(named)],
+                    "complete": named == 1}
+    assert ("cause" in CLIENT.uploaded_row(target)) is uploaded

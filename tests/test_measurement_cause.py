@@ -10,13 +10,17 @@ import json
 import re
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from ledger.models import text_key
+from flakeboard import rules
+from ledger.models import Node, text_key
+from ledger.selectors import known_nodes
 from runs.api.schemas import ReportAnswer
 from runs.ingest import report_ingest
-from runs.models import Measurement, Report
+from runs.models import CAUSE_ROLE_TEXT, Measurement, Report
 from runs.wire import UploadInvalid, parse_report
 from tests.api_http import openapi_document, schema_validator
 from tests.helpers import body, measurement, node_page
@@ -167,3 +171,61 @@ def test_the_node_page_names_polluters_needed_together(client_for, viewer, suite
     assert among.startswith('<span class="cause">fails only after some of <a ')
     assert among.endswith(" (polluters among them)</span>")
     assert "</a>, <a " in among and "</a> and <a " in among
+
+
+def test_each_role_has_the_pages_words():
+    assert set(CAUSE_ROLE_TEXT) == set(rules.CauseRole)
+    for role in rules.CauseRole:
+        words = Measurement(cause={"role": role.value, "nodes": [SETTER]}).cause_words
+        assert (words["role"], words["verb"]) == CAUSE_ROLE_TEXT[role]
+
+
+def test_one_test_is_the_cause_wherever_the_bisection_stopped():
+    cut_short = {"role": "polluter", "nodes": [SETTER], "complete": False}
+    words = Measurement(cause=cut_short).cause_words
+    assert (words["verb"], words["role"]) == ("fails only after", "polluter")
+
+
+def test_a_refused_classification_is_the_rows_one_problem():
+    with pytest.raises(UploadInvalid) as refused:
+        parse_report(body([dependent(SETS_UP, classification="order-dependent")]), {})
+    assert [(p.row, p.field) for p in refused.value.problems] == [(0, "classification")]
+
+
+def test_each_test_it_names_has_a_page_outside_the_test_set(client_for, viewer, suite, today):
+    rows = [dependent(TOGETHER), measurement(POLLUTERS[0])]
+    report_ingest(suite=suite, body=body(rows), actor="ci", dry_run=True)
+    assert not Node.objects.filter(nodeid=POLLUTERS[1]).exists()
+    report = report_ingest(suite=suite, body=body(rows), actor="ci").upload
+    html = client_for(viewer).get(reverse("report", args=[suite.slug, report.pk])).content
+    hrefs = re.findall(r'href="([^"]+)"', cause_span(html.decode()))
+    assert hrefs == [link(suite, nodeid) for nodeid in POLLUTERS]
+    for href in hrefs:
+        assert client_for(viewer).get(href).status_code == 200
+    unseen = Node.objects.get(nodeid=POLLUTERS[1])
+    assert (unseen.first_seen, unseen.last_seen) == (None, None)
+    known = known_nodes(suite, today).values_list("nodeid", flat=True)
+    assert set(known) == {NODE, POLLUTERS[0]}
+
+
+def test_the_report_page_reads_causes_without_a_query_more(client_for, viewer, suite):
+    client = client_for(viewer)
+
+    def queries(cause) -> int:
+        rows = [dependent(cause, f"t.py::test_{bool(cause)}_{i}") for i in range(30)]
+        report = report_ingest(suite=suite, body=body(rows), actor="ci").upload
+        with CaptureQueriesContext(connection) as run:
+            html = client.get(reverse("report", args=[suite.slug, report.pk])).content
+        assert html.count(b'class="cause"') == (30 if cause else 0)
+        return len(run)
+
+    assert queries(TOGETHER) == queries(None)
+
+
+def test_the_latest_panel_names_it_too(client_for, viewer, suite):
+    report_ingest(suite=suite, body=body([dependent(SETS_UP)]), actor="ci")
+    panel = client_for(viewer).get(node_page(suite.slug, NODE), {"panel": "latest"},
+                                   headers={"HX-Request": "true"}).content.decode()
+    span = cause_span(panel)
+    assert re.findall(r'href="([^"]+)"', span) == [link(suite, SETTER)]
+    assert span.endswith(" (state-setter)</span>")

@@ -8,13 +8,13 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from board.demo import RETRY_DAYS
+from board.demo import ORDER_DEPENDENT, RETRY_DAYS, STATE_SETTER
 from ledger.models import QuarantineEntry, Suite
 from ledger.quarantine import quarantine_create
 from ledger.tiers import tier_rule_add
 from runs.ingest import report_ingest
 from runs.models import Measurement
-from tests.helpers import body, measurement
+from tests.helpers import body, measurement, node_page
 
 
 def test_healthz_answers_when_the_database_does(client, db):
@@ -51,7 +51,20 @@ def test_demo_is_idempotent_and_has_every_state(client):
     response = client.get(reverse("overview", args=["demo"]))
     assert response.status_code == 200
     assert b"expired (gate failing)" in response.content
+    _the_demo_names_a_cause(client, suite)
     _the_demo_history_is_realistic(suite, today, timezone.now())
+
+
+def _the_demo_names_a_cause(client, suite):
+    """The order-dependent node's reports name its state-setter, a link that opens."""
+    causes = Measurement.objects.filter(suite=suite, classification="order_dependent")
+    assert {str(cause) for cause in causes.values_list("cause", flat=True)} == {
+        str({"role": "state_setter", "nodes": [STATE_SETTER], "complete": True})}
+    report = causes.filter(node__nodeid=ORDER_DEPENDENT).values_list("report", flat=True)[0]
+    html = client.get(reverse("report", args=["demo", report])).content.decode()
+    [href] = set(re.findall(r'<span class="cause">passes only after <a href="([^"]+)"', html))
+    assert href == node_page("demo", STATE_SETTER)
+    assert client.get(href).status_code == 200
 
 
 def _the_demo_history_is_realistic(suite, today, now):

@@ -22,6 +22,7 @@ from .core import UsageError
 from .ledger import NotALedger, ledger_entries, read_ledger_file, spoken, write_atomically
 from .measure_pool import Bisections, BlockRuns, Collection, FreshRuns, IsolationChecks, Pool
 from .measure_runs import (
+    CAUSE_NODES_MAX,
     CLASSIFICATIONS,
     SCRIPT_MAX_UPPER_RATE,
     SCRIPT_RUNS,
@@ -281,8 +282,10 @@ def uploaded_row(target):
     """A target's row as the board takes it: the report's, its classification, and the
     tests an order-dependent one depends on, when a bisection named them."""
     row = dict(target.row(), classification=target.classification)
-    if target.cause is not None and target.classification == "order_dependent":
-        row["cause"] = target.cause
+    cause = target.cause
+    if (cause is not None and target.classification == "order_dependent"
+            and len(cause["nodes"]) <= CAUSE_NODES_MAX):
+        row["cause"] = cause
     return row
 
 

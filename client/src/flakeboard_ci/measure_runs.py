@@ -31,6 +31,9 @@ ORDER_CHANCE = 0.01
 BISECT_MAX = 64
 # What a bisection names: the tests a target fails only after, or passes only after.
 POLLUTER, STATE_SETTER = "polluter", "state_setter"
+# The most tests an uploaded cause may name (the board's limit): a bisection stopped
+# early with more is printed, not uploaded.
+CAUSE_NODES_MAX = 20
 CLASSIFICATIONS = ("stable", "flaky", "broken", "order_dependent", "repeat_unsafe")
 
 

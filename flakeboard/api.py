@@ -1,6 +1,7 @@
 """The JSON API CI calls, under /api/v1/ (SPEC 5); its OpenAPI document and docs beside it."""
 
 from board.api.targets import router as targets_router
+from junit.api.order import router as junit_order_router
 from junit.api.uploads import router as junit_router
 from ledger.api.auth import SuiteToken
 from ledger.api.codeowners import router as codeowners_router
@@ -32,6 +33,7 @@ api.add_router("", status_router)
 api.add_router("", uploads_router)
 api.add_router("", trends_router)
 api.add_router("", junit_router)
+api.add_router("", junit_order_router)
 api.add_router("", targets_router)
 api.add_router("", tiers_router)
 api.add_router("", codeowners_router)

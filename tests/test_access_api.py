@@ -35,6 +35,7 @@ GET  api:trends                    401 401 401 401 401 401 200 200 403 401
 GET  api:status                    401 401 401 401 401 401 200 200 403 401
 GET  api:targets                   401 401 401 401 401 401 200 200 403 401
 POST api:tiers                     401 401 401 401 401 401 200 200 403 401
+POST api:junit/order               401 401 401 401 401 401 200 200 403 401
 PUT  api:codeowners                401 401 401 401 401 401 403 200 403 401
 GET  api:reports                   401 401 401 401 401 401 200 200 403 401
 GET  api:verdicts                  401 401 401 401 401 401 200 200 403 401
@@ -68,6 +69,8 @@ def api_request(method: str, action: str, w) -> Request:
         "api:status": Request(f"{suite}/status"),
         "api:targets": Request(f"{suite}/targets"),
         "api:tiers": Request(f"{suite}/tiers", json=["tests/test_0.py::test_ok"]),
+        "api:junit/order": Request(f"{suite}/junit/order?commit=abc123",
+                                   json=["tests/test_0.py::test_ok"]),
         "api:codeowners": Request(f"{suite}/codeowners", json=b"tests/ @qa-team\n",
                                   content_type="text/plain"),
         "api:reports/{id}": Request(f"{suite}/reports/{w.report.pk}"),

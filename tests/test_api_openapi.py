@@ -23,6 +23,7 @@ OPERATIONS = {
     ("get", "/api/v1/suites/{suite}/status"),
     ("get", "/api/v1/suites/{suite}/targets"),
     ("post", "/api/v1/suites/{suite}/tiers"),
+    ("post", "/api/v1/suites/{suite}/junit/order"),
     ("put", "/api/v1/suites/{suite}/codeowners"),
     ("get", "/api/v1/suites/{suite}/reports"),
     ("get", "/api/v1/suites/{suite}/verdicts"),
@@ -35,7 +36,7 @@ OPERATIONS = {
 TEXT_ANSWERS = {("/api/v1/suites/{suite}/targets", "200"): "text/plain"}
 
 # The posts that store nothing: a body too long for a URL, answered with 200.
-LOOKUPS = {"/api/v1/suites/{suite}/tiers"}
+LOOKUPS = {"/api/v1/suites/{suite}/tiers", "/api/v1/suites/{suite}/junit/order"}
 
 # The uploads the gate judges, which answer with its exit code; passive evidence (JUnit)
 # has none.

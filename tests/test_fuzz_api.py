@@ -163,6 +163,8 @@ ANSWERS = {
                                           "422"},
     "GET /api/v1/suites/{suite}/targets": {"200", "401", "403", "422"},
     "POST /api/v1/suites/{suite}/tiers": {"200", "400", "401", "403", "413", "415", "422"},
+    "POST /api/v1/suites/{suite}/junit/order": {"200", "400", "401", "403", "413", "415",
+                                                "422"},
     "PUT /api/v1/suites/{suite}/codeowners": {"200", "400", "401", "403", "413", "415", "422"},
     "GET /api/v1/suites/{suite}/reports": {"200", "401", "403", "422"},
     "GET /api/v1/suites/{suite}/verdicts": {"200", "401", "403", "422"},

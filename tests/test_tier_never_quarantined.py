@@ -118,10 +118,10 @@ def test_the_import_command_refuses(sized, tmp_path, today, tier, how):
 def test_the_api_has_no_route_that_creates_an_entry():
     """The API writes uploads only (the gate's, and JUnit files, which never touch the
     ledger) and the suite's CODEOWNERS (owners, never an entry); quarantines are made by
-    people, on the pages. The tiers lookup is a POST for its long body only, and stores
-    nothing (tests/test_access_api.py checks)."""
+    people, on the pages. The tiers and JUnit order lookups are POSTs for their long bodies
+    only, and store nothing (tests/test_access_api.py checks)."""
     document = api.get_openapi_schema(path_prefix="/api/v1/")
-    lookups = {"/api/v1/suites/{suite}/tiers"}
+    lookups = {"/api/v1/suites/{suite}/tiers", "/api/v1/suites/{suite}/junit/order"}
     writes = sorted(
         path for path, operations in document["paths"].items()
         for method in operations if method in ("post", "put", "patch", "delete")

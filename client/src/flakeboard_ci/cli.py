@@ -24,7 +24,8 @@ from .gate import cmd_gate
 from .junit import cmd_junit
 from .ledger import DURATION_UNITS, cmd_ledger, duration
 from .measure import cmd_measure
-from .measure_runs import BISECT_MAX, SCRIPT_MAX_UPPER_RATE, SCRIPT_RUNS, SCRIPT_SEED_BASE
+from .measure_bisect import BISECT_MAX
+from .measure_runs import SCRIPT_MAX_UPPER_RATE, SCRIPT_RUNS, SCRIPT_SEED_BASE
 from .pin import cmd_pin
 from .report import cmd_report, cmd_signals
 
@@ -239,6 +240,13 @@ def board_from(args):
     return Board(args.url, token, timeout=args.timeout, retries=max(0, args.retries))
 
 
+def wants_board(args):
+    """measure without --upload asks the board for CI's order at --commit when one is
+    configured; without one it measures all the same."""
+    return (args.command == "measure" and bool(args.commit) and args.order == "session"
+            and bool(args.url) and bool(os.environ.get("FLAKEBOARD_TOKEN", "").strip()))
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     command = {"ledger": cmd_ledger, "report": cmd_report, "signals": cmd_signals,
@@ -250,7 +258,7 @@ def main(argv=None):
                             or not getattr(args, "ledger", None))}
     board = None
     try:
-        if needs_board.get(args.command, True):
+        if needs_board.get(args.command, True) or wants_board(args):
             board = board_from(args)
         return command[args.command](board, args)
     except UsageError as exc:

@@ -12,7 +12,8 @@ import time
 from .board import _upload, quote, suite_slug
 from .ledger import ledger_entries, write_atomically
 from .measure import Progress, gate_lines, run_measurement, uploaded_row
-from .measure_runs import BISECT_MAX, SCRIPT_MAX_UPPER_RATE, SCRIPT_RUNS, SCRIPT_SEED_BASE, Target
+from .measure_bisect import BISECT_MAX
+from .measure_runs import SCRIPT_MAX_UPPER_RATE, SCRIPT_RUNS, SCRIPT_SEED_BASE, Target
 from .outputs import _print_lines, present
 from .patch_class import CLASS_RUNS_FACTOR
 

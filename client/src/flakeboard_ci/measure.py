@@ -18,14 +18,16 @@ import tempfile
 import time
 
 from .board import _upload, quote, suite_slug
-from .core import UsageError
+from .core import Refused, Unreachable, UsageError
 from .ledger import NotALedger, ledger_entries, read_ledger_file, spoken, write_atomically
-from .measure_pool import Bisections, BlockRuns, Collection, FreshRuns, IsolationChecks, Pool
+from .measure_bisect import CAUSE_NODES_MAX
+from .measure_checks import Bisections, IsolationChecks
+from .measure_pool import BlockRuns, Collection, FreshRuns, Pool
 from .measure_runs import (
-    CAUSE_NODES_MAX,
     CLASSIFICATIONS,
     SCRIPT_MAX_UPPER_RATE,
     SCRIPT_RUNS,
+    CiOrder,
     Schedule,
     Target,
     classify_in_order,
@@ -211,7 +213,7 @@ def measure_policy(args, board, ledger_policy):
     """max_upper_rate and min_runs: --max-upper-rate, else the board's policy (with
     --upload), else a full ledger's, else the script's 0.02 and 200."""
     policy = {"max_upper_rate": SCRIPT_MAX_UPPER_RATE, "min_runs": SCRIPT_RUNS}
-    for found in (ledger_policy, board_policy(board, args) if board else None):
+    for found in (ledger_policy, board_policy(board, args) if args.upload else None):
         for key in policy:
             if isinstance((found or {}).get(key), (int, float)):
                 policy[key] = found[key]
@@ -228,6 +230,45 @@ def board_policy(board, args):
     answer, _ = board.call("GET", f"/api/v1/suites/{quote(args.suite)}/ledger",
                            query={"view": "full"})
     return answer.get("policy")
+
+
+def ask_ci_order(board, args, targets, progress):
+    """Give each target CI's order at --commit, where the board holds a JUnit file of the
+    commit that lists it: the session check then runs it there. Without the board, or when
+    it cannot say, the collection's order stands, and measure says so."""
+    if board is None or not args.commit or args.order != "session":
+        return
+    names = [target.name for target in targets if target.unmeasured is None]
+    try:
+        args.suite = suite_slug(board, args.suite)
+        answer, _ = board.call("POST", f"/api/v1/suites/{quote(args.suite)}/junit/order",
+                               query={"commit": args.commit},
+                               body=json.dumps(names).encode("utf-8"))
+        files = {listed["id"]: listed for listed in answer["files"]}
+        rows = {row["node"]: row for row in answer["nodes"]}
+    except Refused as exc:
+        why = f"the board refused the question ({exc.status})"
+    except Unreachable as exc:
+        why = f"the board could not be asked: {exc}"
+    except (KeyError, TypeError):
+        why = "the board's answer is not the order's"
+    else:
+        why = ""
+    unknown = names
+    if not why:
+        unknown = []
+        for target in targets:
+            row = rows.get(target.name) or {}
+            if row.get("file") in files:
+                target.ci = CiOrder(args.commit, files[row["file"]], row["position"],
+                                    row["outcome"])
+            elif target.unmeasured is None:
+                unknown.append(target.name)
+        why = f"the board holds no JUnit of {args.commit[:12]} that lists it"
+    if unknown:
+        which = "every target" if len(unknown) == len(names) else ", ".join(unknown)
+        progress.note(f"flakeboard: CI's order is unknown for {which} ({why}): checked in "
+                      f"the session's collection order")
 
 
 def run_measurement(targets, args, max_upper_rate, progress):
@@ -305,6 +346,7 @@ def cmd_measure(board, args):
         raise UsageError(f"cannot write {args.output}: its folder is missing or read-only")
     max_upper_rate, min_runs = measure_policy(args, board, ledger_policy)
     progress = Progress(sys.stderr)
+    ask_ci_order(board, args, targets, progress)
     try:
         slots = run_measurement(targets, args, max_upper_rate, progress)
     except KeyboardInterrupt:

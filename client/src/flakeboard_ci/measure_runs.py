@@ -10,6 +10,7 @@ import os
 import time
 
 from .core import UsageError
+from .measure_bisect import POLLUTER, STATE_SETTER
 from .outputs import node_file
 
 SCRIPT_SEED_BASE = 9137
@@ -26,14 +27,6 @@ ORDER_CHECKS = 3
 # ... and is called order_dependent only when its own failure rate would fail that many
 # checks in a row less often than this.
 ORDER_CHANCE = 0.01
-# An order-dependent target's preceding tests are bisected (delta debugging) to the ones
-# that flip it, in at most this many fresh processes (--bisect-max).
-BISECT_MAX = 64
-# What a bisection names: the tests a target fails only after, or passes only after.
-POLLUTER, STATE_SETTER = "polluter", "state_setter"
-# The most tests an uploaded cause may name (the board's limit): a bisection stopped
-# early with more is printed, not uploaded.
-CAUSE_NODES_MAX = 20
 CLASSIFICATIONS = ("stable", "flaky", "broken", "order_dependent", "repeat_unsafe")
 
 
@@ -101,111 +94,6 @@ def predecessors(node, items):
     return [item for item in before if node_file(item) == node_file(node)]
 
 
-def split(nodes, parts):
-    """``nodes`` in ``parts`` runs of about equal length, in order."""
-    size, extra = divmod(len(nodes), parts)
-    chunks, start = [], 0
-    for part in range(parts):
-        end = start + size + (part < extra)
-        chunks.append(nodes[start:end])
-        start = end
-    return [chunk for chunk in chunks if chunk]
-
-
-def ddmin(nodes):
-    """Delta debugging (Zeller and Hildebrandt's ddmin) over tests that, run before a
-    target, flip its outcome. A generator: it yields lists of subsets to try, each kept in
-    its order, and is sent for each whether it still flips the target; it returns the
-    smallest set it found that does, one test or those needed together. Halving first, one
-    test among P takes about log2(P) steps of two runs."""
-    parts = 2
-    while len(nodes) > 1:
-        chunks = split(nodes, parts)
-        flips = yield chunks
-        if any(flips):
-            nodes, parts = chunks[flips.index(True)], 2
-            continue
-        if parts > 2:
-            rests = []
-            for chunk in chunks:
-                left_out = set(chunk)
-                rests.append([node for node in nodes if node not in left_out])
-            flips = yield rests
-            if any(flips):
-                nodes, parts = rests[flips.index(True)], max(parts - 1, 2)
-                continue
-        if parts >= len(nodes):
-            break
-        parts = min(len(nodes), 2 * parts)
-    return nodes
-
-
-class Bisection:
-    """A target's ddmin, step by step: the subsets of the step under way, the answers in,
-    the runs spent against the bound, and the smallest set seen to flip it."""
-
-    def __init__(self, target, limit):
-        self.target, self.limit = target, limit
-        self.role, nodes, self.seed = target.suspected
-        self.smallest, self.runs, self.trying, self.answers = list(nodes), 0, [], {}
-        self.steps = ddmin(list(nodes))
-        self.lines, self.sentence = [], ""
-
-    def start(self):
-        """The first step's subsets, or [] when there is nothing to narrow."""
-        return self._step(None)
-
-    def answer(self, index, failed):
-        """One subset's run; the next step's subsets once the step is complete."""
-        self.answers[index] = failed == (self.role == POLLUTER)
-        if len(self.answers) < len(self.trying):
-            return []
-        flips = [self.answers[i] for i in range(len(self.trying))]
-        size = len(self.trying[0])
-        if any(flips):
-            self.smallest = self.trying[flips.index(True)]
-        self.lines.append(f"{len(flips)} run{'s' * (len(flips) != 1)} of about {size} "
-                          f"test{'s' * (size != 1)}: "
-                          + (f"{sum(flips)} flipped it, {len(self.smallest)} left" if any(flips)
-                             else "none flipped it"))
-        return self._step(flips)
-
-    def _step(self, flips):
-        self.answers = {}
-        try:
-            batch = next(self.steps) if flips is None else self.steps.send(flips)
-        except StopIteration as done:
-            self._finish(done.value, complete=True)
-            return []
-        if self.runs + len(batch) > self.limit:
-            self._finish(self.smallest, complete=False)
-            return []
-        self.runs += len(batch)
-        self.trying = batch
-        return batch
-
-    def _finish(self, nodes, complete):
-        self.target.cause = {"role": self.role, "nodes": list(nodes), "complete": complete}
-        self.trying = []
-        self.sentence = cause_sentence(self.target.cause, self.limit)
-        why = self.target.why
-        self.target.why = f"{self.sentence}. {why[0].upper()}{why[1:]}" if why else self.sentence
-
-
-def cause_sentence(cause, limit):
-    """What a bisection found, as the result line and the board say it."""
-    nodes, polluter = cause["nodes"], cause["role"] == POLLUTER
-    verb = "fails only after" if polluter else "passes only after"
-    role = "polluter" if polluter else "state-setter"
-    if not cause["complete"]:
-        return (f"{verb} some of {len(nodes)} tests ({', '.join(nodes[:3])}"
-                f"{', ...' if len(nodes) > 3 else ''}): the bisection stopped at "
-                f"--bisect-max {limit} runs")
-    if len(nodes) == 1:
-        return f"{verb} {nodes[0]} ({role})"
-    return f"{verb} {', '.join(nodes[:-1])} and {nodes[-1]} together ({role}s)"
-
-
 Task = collections.namedtuple("Task", "tag node seed target index")
 Outcome = collections.namedtuple("Outcome", "failed seconds detail first")
 
@@ -219,6 +107,7 @@ class Target:
         self.name, self.runs, self.seed_base = name, runs, seed_base
         self.node, self.predecessors, self.rootdir = None, [], None
         self.before = None  # the tests before it in the session, when it collected it
+        self.ci = None  # CI's order at the commit, from the board's JUnit (CiOrder)
         self.suspected = None  # (role, the tests that flip it, seed): what to bisect
         self.cause = None  # what the bisection found: role, nodes, complete
         self.unmeasured = None  # why it cannot be measured: it collects no test, or several
@@ -290,8 +179,11 @@ class Target:
 
     @property
     def scope(self):
-        """Where CI's order before it is known: "session" or "module"."""
-        return "module" if self.before is None else "session"
+        """Where the order before it comes from: "ci" (the board's JUnit of the commit),
+        "session" (the collection's) or "module"."""
+        if self.before is None:
+            return "module"
+        return "session" if self.ci is None else "ci"
 
     def files_of(self, nodes):
         """The files of ``nodes`` (ids from pytest's rootdir) as paths from here, in their
@@ -400,7 +292,39 @@ def needs_order_check(target):
     return target.classification in ("stable", "flaky") and bool(order_seeds(target))
 
 
-IN_SCOPE = {"module": "in its module", "session": "in the session"}
+IN_SCOPE = {"module": "in its module", "session": "in the session", "ci": "in CI's order"}
+
+
+CI_SAW = {"passed": "CI saw it pass there", "failed": "CI saw it fail there",
+          "error": "CI saw it error there", "skipped": "CI skipped it there"}
+
+
+class CiOrder:
+    """The order CI ran a target in at the commit, from one JUnit file the board holds: the
+    file's tests up to the last target it holds (shared by those targets), the target's
+    index among them, and its outcome there."""
+
+    def __init__(self, commit, file, position, outcome):
+        self.commit, self.position, self.outcome = commit, position, outcome
+        self.file, self.job, self.attempt = file["id"], file["job"], file["attempt"]
+        self.order = file["order"]
+
+    def before(self):
+        return self.order[:self.position]
+
+    def where(self):
+        job = f"job {self.job}, " if self.job else ""
+        return f"{job}attempt {self.attempt} at {self.commit[:12]}"
+
+    def said(self):
+        """What CI saw there, as the result line says it."""
+        saw = CI_SAW.get(self.outcome, f"CI's result there was {self.outcome}")
+        return f"{saw} ({self.where()})"
+
+
+def with_ci(target, why):
+    """``why``, and what CI saw where the check ran it in CI's order."""
+    return f"{why}. {target.ci.said()}" if target.scope == "ci" else why
 
 
 def classify_in_order(target):
@@ -417,6 +341,7 @@ def classify_in_order(target):
     target.why = (f"passes on its own ({target.fails}/{target.done} failed) but failed all "
                   f"{len(checks)} runs after the tests before it {IN_SCOPE[target.scope]}: "
                   f"one of them leaves state that breaks it" + (f" ({detail})" if detail else ""))
+    target.why = with_ci(target, target.why)
     target.suspected = (POLLUTER, target.in_ci_order(), order_seeds(target)[0])
     return target.classification
 
@@ -437,10 +362,8 @@ ISOLATION = {
                      "measured again with a fresh process per run"),
 }
 NEEDS_THE_SESSION = ("fails alone and after the tests before it in its module, but passes "
-                     "after the tests before it in the session: it needs state one of them "
-                     "sets")
-BROKEN_IN_THE_SESSION = ("fails alone and after the tests before it in its module and in the "
-                         "session")
+                     "after the tests before it {where}: it needs state one of them sets")
+BROKEN_IN_THE_SESSION = "fails alone and after the tests before it in its module and {where}"
 
 
 def adopt_collection(targets, hello, cwd):
@@ -472,9 +395,10 @@ def classify_isolated(target):
     session = target.isolation.get("session")
     if classification == "broken" and session is not None:
         if session.failed:
-            why = BROKEN_IN_THE_SESSION
+            why = BROKEN_IN_THE_SESSION.format(where=IN_SCOPE[target.scope])
         else:
-            classification, role, why = "order_dependent", STATE_SETTER, NEEDS_THE_SESSION
+            classification, role = "order_dependent", STATE_SETTER
+            why = NEEDS_THE_SESSION.format(where=IN_SCOPE[target.scope])
             flipped_by = target.before
     if not all(run.failed for run in runs) and classification != "repeat_unsafe":
         # Only its first run in each process passed, and isolation does not explain that.
@@ -482,6 +406,8 @@ def classify_isolated(target):
     failure = next((o.detail for o in (alone, after, *runs) if o.failed and o.detail), "")
     if classification in ("broken", "order_dependent") and failure:
         why += f" ({failure})"
+    if session is not None and classification in ("broken", "order_dependent"):
+        why = with_ci(target, why)
     target.classification, target.why = classification, why
     if role is not None:
         target.suspected = (role, flipped_by, target.seed_base)

@@ -222,6 +222,17 @@ def client_script(board, tmp_path):
     return path
 
 
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory):
+    """A Redis server of this test worker's (tests/redis_server.py): its redis:// URL."""
+    from tests.redis_server import REDIS_SERVER, SKIPPED, redis_server
+
+    if REDIS_SERVER is None:
+        pytest.skip(SKIPPED)
+    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+        yield url
+
+
 @pytest.fixture
 def dead_url():
     """The address of a board that is not there: a closed port on 127.0.0.1."""

@@ -13,7 +13,7 @@ import json
 from datetime import timedelta
 
 import pytest
-from django.core.cache import cache
+from django.core.cache import cache, caches
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.test import Client
@@ -35,10 +35,16 @@ FLAKY = "tests/test_ingest.py::test_stream_backpressure"
 OTHER = "tests/test_export.py::test_csv_quoting"
 
 
-@pytest.fixture(autouse=True)
-def _empty_cache():
+@pytest.fixture(autouse=True, params=["locmem://", "redis://"])
+def cache_url(request, settings):
+    """Each test on each cache a deployment may use: each worker's own memory, and a Redis
+    server every worker shares (CACHE_URL), where one worker's bytes are another's."""
+    url = request.param
+    if url == "redis://":
+        url = request.getfixturevalue("redis_url")
+    settings.CACHES = {"default": _cache(url)}
     cache.clear()
-    yield
+    yield url
     cache.clear()
 
 
@@ -296,8 +302,9 @@ def test_the_ledger_is_served_when_the_cache_fails(roomy, served, today, monkeyp
     def broken(*args, **kwargs):
         raise ConnectionError("the cache server is down")
 
-    monkeypatch.setattr(cache, "get", broken)
-    monkeypatch.setattr(cache, "set", broken)
+    backend = caches["default"]  # this thread's, which the view uses
+    monkeypatch.setattr(backend, "get", broken)
+    monkeypatch.setattr(backend, "set", broken)
     answer = served()
     assert answer.status_code == 200 and FLAKY in answer.json()
 

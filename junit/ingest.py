@@ -114,8 +114,8 @@ def _store(suite: Suite, parsed: ParsedFile, meta: UploadMeta, *, digest: str, a
            now: datetime) -> JUnitOutcome:
     today = now.date()
     attempts, positions, names = defaultdict(list), {}, {}
-    for case, (node, nodeid) in zip(parsed.cases, nodes_for_cases(suite, parsed.cases),
-                                    strict=True):
+    nodes = nodes_for_cases(suite, parsed.cases, meta.commit)
+    for case, (node, nodeid) in zip(parsed.cases, nodes, strict=True):
         attempts[node].extend(case.attempts)
         positions.setdefault(node, case.position)
         names[node] = nodeid

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from django.db.models import Model
+from django.db.models import Model, Q
 
 from ledger.models import MeasureTarget, Node
 
@@ -79,4 +79,11 @@ def merge_guess(guess: int, into: int) -> None:
                 guess, into)
     if not MeasureTarget.objects.filter(node_id=into).exists():
         MeasureTarget.objects.filter(node_id=guess).update(node_id=into)
+    # The guess's evidence is the true node's now, and may be its first: a guess is made
+    # with its first evidence, so when it is the older node, its first came before any of
+    # the true node's.
+    first = Node.objects.filter(pk=guess).values_list("first_commit", flat=True).first()
+    if first is not None:
+        earlier = Q(first_commit__isnull=True) | Q(pk__gt=guess)
+        Node.objects.filter(earlier, pk=into).update(first_commit=first)
     Node.objects.filter(pk=guess).delete()

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from django.db.models import Exists, Max, OuterRef, Q
 
 from ledger.models import Node, QuarantineEntry, Suite
-from ledger.nodes import CHUNK, nodes_create, nodes_named
+from ledger.nodes import CHUNK, evidence_stored, nodes_create, nodes_named
 from ledger.selectors import tier_rule_specs
 from web.bulk import plain_rows
 
@@ -72,18 +72,22 @@ def _merge_guesses(suite: Suite, settled: dict[str, str]) -> None:
         merge_guess(pk, into[settled[guess]])
 
 
-def nodes_for_cases(suite: Suite, cases: list[Case]) -> list[tuple[int, str]]:
-    """Each case's node, (primary key, node id), in the cases' order; new nodes created."""
+def nodes_for_cases(suite: Suite, cases: list[Case], commit: str) -> list[tuple[int, str]]:
+    """Each case's node, (primary key, node id), in the cases' order; new nodes created,
+    and every one with evidence at ``commit`` (``rules.is_new``)."""
     fits = _vouched_fits(suite) if any(case.written for case in cases) else {}
     chosen = [_settled(case, fits) for case in cases]
     _merge_guesses(suite, {case.nodeid: nodeid for case, nodeid in zip(cases, chosen, strict=True)
                            if nodeid != case.nodeid})
     known = _known(suite, chosen)
+    unborn = nodes_named(Node.objects.filter(suite=suite, first_commit__isnull=True),
+                         known, ("pk",))
+    evidence_stored([pk for (pk,) in unborn.values()], commit)
     new = sorted(set(chosen) - known.keys())
     if new:
         # Every writer of the suite's nodes holds its lock: the nodes made now are the
         # suite's nodes with a key over the largest before.
         before = Node.objects.aggregate(last=Max("pk"))["last"] or 0
-        nodes_create(suite, new, tier_rule_specs(suite))
+        nodes_create(suite, new, tier_rule_specs(suite), evidence_at=commit)
         known.update(_known(suite, new, after=before))
     return [(known[nodeid], nodeid) for nodeid in chosen]

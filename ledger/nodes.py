@@ -10,12 +10,13 @@ from datetime import date
 from django.db import connection
 
 from flakeboard import rules
-from web.bulk import insert_chunked, plain_rows
+from web.bulk import insert_chunked, plain_rows, update_pks
 
 from .models import Node, NodeQuerySet, Suite, text_key
 
 CHUNK = 5000  # ids per IN list: far under SQLite's variable limit (32,766)
-NODE_COLUMNS = ("suite_id", "nodeid", "key", "stated_tier", "tier", "first_seen", "last_seen")
+NODE_COLUMNS = ("suite_id", "nodeid", "key", "stated_tier", "tier", "first_seen", "last_seen",
+                "first_commit")
 
 
 def nodes_named(nodes: NodeQuerySet, nodeids: Iterable[str],
@@ -32,15 +33,24 @@ def nodes_named(nodes: NodeQuerySet, nodeids: Iterable[str],
 
 def nodes_create(suite: Suite, nodeids: Iterable[str], specs: list, *,
                  stated: Mapping[str, int | None] | None = None,
-                 seen: date | None = None) -> None:
+                 seen: date | None = None, evidence_at: str | None = None) -> None:
     """New nodes of ``suite``, none of them stored yet, each with the tier the suite's tier
     rules (``specs``) give it; a stated tier 0 or 1 sticks (``rules.sticky_tier``).
     ``seen``: the day a gate upload named them, their first and last seen; None for a node
-    a JUnit file names first, which has been seen by no gate upload."""
+    a JUnit file names first, which has been seen by no gate upload. ``evidence_at``: the
+    commit of the evidence they are created for, their first (``rules.is_new``); None
+    for a node named without evidence (a cause's test)."""
     day = None if seen is None else connection.ops.adapt_datefield_value(seen)
     rows = []
     for nodeid in nodeids:
         sticky = rules.sticky_tier(None, (stated or {}).get(nodeid))
         tier = rules.resolve_tier(nodeid, specs, sticky).tier
-        rows.append((suite.pk, nodeid, text_key(nodeid), sticky, tier, day, day))
+        rows.append((suite.pk, nodeid, text_key(nodeid), sticky, tier, day, day,
+                     rules.first_commit_after(None, evidence_at) if evidence_at else None))
     insert_chunked(Node, NODE_COLUMNS, rows)
+
+
+def evidence_stored(pks: Sequence[int], commit: str) -> None:
+    """Evidence at ``commit`` is stored for the nodes ``pks``, which had none before: it is
+    their first (``rules.first_commit_after``)."""
+    update_pks(Node, sorted(pks), first_commit=rules.first_commit_after(None, commit))

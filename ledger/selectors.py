@@ -25,16 +25,23 @@ def tier_resolution(suite: Suite, nodeid: str, node: Node | None = None) -> rule
     return rules.resolve_tier(nodeid, tier_rule_specs(suite), stated)
 
 
-def tier_resolutions(suite: Suite, nodeids: list[str]) -> list[rules.TierResolution]:
-    """Each node id's tier by the suite's rules, a known node's stated tier counting, in the
-    order given. Reads only: an unknown id is not stored for having been asked about."""
+def tiers_and_births(suite: Suite, nodeids: list[str]) -> tuple[
+        list[rules.TierResolution], list[str | None]]:
+    """Each node id's tier by the suite's rules, a known node's stated tier counting, and
+    its first evidence commit (None for an unknown node, or one with no evidence yet: what
+    ``rules.is_new`` reads), in the order given; one read of the nodes for both. Reads
+    only: an unknown id is not stored for having been asked about."""
     specs = tier_rule_specs(suite)
-    stated: dict[str, int | None] = {}
+    known: dict[str, tuple[int | None, str | None]] = {}
     wanted = sorted(set(nodeids))
     for start in range(0, len(wanted), ID_CHUNK):
         found = Node.objects.filter(suite=suite).named(*wanted[start : start + ID_CHUNK])
-        stated.update(found.values_list("nodeid", "stated_tier"))
-    return [rules.resolve_tier(nodeid, specs, stated.get(nodeid)) for nodeid in nodeids]
+        known.update((nodeid, (stated, first)) for nodeid, stated, first in
+                     found.values_list("nodeid", "stated_tier", "first_commit"))
+    unknown = (None, None)
+    return ([rules.resolve_tier(nodeid, specs, known.get(nodeid, unknown)[0])
+             for nodeid in nodeids],
+            [known.get(nodeid, unknown)[1] for nodeid in nodeids])
 
 
 def violation_facts(nodeid: str, tier: int, stated_tier: int | None,

@@ -184,12 +184,12 @@ def _received(kind: str, parse, names: tuple[str, ...], body: bytes, query: dict
     return parse(body, query, settings.UPLOAD_MAX_RECORDS), upload_digest(kind, body, query)
 
 
-def _judging(suite: Suite, stated: dict[str, int | None], today: date, also=()):
+def _judging(suite: Suite, stated: dict[str, int | None], today: date, commit: str, also=()):
     """What every row is judged with: the upload's nodes, stored and seen today; the suite
     as it is now in force (its ledger revision, policy and pin, read after the nodes may
     have bumped the revision); and each node's open entry, and those of the nodes ``also``
     (earlier attempts' nodes that this upload does not name)."""
-    nodes = nodes_for_upload(suite, stated, today)
+    nodes = nodes_for_upload(suite, stated, today, commit)
     judged = Suite.objects.get(pk=suite.pk)
     entries = entries_at_upload(
         open_entries_by_node(suite, sorted({n.pk for n in nodes.values()} | set(also))), today)
@@ -208,7 +208,7 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
 
     def evaluate_and_store() -> IngestOutcome:
         nodes, judged, entries = _judging(
-            suite, {row.nodeid: row.tier for row in parsed.measurements}, today)
+            suite, {row.nodeid: row.tier for row in parsed.measurements}, today, parsed.commit)
         named_nodes_create(suite, {nodeid for row in parsed.measurements if row.cause
                                    for nodeid in row.cause.nodes} - nodes.keys())
         # Judged against the test set with this upload's nodes in it, counted once.
@@ -305,7 +305,8 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
         attempt = next_attempt(latest)
         prior = prior_records(latest)
         nodes, judged, entries = _judging(
-            suite, {record.node: record.tier for record in parsed.records}, today, also=prior)
+            suite, {record.node: record.tier for record in parsed.records}, today, parsed.commit,
+            also=prior)
         pin = judged.fixture_pin
         # The arbiter's answer depends on the record's signals, the node's earlier attempts
         # and its entry, never on the node's name: decided once per distinct combination,

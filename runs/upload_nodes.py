@@ -13,7 +13,7 @@ from django.db.models import BooleanField, ExpressionWrapper, Q
 from flakeboard import rules
 from ledger.audit import bump_ledger_revision
 from ledger.models import Node, Suite
-from ledger.nodes import nodes_create, nodes_named
+from ledger.nodes import evidence_stored, nodes_create, nodes_named
 from ledger.selectors import tier_rule_specs
 from web.bulk import update_pks
 
@@ -25,9 +25,10 @@ class SeenNode(NamedTuple):
     stated_tier: int | None
     never_seen: bool  # by any upload: quarantined by hand only
     seen_today: bool | None
+    unborn: bool  # no evidence of it stored yet: no first_commit (rules.is_new)
 
 
-NODE_VALUES = ("pk", "stated_tier", "never_seen", "seen_today")
+NODE_VALUES = ("pk", "stated_tier", "never_seen", "seen_today", "unborn")
 
 
 def fetch_nodes(suite: Suite, nodeids: list[str], today: date) -> dict[str, SeenNode]:
@@ -35,14 +36,17 @@ def fetch_nodes(suite: Suite, nodeids: list[str], today: date) -> dict[str, Seen
     nodes = Node.objects.filter(suite=suite).annotate(
         never_seen=ExpressionWrapper(Q(first_seen__isnull=True), output_field=BooleanField()),
         seen_today=ExpressionWrapper(Q(last_seen=today), output_field=BooleanField()),
+        unborn=ExpressionWrapper(Q(first_commit__isnull=True), output_field=BooleanField()),
     )
     return {nodeid: SeenNode(*values)
             for nodeid, values in nodes_named(nodes, nodeids, NODE_VALUES).items()}
 
 
-def nodes_for_upload(suite: Suite, stated: dict[str, int | None], today) -> dict[str, SeenNode]:
-    """Every uploaded node id's node, stored: new ones created, all marked seen today, and
-    a stated tier 0 or 1 made sticky (re-tiering a node changes the served ledger)."""
+def nodes_for_upload(suite: Suite, stated: dict[str, int | None], today,
+                     commit: str) -> dict[str, SeenNode]:
+    """Every uploaded node id's node, stored: new ones created, all marked seen today and
+    with evidence at ``commit``, and a stated tier 0 or 1 made sticky (re-tiering a node
+    changes the served ledger)."""
     nodeids = sorted(stated)
     existing = fetch_nodes(suite, nodeids, today)
     specs = tier_rule_specs(suite)
@@ -54,8 +58,9 @@ def nodes_for_upload(suite: Suite, stated: dict[str, int | None], today) -> dict
         elif (sticky := rules.sticky_tier(node.stated_tier, stated[nodeid])) != node.stated_tier:
             retiered[sticky, rules.resolve_tier(nodeid, specs, sticky).tier].append(node.pk)
 
-    nodes_create(suite, new_nodes, specs, stated=stated, seen=today)
+    nodes_create(suite, new_nodes, specs, stated=stated, seen=today, evidence_at=commit)
     existing.update(fetch_nodes(suite, new_nodes, today))
+    evidence_stored([n.pk for n in existing.values() if n.unborn], commit)
     update_pks(Node, sorted(n.pk for n in existing.values() if n.never_seen), first_seen=today)
     update_pks(Node, sorted(n.pk for n in existing.values() if not n.seen_today),
                last_seen=today)

@@ -37,14 +37,15 @@ def test_each_id_gets_its_tier_and_the_rule_that_decided_it(ask, rules):
                   "tests/test_db.py::test_pinned_rates", "tests/test_props.py::test_sum"])
     assert answer.status == 200, answer.raw
     assert answer.json == {"suite": "acme", "tiers": [
-        {"node": "tests/test_io.py::test_retry", "tier": 2, "rule": None, "stated": False},
+        {"node": "tests/test_io.py::test_retry", "tier": 2, "rule": None, "stated": False,
+         "new": None},
         # Tier 0 rules win over tier 1 ones.
         {"node": "tests/test_props.py::test_pinned_sum", "tier": 0,
-         "rule": "tests/test_props.py::*", "stated": False},
+         "rule": "tests/test_props.py::*", "stated": False, "new": None},
         {"node": "tests/test_db.py::test_pinned_rates", "tier": 1,
-         "rule": "tests/test_*.py::test_pinned_*", "stated": False},
+         "rule": "tests/test_*.py::test_pinned_*", "stated": False, "new": None},
         {"node": "tests/test_props.py::test_sum", "tier": 0, "rule": "tests/test_props.py::*",
-         "stated": False},
+         "stated": False, "new": None},
     ]}
 
 
@@ -54,10 +55,11 @@ def test_a_known_nodes_stated_tier_counts(ask, suite, rules):
     signals_ingest(suite=suite, body=body(stated), actor="ci")
     answer = ask(["tests/test_io.py::test_parse", "tests/test_props.py::test_sum"])
     assert answer.json["tiers"] == [
-        {"node": "tests/test_io.py::test_parse", "tier": 1, "rule": None, "stated": True},
+        {"node": "tests/test_io.py::test_parse", "tier": 1, "rule": None, "stated": True,
+         "new": None},
         # A rule of a lower tier still decides.
         {"node": "tests/test_props.py::test_sum", "tier": 0,
-         "rule": "tests/test_props.py::*", "stated": False},
+         "rule": "tests/test_props.py::*", "stated": False, "new": None},
     ]
 
 

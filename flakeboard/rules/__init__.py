@@ -16,6 +16,7 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``worsening``: whether a quarantined node's rate has got worse since its entry was made;
 - ``arbiter``: effective signals, the precedence table and the batch aggregate (2.3);
 - ``attempts``: evidence at one commit accumulates: attempts merge, measurements pool (2.4a);
+- ``new_tests``: which nodes are new at a commit (2.4b);
 - ``status``: whether the suite's gate passes now, and why not;
 - ``text``: counts in words (one plural rule);
 - ``checks``: node id, label, owner and evidence checks.
@@ -129,6 +130,7 @@ from .limits import (
     SEED_MAX,
     SEED_MIN,
 )
+from .new_tests import BEFORE_RECORD, first_commit_after, is_new
 from .share import (
     KNOWN_NODE_WINDOW,
     KNOWN_NODE_WINDOW_DAYS,

@@ -5,17 +5,20 @@ lookup stores nothing."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from django.conf import settings
-from ninja import Router, Schema
+from ninja import Query, Router, Schema
 from pydantic import Field, TypeAdapter, ValidationError
 
+from flakeboard import rules
 from ledger.api.auth import Scope, suite_for_token
 from web.api.bodies import raw_json_body
 from web.api.errors import ErrorOut, refused
 from web.api.openapi import json_body
 
 from .. import refusals
-from ..selectors import tier_resolutions
+from ..selectors import tiers_and_births
 from ..wire import NodeId
 
 router = Router(tags=["ledger"])
@@ -31,6 +34,11 @@ class NodeTier(Schema):
         "matched (tier 2) or when a tier an upload stated for the node decided it."
     )
     stated: bool = Field(description="A tier 0 or 1 an upload stated for the node decided it.")
+    new: bool | None = Field(
+        description="With `commit`: the node is new at that commit, the board holding no "
+        "evidence of it (measurement, signal record, JUnit result) from an earlier commit "
+        "(docs/new-tests.md). null without `commit`."
+    )
 
 
 class TiersAnswer(Schema):
@@ -66,20 +74,27 @@ def parse_nodeids(body: bytes, max_records: int) -> list[str]:
         "A JSON list of node ids in the body (at most as many as an upload's rows); each "
         "gets its tier by the suite's tier rules (tier 0 rules win over tier 1, tier 1 over "
         "tier 2; no rule: tier 2), a tier 0 or 1 an upload stated for a known node counting "
-        "too, with the glob of the rule that decided it. Nothing is stored. Needs a read "
+        "too, with the glob of the rule that decided it. With `?commit=`, each also says "
+        "whether the node is `new` at that commit. Nothing is stored. Needs a read "
         "(or write) token of the suite."
     ),
     openapi_extra=json_body(list[NodeId], description="The node ids, as pytest prints them."),
 )
-def tiers(request, suite: str):
+def tiers(
+    request,
+    suite: str,
+    commit: Annotated[str, Query(max_length=rules.META_MAX_LENGTH,
+                                 description="Say of each node whether it is new at this "
+                                             "commit.")] = "",
+):
     suite = suite_for_token(request, suite, Scope.READ)
     try:
         nodeids = parse_nodeids(raw_json_body(request), settings.UPLOAD_MAX_RECORDS)
     except refusals.UploadInvalid as exc:
         raise refused(exc) from None
-    resolved = tier_resolutions(suite, nodeids)
+    resolved, births = tiers_and_births(suite, nodeids)
     return {"suite": suite.slug, "tiers": [
         {"node": nodeid, "tier": int(r.tier), "rule": r.rule.glob if r.rule else None,
-         "stated": r.stated}
-        for nodeid, r in zip(nodeids, resolved, strict=True)
+         "stated": r.stated, "new": rules.is_new(first, commit) if commit else None}
+        for nodeid, r, first in zip(nodeids, resolved, births, strict=True)
     ]}

@@ -27,6 +27,12 @@ class Node(models.Model):
     # by hand, which is not part of the test set for having been created.
     first_seen = models.DateField(null=True, blank=True)
     last_seen = models.DateField(null=True, blank=True)
+    # The commit of the first evidence of it (a measurement, a signal record, a JUnit
+    # result): None while there is none, "" for evidence older than this record. A node is
+    # new at a commit while this is None or that commit (rules.is_new). Both None and ""
+    # are needed, hence a nullable string.
+    first_commit = models.CharField(  # noqa: DJ001
+        max_length=rules.META_MAX_LENGTH, null=True, blank=True)
 
     objects = NodeQuerySet.as_manager()
 

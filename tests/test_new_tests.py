@@ -1,0 +1,119 @@
+"""Which nodes are new at a commit (SPEC 2.4b, docs/new-tests.md): a node is new while the
+board holds no evidence for it from an earlier commit (no measurement, no signal record,
+no JUnit result). The rule (``rules.is_new``), the first evidence commit every upload keeps
+on the node, and the tiers lookup that answers it (``POST .../tiers?commit=``)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from flakeboard import rules
+from junit.ingest import junit_ingest
+from ledger.models import Node
+from ledger.quarantine import quarantine_create
+from ledger.selectors import tiers_and_births
+from runs.ingest import report_ingest, signals_ingest
+from tests.api_http import API, new_token
+from tests.helpers import body, measurement, record
+from tests.junit_files import junit_xml
+from tests.properties import PROPERTY, db_property, rolled_back
+
+A, B, C = (f"tests/test_birth.py::test_{name}" for name in "abc")
+
+
+@pytest.mark.parametrize(("first", "commit", "new"), [
+    (None, "c1", True),  # no evidence at all
+    ("c1", "c1", True),  # its first evidence came at this commit: a rerun of its birth
+    ("c1", "c2", False),  # evidence from another, earlier commit
+    ("", "c1", False),  # evidence from before first commits were kept
+])
+def test_the_rule(first, commit, new):
+    assert rules.is_new(first, commit) is new
+
+
+@PROPERTY
+@given(st.lists(st.sampled_from(["c1", "c2", "c3"]), max_size=8),
+       st.sampled_from(["c1", "c2", "c3"]))
+def test_a_node_is_new_only_at_the_commit_of_its_first_evidence(history, commit):
+    first = None
+    for seen_at in history:
+        first = rules.first_commit_after(first, seen_at)
+    # New at a commit: no evidence at all, or none before the commit's own.
+    assert rules.is_new(first, commit) == (not history or history[0] == commit)
+
+
+def evidence(suite, kind: str, node: str, commit: str) -> None:
+    """One upload of ``kind`` naming ``node`` at ``commit``, through its service."""
+    if kind == "report":
+        report_ingest(suite=suite, body=body([measurement(node)]), actor="ci",
+                      query={"commit": commit})
+    elif kind == "signals":
+        signals_ingest(suite=suite, body=body([record(node)]), actor="ci",
+                       query={"commit": commit, "patch": f"p-{commit}"})
+    else:
+        path, _, name = node.partition("::")
+        junit_ingest(suite=suite, body=junit_xml((path[:-3].replace("/", "."), name, "passed")),
+                     actor="ci", query={"commit": commit, "job": "py312", "branch": "main"})
+
+
+EVENTS = st.lists(st.tuples(st.sampled_from(["report", "signals", "junit"]),
+                            st.sampled_from([A, B, C]), st.sampled_from(["c1", "c2", "c3"])),
+                  max_size=6)
+
+
+@given(history=EVENTS, commit=st.sampled_from(["c1", "c2", "c3"]))
+@db_property(40)
+def test_every_upload_keeps_a_nodes_first_evidence(roomy, today, history, commit):
+    with rolled_back():
+        # A cause's test and a node quarantined by hand have no evidence: new everywhere.
+        quarantine_create(suite=roomy, nodeid=C, owner="@finley", evidence="ci/run-1",
+                          expires=today + timedelta(days=5), actor="@finley", today=today)
+        for kind, node, at in history:
+            evidence(roomy, kind, node, at)
+        _, births = tiers_and_births(roomy, [A, B, C])
+        for node, first in zip([A, B, C], births, strict=True):
+            seen = [at for _, named, at in history if named == node]
+            assert rules.is_new(first, commit) == (not seen or seen[0] == commit), (node, seen)
+
+
+@pytest.fixture
+def roomy(suite):
+    suite.max_quarantined_share = 1.0
+    suite.save()
+    return suite
+
+
+def test_a_guess_merged_into_the_true_node_brings_its_earlier_evidence(roomy):
+    # A test in a folder with a dot: its JUnit id is a guess until the gate names it.
+    true = "tests/api.v2/test_users.py::test_create"
+    guess = "tests/api/v2/test_users.py::test_create"
+    xml = junit_xml(("tests.api.v2.test_users", "test_create", "passed"))
+    junit_ingest(suite=roomy, body=xml, actor="ci", query={"commit": "c1", "job": "j"})
+    signals_ingest(suite=roomy, body=body([record(true)]), actor="ci",
+                   query={"commit": "c2", "patch": "p"})
+    assert Node.objects.get(nodeid=true).first_commit == "c2"
+    junit_ingest(suite=roomy, body=xml, actor="ci", query={"commit": "c3", "job": "j"})
+    assert not Node.objects.filter(nodeid=guess).exists()
+    # Its first evidence was the guess's, at c1: not new at c2, where the gate first ran it.
+    assert Node.objects.get(nodeid=true).first_commit == "c1"
+
+
+def test_the_tiers_lookup_says_which_nodes_are_new_at_a_commit(board, roomy):
+    evidence(roomy, "report", A, "c1")
+    evidence(roomy, "junit", B, "c2")
+    read = new_token(roomy, "read")
+
+    def new_at(commit):
+        answer = board.post(f"{API}/suites/{roomy.slug}/tiers", body([A, B, C]), token=read,
+                            query={"commit": commit} if commit else None)
+        assert answer.status == 200, answer.raw
+        return [row["new"] for row in answer.json["tiers"]]
+
+    assert new_at("c1") == [True, False, True]
+    assert new_at("c2") == [False, True, True]
+    assert new_at("c9") == [False, False, True]
+    assert new_at(None) == [None, None, None]  # without a commit, nothing is said

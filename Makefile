@@ -86,7 +86,11 @@ client:
 
 # Benchmarks (bench/): prints the table, writes bench/results.json and docs/benchmarks.md.
 # SQLite always; PostgreSQL too when DATABASE_URL names a server. BENCH_SCALE=0.01 is a smoke run.
+# B2's load comes from wrk (Debian's package, installed here when it can be); without it a
+# full run does not report B2, since Python threads would measure themselves.
 bench: install
+	@command -v wrk >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk \
+		>/dev/null 2>&1 || echo "make bench: could not install wrk (apt-get install -y wrk): B2 is not reported."
 	$(PY) -m bench --scale $(BENCH_SCALE)
 
 clean:

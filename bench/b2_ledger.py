@@ -26,7 +26,7 @@ from ledger.tokens import token_create
 from . import data
 from .measure import ERROR, TIMES, Row, median, progress, repeats, routable, scaled, unavailable
 from .profiling import per_call_us, profile, wsgi_call
-from .server import WORKERS, Gunicorn, drive, fetch
+from .server import WORKERS, Gunicorn, drive, fetch, refused_without_wrk
 
 ID = "B2"
 ENTRIES = 2_000
@@ -104,6 +104,8 @@ def run(scale: float, backend: str, workdir: Path) -> list[Row]:
     if not routable(path):
         return [unavailable(f"{ID}", backend, what_full, "GET /api/v1/suites/{suite}/ledger"),
                 unavailable(f"{ID}", backend, what_304, "GET /api/v1/suites/{suite}/ledger")]
+    if refused := refused_without_wrk(ID, backend, (what_full, what_304), scale):
+        return refused
     _, count, raw = _world(scale)
     auth = {"Authorization": f"Bearer {raw}"}
     answer = Client().get(path, headers=auth)

@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 MET, MISSED, UNAVAILABLE, ERROR = "met", "missed", "not available yet", "error"
+# A row the run refuses to report: what it would measure would be the harness, not the board.
+NOT_REPORTED = "not reported"
 TIMES = "\N{MULTIPLICATION SIGN}"
 
 

@@ -12,13 +12,13 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
-from .measure import ERROR, MET, MISSED, TIMES
+from .measure import ERROR, MET, MISSED, NOT_REPORTED, TIMES
 from .server import load_tool, wrk_version
 
 HEADERS = ("id", "db", "measure", "subject", "baseline", "ratio", "goal", "result")
 LOAD_LIMIT = 1.0  # a 1-minute load average over this: the machine was doing other work
 PROFILE_CUMULATIVE, PROFILE_OWN = 10, 8  # entries shown of each profile
-SHOWN = {MET: "met", MISSED: "MISSED", ERROR: "ERROR"}
+SHOWN = {MET: "met", MISSED: "MISSED", ERROR: "ERROR", NOT_REPORTED: "NOT REPORTED"}
 REPRODUCE = """\
 ```sh
 make bench                        # every benchmark at scale 1 on SQLite (a scratch file)
@@ -275,7 +275,7 @@ def markdown(payload: dict, about: dict[str, str], gaps: dict[str, str] | None =
     ]
     if warning:
         out += [f"**Warning:** {warning}", ""]
-    notes = [r for r in rows if r["status"] in (MISSED, ERROR) or r["detail"]]
+    notes = [r for r in rows if r["status"] in (MISSED, ERROR, NOT_REPORTED) or r["detail"]]
     if notes:
         out += ["Notes:", ""]
         out += [f"- **{r['id']} {r['what']}** ({r['backend']}, {SHOWN.get(r['status'],

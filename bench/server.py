@@ -23,7 +23,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .measure import proc_status_bytes
+from .measure import NOT_REPORTED, Row, proc_status_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKERS = 2
@@ -151,6 +151,22 @@ class Load:
 
 def load_tool() -> str:
     return "wrk" if shutil.which("wrk") else "python"
+
+
+# Why a full run reports no load figure without wrk: Python threads saturate before the
+# board does, so the ratio would measure them (B2-304 read 0.50x with wrk, 0.84x without).
+WRK_MISSING = ("not reported: wrk is not installed (apt-get install -y wrk; make bench installs "
+               "it when it can), and Python threads load the client, not the board")
+
+
+def refused_without_wrk(bench_id: str, backend: str, whats: tuple[str, ...],
+                        scale: float) -> list[Row]:
+    """The rows of a full run's load benchmark without wrk, each saying why it reports no
+    figure; none when wrk is there, or for a smoke run (Python threads suffice there)."""
+    if scale < 1 or load_tool() == "wrk":
+        return []
+    return [Row(bench_id, backend, what, status=NOT_REPORTED, detail=WRK_MISSING)
+            for what in whats]
 
 
 def wrk_version() -> str:

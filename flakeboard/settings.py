@@ -103,10 +103,13 @@ TEMPLATES = [
 # SQLite also means running the PRAGMAs below once. A worker holds no transaction between
 # requests, so on SQLite a kept connection blocks neither writers nor WAL checkpoints; on
 # PostgreSQL, size max_connections for workers times threads (plus the management commands).
+# Behind PgBouncer in transaction mode a cursor may not outlive its transaction: the CSV
+# exports' server-side cursors are then turned off (DISABLE_SERVER_SIDE_CURSORS).
 DATABASES = {
     "default": dj_database_url.parse(
         env("DATABASE_URL", f"sqlite:///{BASE_DIR / 'flakeboard.sqlite3'}"),
         conn_max_age=envint("CONN_MAX_AGE", 60),
+        disable_server_side_cursors=envbool("DISABLE_SERVER_SIDE_CURSORS", False),
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

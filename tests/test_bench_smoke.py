@@ -57,3 +57,17 @@ def test_smoke_run_reports_a_row_for_every_benchmark(tmp_path):
     assert "result" in table and all(bench_id in table for bench_id in BENCHMARKS)
     after = real_docs.stat().st_mtime_ns if real_docs.exists() else None
     assert after == docs_before, "the smoke run must not overwrite docs/benchmarks.md"
+
+
+def test_a_full_run_without_wrk_does_not_report_b2(monkeypatch, tmp_path, db):
+    """Python threads saturate before the board does: a full run without wrk says why it
+    reports no B2 figure instead of printing the threads' ratio (a smoke run still loads
+    with them)."""
+    from bench import b2_ledger, server
+    from bench.measure import NOT_REPORTED
+
+    monkeypatch.setattr(server.shutil, "which", lambda name: None)
+    rows = b2_ledger.run(1, "sqlite", tmp_path)
+    assert [row.status for row in rows] == [NOT_REPORTED, NOT_REPORTED]
+    assert all("wrk is not installed (apt-get install -y wrk" in row.detail for row in rows)
+    assert all(row.ratio is None for row in rows)

@@ -348,3 +348,20 @@ def test_hostile_urls_and_queries_never_fail_the_pages(client_for, staff, suite,
             if response.status_code >= 500:
                 failed.append((url, sorted(query), response.status_code))
     assert failed == []
+
+
+@pytest.mark.parametrize(("value", "disabled"), [(None, False), ("true", True), ("false", False)])
+def test_server_side_cursors_can_be_turned_off_for_pgbouncer(tmp_path, value, disabled):
+    """Behind PgBouncer in transaction mode a cursor may not outlive its transaction
+    (docs/deployment.md, several hosts): DISABLE_SERVER_SIDE_CURSORS turns them off."""
+    env = production_env(tmp_path)
+    env["DATABASE_URL"] = "postgres://flakeboard@db.example.com/flakeboard"
+    env.pop("DISABLE_SERVER_SIDE_CURSORS", None)
+    if value is not None:
+        env["DISABLE_SERVER_SIDE_CURSORS"] = value
+    done = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; "
+         "print(settings.DATABASES['default']['DISABLE_SERVER_SIDE_CURSORS'])"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(disabled)

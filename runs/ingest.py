@@ -214,8 +214,8 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
         # Judged against the test set with this upload's nodes in it, counted once.
         share = share_figures(judged, today, selected_total=parsed.selected_total)
         policy = judged.policy
-        gate = cache(lambda n, fails, facts: rules.gate_measurement(
-            n=n, fails=fails, entry=facts, policy=policy, today=today))
+        gate = cache(lambda n, fails, facts, new: rules.gate_measurement(
+            n=n, fails=fails, entry=facts, policy=policy, today=today, new=new))
         bound = cache(rules.upper95)
         pool = cache(lambda measured: rules.pool_measurements(measured))
         mismatch = cache(rules.upper95_mismatch)
@@ -236,7 +236,8 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
                                *(counts for _, counts in before)))
                 stored_pool = {"n": pooled.n, "fails": pooled.fails,
                                "reports": sorted({report for report, _ in before})}
-            outcome = gate(pooled.n, pooled.fails, facts)
+            new = row.new_test and rules.is_new(nodes[row.nodeid].first_commit, parsed.commit)
+            outcome = gate(pooled.n, pooled.fails, facts, new)
             outcomes.append(outcome)
             flags = [rules.Flag.UPPER95_MISMATCH.value] if mismatch(
                 row.upper95, row.fails, row.n) else []

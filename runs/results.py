@@ -122,6 +122,12 @@ def summary_lines(outcome: IngestOutcome) -> list[str]:
     if isinstance(outcome.upload, Report):
         for m in outcome.rows:
             said = f"; classified {m['classification']}" if m["classification"] else ""
+            if m["reason"] in rules.NEW_TEST_REASONS:
+                counts = m["pooled"] or m
+                lines.append(f"{m['status']:<4} {m['nodeid']}: {m['reason']} "
+                             f"({rules.birth_sentence(counts['n'], counts['fails'])}; "
+                             f"not a budget claim{said})")
+                continue
             lines.append(f"{m['status']:<4} {m['nodeid']}: {m['reason']} "
                          f"(upper95={m['upper95']:.4f} over {m['n']} runs{said})")
         u = outcome.upload

@@ -85,6 +85,16 @@ class ReportRow:
     def mismatch(self) -> bool:
         return rules.Flag.UPPER95_MISMATCH.value in self.measurement.flags
 
+    @property
+    def birth(self) -> str:
+        """What the new-test guard's runs showed, on its rows ("new: 0/30 failed, rate ≤
+        11.4% at 95%"): judged on the counts pooled at the commit, when there are some."""
+        m = self.measurement
+        if m.reason not in rules.NEW_TEST_REASONS:
+            return ""
+        counts = m.pooled or {"n": m.n, "fails": m.fails}
+        return rules.birth_sentence(counts["n"], counts["fails"])
+
 
 def report_rows(suite: Suite, measurements) -> list[ReportRow]:
     """Rows of the report page: each measurement with its entry and its node's tier."""

@@ -25,10 +25,10 @@ class SeenNode(NamedTuple):
     stated_tier: int | None
     never_seen: bool  # by any upload: quarantined by hand only
     seen_today: bool | None
-    unborn: bool  # no evidence of it stored yet: no first_commit (rules.is_new)
+    first_commit: str | None  # of its first evidence, before this upload (rules.is_new)
 
 
-NODE_VALUES = ("pk", "stated_tier", "never_seen", "seen_today", "unborn")
+NODE_VALUES = ("pk", "stated_tier", "never_seen", "seen_today", "first_commit")
 
 
 def fetch_nodes(suite: Suite, nodeids: list[str], today: date) -> dict[str, SeenNode]:
@@ -36,7 +36,6 @@ def fetch_nodes(suite: Suite, nodeids: list[str], today: date) -> dict[str, Seen
     nodes = Node.objects.filter(suite=suite).annotate(
         never_seen=ExpressionWrapper(Q(first_seen__isnull=True), output_field=BooleanField()),
         seen_today=ExpressionWrapper(Q(last_seen=today), output_field=BooleanField()),
-        unborn=ExpressionWrapper(Q(first_commit__isnull=True), output_field=BooleanField()),
     )
     return {nodeid: SeenNode(*values)
             for nodeid, values in nodes_named(nodes, nodeids, NODE_VALUES).items()}
@@ -60,7 +59,7 @@ def nodes_for_upload(suite: Suite, stated: dict[str, int | None], today,
 
     nodes_create(suite, new_nodes, specs, stated=stated, seen=today, evidence_at=commit)
     existing.update(fetch_nodes(suite, new_nodes, today))
-    evidence_stored([n.pk for n in existing.values() if n.unborn], commit)
+    evidence_stored([n.pk for n in existing.values() if n.first_commit is None], commit)
     update_pks(Node, sorted(n.pk for n in existing.values() if n.never_seen), first_seen=today)
     update_pks(Node, sorted(n.pk for n in existing.values() if not n.seen_today),
                last_seen=today)

@@ -109,6 +109,12 @@ class MeasurementIn:
     cause: Annotated[OrderCause | None, AfterValidator(_cause_of_order_dependent)] = Field(
         None, description="Optional, with order_dependent only: the tests it depends on."
     )
+    new_test: Annotated[bool, Strict()] = Field(
+        False, description="Optional: the new-test guard's runs of a node new at the "
+        "report's commit (gate --measure; docs/new-tests.md). Judged by the guard while the "
+        "board finds the node new: a flip FAILs new_test_flaky, a clean short measurement "
+        "passes as new_test_clean. Otherwise the row is gated as any other."
+    )
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from ledger.models import Node
 from ledger.quarantine import quarantine_create
 from ledger.selectors import tiers_and_births
 from runs.ingest import report_ingest, signals_ingest
+from runs.results import summary_lines
 from tests.api_http import API, new_token
 from tests.helpers import body, measurement, record
 from tests.junit_files import junit_xml
@@ -117,3 +118,59 @@ def test_the_tiers_lookup_says_which_nodes_are_new_at_a_commit(board, roomy):
     assert new_at("c2") == [False, True, True]
     assert new_at("c9") == [False, False, True]
     assert new_at(None) == [None, None, None]  # without a commit, nothing is said
+
+
+def guard_row(node: str, n: int, fails: int, **extra) -> dict:
+    return measurement(node, n=n, fails=fails, new_test=True, **extra)
+
+
+def judged(outcome) -> dict[str, tuple[str, str]]:
+    return {row["nodeid"]: (row["status"], row["reason"]) for row in outcome.rows}
+
+
+def test_the_guard_judges_the_new_tests_of_a_pull_request(roomy):
+    """A PR adds three tests, measured 30 times each by the guard: the stable one passes,
+    the one failing a fifth of its runs FAILs new_test_flaky, the one always failing fails
+    as any failure. A guard row for a test the board already knew is gated as any other."""
+    evidence(roomy, "report", A, "main-1")  # A existed before the PR
+    stable, flaky, broken = (f"tests/test_pr.py::test_{name}" for name in
+                             ("stable", "flaky", "broken"))
+    rows = [guard_row(stable, 30, 0), guard_row(flaky, 30, 6), guard_row(broken, 30, 30),
+            guard_row(A, 30, 0)]
+    outcome = report_ingest(suite=roomy, body=body(rows), actor="ci", query={"commit": "pr-1"})
+    assert judged(outcome) == {
+        stable: ("OK", "new_test_clean"),
+        flaky: ("FAIL", "new_test_flaky"),
+        broken: ("FAIL", "over_budget"),
+        A: ("FAIL", "too_few_runs"),  # not new: 30 runs are no budget claim
+    }
+    assert (outcome.upload.status, outcome.upload.reason) == ("FAIL", "new_test_flaky")
+    lines = summary_lines(outcome)
+    assert (f"OK   {stable}: new_test_clean (new: 0/30 failed, rate ≤ 11.4% at 95%; not a "
+            "budget claim)") in lines
+    assert f"FAIL {flaky}: new_test_flaky (new: 6/30 failed, rate ≤ 37.3% at 95%" in "\n".join(
+        lines)
+
+
+def test_a_rerun_at_the_birth_commit_adds_to_the_guards_evidence(roomy):
+    node = "tests/test_pr.py::test_rare"
+    first = report_ingest(suite=roomy, body=body([guard_row(node, 30, 0, seed_base=1)]),
+                          actor="ci", query={"commit": "pr-2"})
+    assert judged(first)[node] == ("OK", "new_test_clean")
+    # A second run of the guard at the same commit: still its birth, and the runs pool, so
+    # one failure among them is a flip, whatever the lucky first run said.
+    again = report_ingest(suite=roomy, body=body([guard_row(node, 30, 1, seed_base=31)]),
+                          actor="ci", query={"commit": "pr-2"})
+    assert judged(again)[node] == ("FAIL", "new_test_flaky")
+    # At the next commit the test is no longer new: the guard no longer judges it.
+    later = report_ingest(suite=roomy, body=body([guard_row(node, 30, 0, seed_base=1)]),
+                          actor="ci", query={"commit": "pr-3"})
+    assert judged(later)[node] == ("FAIL", "too_few_runs")
+
+
+def test_the_report_page_says_what_the_guards_runs_show(roomy, client_for, lead):
+    outcome = report_ingest(suite=roomy, body=body([guard_row(B, 30, 0)]), actor="ci",
+                            query={"commit": "pr-4"})
+    page = client_for(lead).get(f"/suites/{roomy.slug}/reports/{outcome.upload.pk}/")
+    assert page.status_code == 200
+    assert "new: 0/30 failed, rate ≤ 11.4% at 95%: not a budget claim" in page.content.decode()

@@ -160,6 +160,8 @@ def test_reason_vocabularies_are_exactly_the_spec() -> None:
         "over_budget",
         "too_few_runs",
         "tier_violation",
+        "new_test_flaky",  # SPEC 2.4b and 2.6, amended by docs/new-tests.md
+        "new_test_clean",
         "quarantine_cap_exceeded",
         "no_evidence",
     }

@@ -116,6 +116,42 @@ GATE_TABLE = [
 ]
 
 
+# The new-test guard's rows (2.4b): a node new at the report's commit, measured by gate
+# --measure's guard.
+GUARD_TABLE = [
+    pytest.param(NO_ENTRY, 30, 0, OK, "new_test_clean", id="new-clean-30"),
+    pytest.param(NO_ENTRY, 3, 0, OK, "new_test_clean", id="new-clean-3-a-slow-test"),
+    pytest.param(NO_ENTRY, 2, 0, FAIL, "too_few_runs", id="new-clean-but-2-runs"),
+    pytest.param(NO_ENTRY, 30, 6, FAIL, "new_test_flaky", id="new-fails-a-fifth"),
+    pytest.param(NO_ENTRY, 30, 1, FAIL, "new_test_flaky", id="new-fails-once"),
+    pytest.param(NO_ENTRY, 30, 30, FAIL, "over_budget", id="new-always-fails-a-failure"),
+    pytest.param(NO_ENTRY, 5000, 1, FAIL, "new_test_flaky", id="new-flipped-within-budget"),
+    pytest.param(NO_ENTRY, 200, 5, FAIL, "over_budget", id="new-over-budget-at-full-size"),
+    pytest.param(NO_ENTRY, 200, 0, OK, "within_budget", id="new-clean-at-full-size"),
+    pytest.param(ACTIVE, 30, 6, WARN, "quarantined", id="new-but-quarantined"),
+    pytest.param(EXPIRED, 30, 0, FAIL, "quarantine_expired", id="new-but-expired"),
+    pytest.param(VIOLATING, 30, 6, FAIL, "tier_violation", id="new-but-violating"),
+]
+
+
+@pytest.mark.parametrize(("entry", "n", "fails", "status", "reason"), GUARD_TABLE)
+def test_the_new_test_guard(
+    entry: EntryFacts | None, n: int, fails: int, status: GateStatus, reason: str
+) -> None:
+    outcome = gate_measurement(n=n, fails=fails, entry=entry, policy=POLICY, today=TODAY,
+                               new=True)
+    assert outcome == BudgetOutcome(status, Reason(reason))
+
+
+@PROPERTY
+@given(n=st.integers(min_value=2, max_value=100_000), data=st.data())
+def test_the_guard_never_lets_a_new_test_that_flipped_pass(n: int, data) -> None:
+    fails = data.draw(st.integers(min_value=1, max_value=n - 1))
+    outcome = gate_measurement(n=n, fails=fails, entry=None, policy=POLICY, today=TODAY,
+                               new=True)
+    assert outcome.status is FAIL
+
+
 @pytest.mark.parametrize(("entry", "n", "fails", "status", "reason"), GATE_TABLE)
 def test_gate_measurement(
     entry: EntryFacts | None, n: int, fails: int, status: GateStatus, reason: str
@@ -388,5 +424,5 @@ def test_a_report_passes_exactly_when_nonempty_without_fail_and_within_cap(
 
 
 def test_every_budget_reason_is_reachable_in_these_tables() -> None:
-    seen = {Reason(p.values[4]) for p in GATE_TABLE} | {Reason(p.values[4]) for p in REPORT_TABLE}
+    seen = {Reason(p.values[4]) for p in [*GATE_TABLE, *GUARD_TABLE, *REPORT_TABLE]}
     assert seen == set(BUDGET_REASONS)

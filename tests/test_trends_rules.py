@@ -49,6 +49,7 @@ def test_every_reason_code_has_an_investment_entry() -> None:
     assert {r for r, i in INVESTMENT_FOR.items() if i is None} == {
         Reason.CLEAN,
         Reason.WITHIN_BUDGET,
+        Reason.NEW_TEST_CLEAN,
     }
 
 

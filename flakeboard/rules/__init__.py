@@ -130,7 +130,15 @@ from .limits import (
     SEED_MAX,
     SEED_MIN,
 )
-from .new_tests import BEFORE_RECORD, first_commit_after, is_new
+from .new_tests import (
+    BEFORE_RECORD,
+    NEW_TEST_MIN_RUNS,
+    birth_sentence,
+    first_commit_after,
+    flaky_at_birth,
+    is_new,
+    passes_the_guard,
+)
 from .share import (
     KNOWN_NODE_WINDOW,
     KNOWN_NODE_WINDOW_DAYS,
@@ -158,6 +166,7 @@ from .vocab import (
     ARBITER_REASONS,
     BUDGET_REASONS,
     EXIT_CODES,
+    NEW_TEST_REASONS,
     CauseRole,
     Classification,
     EntryState,

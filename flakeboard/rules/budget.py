@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from datetime import date
 
 from .entries import EntryFacts
+from .new_tests import flaky_at_birth, passes_the_guard
 from .share import ShareFigures
 from .stats import upper95
 from .vocab import GateStatus, Reason
@@ -51,8 +52,14 @@ def gate_measurement(
     entry: EntryFacts | None,
     policy: Policy,
     today: date,
+    new: bool = False,
 ) -> BudgetOutcome:
-    """One measurement against the ledger; first match wins (SPEC 2.2).
+    """One measurement against the ledger; first match wins (SPEC 2.2). The new-test
+    guard's measurement of a node ``new`` at the report's commit, with no entry, is judged
+    by the guard first (2.4b) where the budget gate would not FAIL it anyway: a flip FAILs
+    new_test_flaky, even within budget; a clean measurement too short for a budget claim
+    passes as new_test_clean with at least NEW_TEST_MIN_RUNS runs. Over budget at full size
+    stays over_budget.
 
     The decision uses the server's own upper95 only, never a reported one.
     """
@@ -61,6 +68,12 @@ def gate_measurement(
         entry = None
     if entry is not None and entry.expires < today:
         return BudgetOutcome(GateStatus.FAIL, Reason.QUARANTINE_EXPIRED)
+    if new and entry is None and not violating:
+        full_size_fail = n >= policy.min_runs and not within_budget(n, fails, policy)
+        if flaky_at_birth(n, fails) and not full_size_fail:
+            return BudgetOutcome(GateStatus.FAIL, Reason.NEW_TEST_FLAKY)
+        if passes_the_guard(n, fails) and n < policy.min_runs:
+            return BudgetOutcome(GateStatus.OK, Reason.NEW_TEST_CLEAN)
     if within_budget(n, fails, policy):
         return BudgetOutcome(GateStatus.OK, Reason.WITHIN_BUDGET)
     if entry is None:

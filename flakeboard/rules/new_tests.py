@@ -7,6 +7,8 @@ first commits were kept)."""
 
 from __future__ import annotations
 
+from .stats import upper95
+
 # What a node's first_commit is when its evidence predates the record of first commits.
 BEFORE_RECORD = ""
 
@@ -21,3 +23,26 @@ def is_new(first_commit: str | None, commit: str) -> bool:
 def first_commit_after(first_commit: str | None, commit: str) -> str:
     """A node's first_commit once evidence at ``commit`` is stored: the first stays."""
     return commit if first_commit is None else first_commit
+
+
+# The fewest runs a new node passes the guard with: EFD's for its slowest tests. Fewer, and
+# the budget gate's too_few_runs stands.
+NEW_TEST_MIN_RUNS = 3
+
+
+def flaky_at_birth(n: int, fails: int) -> bool:
+    """A new node that both passed and failed in its runs: flaky from the day it was
+    written, whatever the runs' number (the guard never lets a flip pass)."""
+    return 0 < fails < n
+
+
+def passes_the_guard(n: int, fails: int) -> bool:
+    """A new node that passed every one of at least NEW_TEST_MIN_RUNS runs: it may enter the
+    suite, which says nothing of a budget (its bound is birth_sentence's)."""
+    return fails == 0 and n >= NEW_TEST_MIN_RUNS
+
+
+def birth_sentence(n: int, fails: int) -> str:
+    """What a new node's runs show, as every output says it: "new: 0/30 failed, rate ≤
+    11.4% at 95%" (the Wilson bound of stats, at 95%)."""
+    return f"new: {fails}/{n} failed, rate ≤ {upper95(fails, n):.1%} at 95%"

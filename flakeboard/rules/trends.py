@@ -56,6 +56,8 @@ class Investment(StrEnum):
 INVESTMENT_FOR: dict[Reason, Investment | None] = {
     Reason.CLEAN: None,
     Reason.WITHIN_BUDGET: None,
+    Reason.NEW_TEST_CLEAN: None,
+    Reason.NEW_TEST_FLAKY: Investment.FLAKE_REMOVAL,
     Reason.FIXTURE_DRIFTED: Investment.FIXTURE_PINNING,
     Reason.FIXTURE_MISSING: Investment.FIXTURE_PINNING,
     Reason.FROZEN_NODE: Investment.FLAKE_REMOVAL,
@@ -109,8 +111,13 @@ def outcome_of(gate: Gate) -> dict[Reason, rules.Verdict | rules.GateStatus]:
     ]
     samples = [(policy.min_runs * 10, 0), (1, 0), (policy.min_runs, policy.min_runs)]
     found = {}
-    for entry, (n, fails) in product(entries, samples):
-        outcome = rules.gate_measurement(n=n, fails=fails, entry=entry, policy=policy, today=today)
+    for entry, (n, fails), new in product(entries, samples, (False, True)):
+        outcome = rules.gate_measurement(n=n, fails=fails, entry=entry, policy=policy,
+                                         today=today, new=new)
+        found[outcome.reason] = outcome.status
+    for n, fails in ((rules.NEW_TEST_MIN_RUNS, 0), (rules.NEW_TEST_MIN_RUNS, 1)):
+        outcome = rules.gate_measurement(n=n, fails=fails, entry=None, policy=policy,
+                                         today=today, new=True)
         found[outcome.reason] = outcome.status
     empty = rules.gate_report([], share=rules.ShareFigures(0, 1, policy.max_quarantined_share))
     over = rules.gate_report(

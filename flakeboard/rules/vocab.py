@@ -34,11 +34,15 @@ class Reason(StrEnum):
     OVER_BUDGET = "over_budget"
     TOO_FEW_RUNS = "too_few_runs"
     TIER_VIOLATION = "tier_violation"
+    NEW_TEST_FLAKY = "new_test_flaky"  # 2.4b: a new node that both passed and failed
+    NEW_TEST_CLEAN = "new_test_clean"  # 2.4b: a new node that passed every run: no budget claim
     # report or batch level
     QUARANTINE_CAP_EXCEEDED = "quarantine_cap_exceeded"
     NO_EVIDENCE = "no_evidence"
 
 
+# The new-test guard's outcomes (2.4b): what its rows say is not a budget claim.
+NEW_TEST_REASONS = (Reason.NEW_TEST_FLAKY, Reason.NEW_TEST_CLEAN)
 ARBITER_REASONS = (
     Reason.CLEAN,
     Reason.PROPERTY_FAIL,
@@ -55,6 +59,8 @@ BUDGET_REASONS = (
     Reason.OVER_BUDGET,
     Reason.TOO_FEW_RUNS,
     Reason.TIER_VIOLATION,
+    Reason.NEW_TEST_FLAKY,
+    Reason.NEW_TEST_CLEAN,
     Reason.QUARANTINE_CAP_EXCEEDED,
     Reason.NO_EVIDENCE,
 )

@@ -18,9 +18,10 @@ from tests.helpers import body, record
 def ask(board, suite):
     read = new_token(suite, "read")
 
-    def tiers(data, raw=None):
+    def tiers(data, raw=None, commit=None):
         return board.post(f"{API}/suites/{suite.slug}/tiers",
-                          raw if raw is not None else body(data), token=read)
+                          raw if raw is not None else body(data), token=read,
+                          query={"commit": commit} if commit is not None else None)
 
     return tiers
 
@@ -105,3 +106,9 @@ def test_a_body_over_the_byte_limit_is_413(ask):
     with override_settings(UPLOAD_MAX_BYTES=100):
         answer = ask([f"tests/a.py::test_{i}" for i in range(20)])
     assert (answer.status, answer.error) == (413, "too_large"), answer.raw
+
+
+def test_a_commit_that_is_no_label_is_refused_naming_it(ask):
+    answer = ask(["tests/test_io.py::test_retry"], commit="c1\x03")
+    assert answer.status == 422, answer.raw
+    assert answer.json["details"][0]["field"] == "commit"

@@ -132,3 +132,11 @@ def test_a_bad_request_is_refused_saying_why(ask, raw, commit, status, code):
         assert answer.json["error"] == code
     if "7" in raw.decode():
         assert answer.json["details"][0]["row"] == 1
+
+
+@pytest.mark.parametrize("commit", ["c1\x03", "x" * 201], ids=["a control character", "too long"])
+def test_a_commit_that_is_no_label_is_refused_naming_it(ask, upload, commit):
+    upload(case(A, "passed"))
+    answer = ask([A], commit=commit)
+    assert answer.status == 422, answer.raw
+    assert answer.json["details"][0]["field"] == "commit"

@@ -12,7 +12,7 @@ from ninja import Query, Router
 from pydantic import Field
 
 from ledger.api.auth import Scope, suite_for_token
-from ledger.api.tiers import parse_nodeids
+from ledger.api.tiers import commit_query, parse_nodeids
 from ledger.refusals import UploadInvalid
 from ledger.wire import Meta, NodeId
 from web.api.bodies import raw_json_body
@@ -80,6 +80,7 @@ def junit_order(
 ):
     owned = suite_for_token(request, suite, Scope.READ)
     try:
+        commit = commit_query(commit)
         nodeids = parse_nodeids(raw_json_body(request), settings.UPLOAD_MAX_RECORDS)
     except UploadInvalid as exc:
         raise refused(exc) from None

@@ -19,11 +19,23 @@ from web.api.openapi import json_body
 
 from .. import refusals
 from ..selectors import tiers_and_births
-from ..wire import NodeId
+from ..wire import Meta, NodeId
 
 router = Router(tags=["ledger"])
 
 NodeIds = TypeAdapter(list[NodeId])
+Commit = TypeAdapter(Meta)
+
+
+def commit_query(commit: str) -> str:
+    """A commit given in the query, checked as an upload's is: UploadInvalid naming the
+    field ``commit`` when it is not a label (too long, a control character)."""
+    try:
+        return Commit.validate_python(commit)
+    except ValidationError as exc:
+        found = [refusals.WireProblem(p.code, p.message, None, "commit")
+                 for p in refusals.problems(exc, limit=refusals.MAX_ERRORS)]
+        raise refusals.UploadInvalid("validation_failed", found) from None
 
 
 class NodeTier(Schema):
@@ -89,6 +101,7 @@ def tiers(
 ):
     suite = suite_for_token(request, suite, Scope.READ)
     try:
+        commit = commit_query(commit)
         nodeids = parse_nodeids(raw_json_body(request), settings.UPLOAD_MAX_RECORDS)
     except refusals.UploadInvalid as exc:
         raise refused(exc) from None

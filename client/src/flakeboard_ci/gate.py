@@ -192,7 +192,8 @@ def cmd_gate(board, args):
         return code
     patch_class = risk.patch_class if risk is not None else "low"
     try:
-        report_code = measure_tier_2(board, args, ledger, records, patch_class, notes)
+        report_code = measure_tier_2(board, args, ledger, records, patch_class, notes,
+                                     seconds=run.get("seconds") or {})
     except KeyboardInterrupt:
         print("flakeboard: gate's measurement was interrupted; no report was written.",
               file=sys.stderr)

@@ -13,7 +13,14 @@ from .board import _upload, quote, suite_slug
 from .ledger import ledger_entries, write_atomically
 from .measure import Progress, gate_lines, run_measurement, uploaded_row
 from .measure_bisect import BISECT_MAX
-from .measure_runs import SCRIPT_MAX_UPPER_RATE, SCRIPT_RUNS, SCRIPT_SEED_BASE, Target
+from .measure_runs import (
+    NEW_TEST_MIN_RUNS,
+    SCRIPT_MAX_UPPER_RATE,
+    SCRIPT_RUNS,
+    SCRIPT_SEED_BASE,
+    Target,
+    birth_sentence,
+)
 from .outputs import _print_lines, present
 from .patch_class import CLASS_RUNS_FACTOR
 
@@ -27,16 +34,49 @@ MEASURE_DEFAULTS = argparse.Namespace(workers=None, exact=False, fresh=False,
                                       run_timeout=None, order="module", bisect_max=BISECT_MAX)
 
 
+# The new-test guard (docs/new-tests.md): each new tier-2 node runs NEW_TEST_RUNS times, or
+# as many as fit NEW_TEST_SECONDS by its time in gate's run, never fewer than
+# NEW_TEST_MIN_RUNS (Datadog's EFD: 10 runs under 5 s, 5 under 30 s, 3 under 5 min). When
+# more than NEW_TEST_SHARE of the selection is new, the first ones up to that share are.
+NEW_TEST_RUNS = 30
+NEW_TEST_SECONDS = 60.0
+NEW_TEST_SHARE = 0.30
+
+
 def node_tiers(board, args, nodes):
-    """Each node's tier by the suite's tier rules, as the board answers it."""
+    """Each node's tier by the suite's tier rules, and whether it is new at --commit (None
+    without one), as the board answers them."""
     args.suite = suite_slug(board, args.suite)
-    tiers = {}
+    tiers, new = {}, {}
     for start in range(0, len(nodes), TIERS_CHUNK):
         chunk = nodes[start:start + TIERS_CHUNK]
         answer, _ = board.call("POST", f"/api/v1/suites/{quote(args.suite)}/tiers",
+                               query={"commit": args.commit},
                                body=json.dumps(chunk).encode("utf-8"))
-        tiers.update((row["node"], row["tier"]) for row in answer["tiers"])
-    return tiers
+        for row in answer["tiers"]:
+            tiers[row["node"]] = row["tier"]
+            new[row["node"]] = row.get("new")
+    return tiers, new
+
+
+def guard_runs(seconds):
+    """A new node's runs by its time in gate's run: as many as fit NEW_TEST_SECONDS, between
+    NEW_TEST_MIN_RUNS and NEW_TEST_RUNS."""
+    if not seconds or seconds <= 0:
+        return NEW_TEST_RUNS
+    return max(NEW_TEST_MIN_RUNS, min(NEW_TEST_RUNS, int(NEW_TEST_SECONDS // seconds)))
+
+
+def guarded(new_nodes, selected, notes):
+    """The new nodes the guard measures: all of them, or when more than NEW_TEST_SHARE of
+    the selection is new, the first ones up to that share (said, as EFD does)."""
+    most = max(1, int(NEW_TEST_SHARE * selected))
+    if len(new_nodes) <= most:
+        return new_nodes
+    print(f"NEW: {len(new_nodes)} of the {selected} selected tests are new, over "
+          f"{NEW_TEST_SHARE:.0%}: the guard measures the first {most}; the others ran once",
+          file=notes)
+    return new_nodes[:most]
 
 
 def class_budget(ledger, patch_class):
@@ -48,34 +88,49 @@ def class_budget(ledger, patch_class):
     return max_upper_rate, min_runs, min_runs * CLASS_RUNS_FACTOR[patch_class]
 
 
-def measure_tier_2(board, args, ledger, records, patch_class, notes):
-    """Measure the selection's tier-2 nodes that ran, and print the report's gate: the
-    board's (--upload), else judged here against the ledger. Its exit code; None when no
-    tier-2 node was selected (then there is no report)."""
+def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=None):
+    """Measure the selection's tier-2 nodes that ran: those new at --commit with the
+    new-test guard's runs, the others with the repeat budget of the patch's class; and
+    print the report's gate: the board's (--upload), else judged here against the ledger.
+    Its exit code; None when no tier-2 node was selected (then there is no report)."""
     ran = [r["node"] for r in records if r["property_check"] != "not_run"]
-    tiers = node_tiers(board, args, ran)
+    tiers, new = node_tiers(board, args, ran)
     chosen = [node for node in ran if tiers.get(node) == REPEAT_BUDGET_TIER]
-    if not chosen:
+    born = guarded([node for node in chosen if new.get(node)], len(records), notes)
+    known = [node for node in chosen if not new.get(node)]
+    if not born and not known:
         print("MEASURE: no tier-2 node was selected; nothing to measure, no report.",
               file=notes)
         return None
     max_upper_rate, min_runs, runs = class_budget(ledger, patch_class)
-    print(f"MEASURE {len(chosen)} tier-2 node{'s' * (len(chosen) != 1)}, {runs} runs each "
-          f"({patch_class} patch: {CLASS_RUNS_FACTOR[patch_class]} x min_runs {min_runs})",
-          file=notes, flush=True)
-    targets = [Target(name, runs, SCRIPT_SEED_BASE) for name in chosen]
+    targets = []
+    if known:
+        print(f"MEASURE {len(known)} tier-2 node{'s' * (len(known) != 1)}, {runs} runs each "
+              f"({patch_class} patch: {CLASS_RUNS_FACTOR[patch_class]} x min_runs "
+              f"{min_runs})", file=notes, flush=True)
+        targets = [Target(name, runs, SCRIPT_SEED_BASE) for name in known]
+    if born:
+        print(f"NEW {len(born)} tier-2 node{'s' * (len(born) != 1)} new at "
+              f"{args.commit[:12]}: the guard runs each up to {NEW_TEST_RUNS} times, fewer "
+              f"when slow", file=notes, flush=True)
+    guard = [Target(name, guard_runs((seconds or {}).get(name)), SCRIPT_SEED_BASE)
+             for name in born]
+    targets += guard
     progress = Progress(sys.stderr)
     slots = run_measurement(targets, MEASURE_DEFAULTS, max_upper_rate, progress)
     progress.summary(targets, slots)
+    for target in guard:
+        print(f"NEW {target.name}: {birth_sentence(target.done, target.fails)}", file=notes)
     rows = [target.row() for target in targets]
     write_atomically(args.report, json.dumps(rows, indent=2))
     if not args.upload:
         today = time.strftime("%Y-%m-%d", time.gmtime())
         lines, code = gate_lines(rows, ledger_entries(ledger, True), today, max_upper_rate,
-                                 min_runs)
+                                 min_runs, new={target.name for target in guard})
         _print_lines(lines)
         return code
-    envelope = {"measurements": [uploaded_row(target) for target in targets],
+    envelope = {"measurements": [dict(uploaded_row(target), new_test=True) if target in guard
+                                 else uploaded_row(target) for target in targets],
                 "commit": args.commit, "evidence": args.evidence,
                 "selected_total": len(records)}
     answer = _upload(board, args, "reports", body=json.dumps(envelope).encode("utf-8"))

@@ -33,6 +33,7 @@ class GateRecorder:
         self.path, self.frozen = path, set(frozen)
         self.selected, self.left_out, self.errors = [], [], []
         self.outcomes, self.failed = {}, set()
+        self.seconds = collections.defaultdict(float)  # each node's setup, call, teardown
 
     def pytest_collectreport(self, report):
         if report.failed:
@@ -63,6 +64,7 @@ class GateRecorder:
                 self.left_out.append(node)
 
     def pytest_runtest_logreport(self, report):
+        self.seconds[report.nodeid] += getattr(report, "duration", 0.0) or 0.0
         if report.failed:
             self.failed.add(report.nodeid)
         elif report.skipped:
@@ -82,6 +84,8 @@ class GateRecorder:
         record = {"outcomes": [[node, self.outcome(node)] for node in self.selected],
                   "collection_errors": self.errors,
                   "deselected_frozen": self.left_out,
+                  "seconds": {node: round(self.seconds[node], 4) for node in self.selected
+                              if node in self.seconds},
                   "exitstatus": int(exitstatus)}
         with open(self.path, "w", encoding="utf-8") as handle:
             json.dump(record, handle)

@@ -25,11 +25,13 @@ from .measure_checks import Bisections, IsolationChecks
 from .measure_pool import BlockRuns, Collection, FreshRuns, Pool
 from .measure_runs import (
     CLASSIFICATIONS,
+    NEW_TEST_MIN_RUNS,
     SCRIPT_MAX_UPPER_RATE,
     SCRIPT_RUNS,
     CiOrder,
     Schedule,
     Target,
+    birth_sentence,
     classify_in_order,
     classify_isolated,
     needs_order_check,
@@ -95,13 +97,18 @@ def load_gate_ledger(path):
     return ledger_entries(ledger, full), policy if isinstance(policy, dict) else None
 
 
-def gate_lines(rows, entries, today, max_upper_rate, min_runs):
+def gate_lines(rows, entries, today, max_upper_rate, min_runs, new=()):
     """The script's gate of the report against the ledger: its OK/WARN/FAIL lines and its
-    exit code (1 on any FAIL)."""
+    exit code (1 on any FAIL). The rows of ``new`` (the new-test guard's) are judged by the
+    guard first, as the board judges them (docs/new-tests.md)."""
     lines, code = [], 0
     for row in rows:
         node, entry = row["nodeid"], entries.get(row["nodeid"])
-        if entry is not None and entry["expires"] < today:
+        guard = node in new and entry is None and guard_line(row, max_upper_rate, min_runs)
+        if guard:
+            lines.append(guard)
+            code = max(code, int(guard.startswith("FAIL")))
+        elif entry is not None and entry["expires"] < today:
             lines.append(f"FAIL {node}: quarantine expired on {entry['expires']}")
             code = 1
         elif row["upper95"] <= max_upper_rate and row["n"] >= min_runs:
@@ -114,6 +121,20 @@ def gate_lines(rows, entries, today, max_upper_rate, min_runs):
             lines.append(f"WARN {node}: quarantined until {entry['expires']} "
                          f"(owner {entry['owner']})")
     return lines, code
+
+
+def guard_line(row, max_upper_rate, min_runs):
+    """The new-test guard's line for a row, or "" where the script's gate judges it: a flip
+    fails new_test_flaky unless over budget at full size; a clean row of 3 runs or more,
+    too short for a budget claim, passes as new_test_clean."""
+    n, fails, node = row["n"], row["fails"], row["nodeid"]
+    full_size_fail = n >= min_runs and not (row["upper95"] <= max_upper_rate)
+    said = birth_sentence(n, fails)
+    if 0 < fails < n and not full_size_fail:
+        return f"FAIL {node}: flaky at birth, {said} (new_test_flaky)"
+    if fails == 0 and NEW_TEST_MIN_RUNS <= n < min_runs:
+        return f"OK   {node}: {said}; not a budget claim (new_test_clean)"
+    return ""
 
 
 class Progress:

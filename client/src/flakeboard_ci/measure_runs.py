@@ -48,6 +48,15 @@ def lower95(fails, n, z=Z95):
     return 0.0 if n <= 0 or fails <= 0 else _wilson(fails, n, z, -1)
 
 
+# The fewest runs with which a new node passes the new-test guard (the board's).
+NEW_TEST_MIN_RUNS = 3
+
+
+def birth_sentence(n, fails):
+    """What a new node's runs show, as the board says it (rules.birth_sentence)."""
+    return f"new: {fails}/{n} failed, rate ≤ {upper95(fails, n):.1%} at 95%"
+
+
 def stops_early(fails, done, runs, max_upper_rate):
     """Whether a target may stop after ``done`` of its ``runs`` runs with ``fails`` failures:
     no outcome of the rest could bring it within budget, and the runs done are evidence of a

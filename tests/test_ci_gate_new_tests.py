@@ -1,0 +1,98 @@
+"""`gate --measure --commit` measures new tests at birth (docs/new-tests.md): the board says
+which selected tier-2 nodes are new at the commit, the guard runs each up to 30 times
+(fewer when slow), and the report FAILs a test flaky from the day it was written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from flakeboard import rules
+from ledger.tiers import tier_rule_add
+from runs.ingest import signals_ingest
+from runs.models import Report
+from tests.ci_client_view import load_client
+from tests.helpers import body, record
+from tests.measure_projects import make_project, seed_test
+from tests.properties import PROPERTY
+from tests.test_ci_gate_measure import gate  # noqa: F401 - a fixture
+
+CLIENT = load_client()
+EXISTING = [f"test_io.py::test_{i}" for i in range(10)]
+STABLE, FLAKY, BROKEN = (f"test_pr.py::test_{name}" for name in ("stable", "flaky", "broken"))
+
+
+@pytest.fixture
+def project(tmp_path, suite):
+    """Ten tests the board knows (tier 1: run once by gate, never measured), and a pull
+    request adding three: one stable, one failing a fifth of its runs (every seed a
+    multiple of 5; the gate's own seed 9137 passes), one always failing."""
+    make_project(tmp_path, {
+        "test_io.py": "".join(seed_test(node.split("::")[1]) for node in EXISTING),
+        "test_pr.py": seed_test("test_stable") + seed_test("test_flaky", "seed % 5 == 0")
+                      + seed_test("test_broken", "True"),
+    })
+    tier_rule_add(suite=suite, glob="test_io.py::*", tier=1, actor="@lea")
+    signals_ingest(suite=suite, body=body([record(node) for node in EXISTING]), actor="ci",
+                   query={"commit": "base", "patch": "main"})
+    return tmp_path
+
+
+def test_a_pull_request_adding_three_tests(gate, project):  # noqa: F811
+    done = gate("--commit", "pr-1", "--upload")
+    assert done.returncode == 1, done.stdout + done.stderr  # a FAILed report (and a reject)
+    assert "NEW 3 tier-2 nodes new at pr-1" in done.stdout
+    assert f"NEW {STABLE}: new: 0/30 failed, rate ≤ 11.4% at 95%" in done.stdout
+    report = Report.objects.get()
+    judged = {m.node.nodeid: (m.status, m.reason, m.n)
+              for m in report.measurements.select_related("node")}
+    # The existing tests are not measured again: only the three new ones are in the report.
+    assert set(judged) == {STABLE, FLAKY, BROKEN}
+    assert judged[STABLE] == ("OK", "new_test_clean", 30)
+    assert judged[FLAKY][:2] == ("FAIL", "new_test_flaky")
+    assert judged[BROKEN][:2] == ("FAIL", "over_budget")  # an ordinary failure
+    assert (report.status, report.reason) == ("FAIL", "new_test_flaky")
+
+
+def test_judged_here_without_upload(gate, project):  # noqa: F811
+    done = gate("--commit", "pr-1")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (f"OK   {STABLE}: new: 0/30 failed, rate ≤ 11.4% at 95%; not a budget claim "
+            "(new_test_clean)") in done.stdout
+    assert f"FAIL {FLAKY}: flaky at birth, new: " in done.stdout
+    rows = json.loads((project / "flake-report.json").read_text())
+    # The report keeps the script's shape: the guard's mark travels in the upload only.
+    assert {row["nodeid"] for row in rows} == {STABLE, FLAKY, BROKEN}
+    assert all(set(row) == {"nodeid", "n", "fails", "upper95", "seed_base"} for row in rows)
+
+
+def test_without_a_commit_nothing_is_new(gate, project):  # noqa: F811
+    done = gate("test_pr.py::test_stable")
+    assert "NEW" not in done.stdout
+    assert "MEASURE 1 tier-2 node, 200 runs each" in done.stdout
+
+
+def test_when_most_of_the_selection_is_new_the_first_ones_are_measured(gate, project):  # noqa: F811
+    # Only the PR's file and one old test are selected: 3 of 4 new, over 30%.
+    done = gate("test_pr.py", EXISTING[0], "--commit", "pr-1", "--upload")
+    assert ("NEW: 3 of the 4 selected tests are new, over 30%: the guard measures the "
+            "first 1; the others ran once") in done.stdout
+    measured = [m.node.nodeid for m in Report.objects.get().measurements.select_related("node")]
+    assert measured == [STABLE]
+
+
+@pytest.mark.parametrize(("seconds", "runs"), [
+    (None, 30), (0.001, 30), (2.0, 30), (10.0, 6), (20.0, 3), (300.0, 3),
+])
+def test_a_slow_new_test_gets_fewer_runs(seconds, runs):
+    assert CLIENT.guard_runs(seconds) == runs
+
+
+@PROPERTY
+@given(n=st.integers(min_value=1, max_value=10_000), data=st.data())
+def test_the_bound_the_client_prints_is_the_rules_wilson_bound(n, data):
+    fails = data.draw(st.integers(min_value=0, max_value=n))
+    assert CLIENT.birth_sentence(n, fails) == rules.birth_sentence(n, fails)

@@ -47,6 +47,7 @@ STAMP_LENGTH = 16
 MODULES = (
     ("core", "constants, exceptions, the argument parser"),
     ("board", "talking to the board"),
+    ("stats", "the Wilson bounds, and a new test's bound in words"),
     ("outputs", "presenting the board's answer"),
     ("ledger", "the ledger command and its cache"),
     ("report", "the report and signals commands"),

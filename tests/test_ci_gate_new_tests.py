@@ -55,6 +55,20 @@ def test_a_pull_request_adding_three_tests(gate, project):  # noqa: F811
     assert judged[FLAKY][:2] == ("FAIL", "new_test_flaky")
     assert judged[BROKEN][:2] == ("FAIL", "over_budget")  # an ordinary failure
     assert (report.status, report.reason) == ("FAIL", "new_test_flaky")
+    # The board's answer, as the client prints it, names them with what their runs bound.
+    n, fails = judged[FLAKY][2], report.measurements.get(node__nodeid=FLAKY).fails
+    assert (f"FAIL {FLAKY}: new_test_flaky ({rules.birth_sentence(n, fails)})"
+            in done.stdout)
+
+
+@pytest.mark.parametrize("output", ["github", "gitlab", "markdown"])
+def test_every_output_names_the_new_tests(gate, project, output):  # noqa: F811
+    done = gate("--commit", "pr-1", "--upload", "--format", output)
+    assert done.returncode == 1, done.stdout + done.stderr
+    if output == "markdown":
+        assert r"| test\_pr\.py\:\:test\_flaky | FAIL | new\_test\_flaky |" in done.stdout
+    else:
+        assert f"{FLAKY}: new_test_flaky (new: " in done.stdout
 
 
 def test_judged_here_without_upload(gate, project):  # noqa: F811

@@ -255,7 +255,7 @@ REFUSED = [
     pytest.param("try:\n    pass\nexcept ImportError:\n    spoken = str\n",
                  "ledger.py and extra.py both define spoken", id="in-a-block"),
     pytest.param("def reset():\n    global Z95\n    Z95 = 2.58\n",
-                 "measure_runs.py and extra.py both define Z95", id="global"),
+                 "stats.py and extra.py both define Z95", id="global"),
     pytest.param("json = None\n", "extra.py defines json, which a module imports by "
                  "`import json`", id="an-imported-module"),
     pytest.param("import json as time\n", "binds time by `import json as time`",

@@ -14,15 +14,14 @@ from .ledger import ledger_entries, write_atomically
 from .measure import Progress, gate_lines, run_measurement, uploaded_row
 from .measure_bisect import BISECT_MAX
 from .measure_runs import (
-    NEW_TEST_MIN_RUNS,
     SCRIPT_MAX_UPPER_RATE,
     SCRIPT_RUNS,
     SCRIPT_SEED_BASE,
     Target,
-    birth_sentence,
 )
 from .outputs import _print_lines, present
 from .patch_class import CLASS_RUNS_FACTOR
+from .stats import NEW_TEST_MIN_RUNS, birth_sentence
 
 # How many node ids one tiers request asks about: well under the board's upload limit.
 TIERS_CHUNK = 5000

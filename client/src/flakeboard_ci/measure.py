@@ -25,19 +25,17 @@ from .measure_checks import Bisections, IsolationChecks
 from .measure_pool import BlockRuns, Collection, FreshRuns, Pool
 from .measure_runs import (
     CLASSIFICATIONS,
-    NEW_TEST_MIN_RUNS,
     SCRIPT_MAX_UPPER_RATE,
     SCRIPT_RUNS,
     CiOrder,
     Schedule,
     Target,
-    birth_sentence,
     classify_in_order,
     classify_isolated,
     needs_order_check,
-    upper95,
 )
 from .outputs import _print_lines, node_file, output_format, present
+from .stats import NEW_TEST_MIN_RUNS, birth_sentence, upper95
 
 
 def read_targets(path):

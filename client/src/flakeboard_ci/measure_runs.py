@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import collections
 import itertools
-import math
 import os
 import time
 
 from .core import UsageError
 from .measure_bisect import POLLUTER, STATE_SETTER
 from .outputs import node_file
+from .stats import lower95, upper95
 
 SCRIPT_SEED_BASE = 9137
 SCRIPT_RUNS = 200  # FLAKE_RUNS' default and the script's min_runs
 SCRIPT_MAX_UPPER_RATE = 0.02
-Z95 = 1.96
 EARLY_STOP_MIN_FAILS = 3
 # A target's runs are laid out in blocks of this many, each block run by a process of its
 # own: the layout depends on the target alone, never on the worker count.
@@ -28,33 +27,6 @@ ORDER_CHECKS = 3
 # checks in a row less often than this.
 ORDER_CHANCE = 0.01
 CLASSIFICATIONS = ("stable", "flaky", "broken", "order_dependent", "repeat_unsafe")
-
-
-def _wilson(fails, n, z, side):
-    p = fails / n
-    z2 = z * z
-    centre = p + z2 / (2 * n)
-    margin = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    return min(1.0, max(0.0, (centre + side * margin) / (1 + z2 / n)))
-
-
-def upper95(fails, n, z=Z95):
-    """The Wilson score interval's upper limit, as the board computes it (SPEC 2.1)."""
-    return 1.0 if n <= 0 or fails >= n else _wilson(fails, n, z, +1)
-
-
-def lower95(fails, n, z=Z95):
-    """The Wilson score interval's lower limit: the rate the runs show with 95% confidence."""
-    return 0.0 if n <= 0 or fails <= 0 else _wilson(fails, n, z, -1)
-
-
-# The fewest runs with which a new node passes the new-test guard (the board's).
-NEW_TEST_MIN_RUNS = 3
-
-
-def birth_sentence(n, fails):
-    """What a new node's runs show, as the board says it (rules.birth_sentence)."""
-    return f"new: {fails}/{n} failed, rate ≤ {upper95(fails, n):.1%} at 95%"
 
 
 def stops_early(fails, done, runs, max_upper_rate):

@@ -13,9 +13,12 @@ import time
 import urllib.parse
 
 from .core import UsageError
+from .stats import birth_sentence
 
 Row = collections.namedtuple("Row", "node status reason flags line url")
 # Worst first: rows that fail the job (FAIL, REJECT, then HOLD), warnings, passing rows.
+# The new-test guard's reasons (docs/new-tests.md): their rows say what the runs bound.
+NEW_TEST_REASONS = ("new_test_flaky", "new_test_clean")
 RANK = {"FAIL": 0, "REJECT": 0, "HOLD": 1, "WARN": 2, "OK": 3, "ACCEPT": 3}
 FAILING, WARNING, PASSING = ("FAIL", "REJECT", "HOLD"), ("WARN",), ("OK", "ACCEPT")
 
@@ -85,6 +88,13 @@ def earlier_evidence(answer, kind):
 
 
 def _measurement_line(m):
+    if m["reason"] in NEW_TEST_REASONS:
+        # The guard's runs of a new test, pooled at the commit: what they bound.
+        counts = m.get("pooled") or m
+        clean = "; not a budget claim" if m["status"] == "OK" else ""
+        line = (f"{m['status']:<4} {m['nodeid']}: {m['reason']} "
+                f"({birth_sentence(counts['n'], counts['fails'])}{clean})")
+        return line + _entry_note(m.get("entry")) + _flags(m["flags"])
     line = (f"{m['status']:<4} {m['nodeid']}: {m['reason']} "
             f"(upper95={m['upper95']:.4f}, {m['fails']}/{m['n']} failed)")
     return line + _entry_note(m.get("entry")) + _flags(m["flags"])

@@ -79,10 +79,9 @@ def nodes_for_cases(suite: Suite, cases: list[Case], commit: str) -> list[tuple[
     chosen = [_settled(case, fits) for case in cases]
     _merge_guesses(suite, {case.nodeid: nodeid for case, nodeid in zip(cases, chosen, strict=True)
                            if nodeid != case.nodeid})
-    known = _known(suite, chosen)
-    unborn = nodes_named(Node.objects.filter(suite=suite, first_commit__isnull=True),
-                         known, ("pk",))
-    evidence_stored([pk for (pk,) in unborn.values()], commit)
+    found = nodes_named(Node.objects.filter(suite=suite), chosen, ("pk", "first_commit"))
+    known = {nodeid: pk for nodeid, (pk, _) in found.items()}
+    evidence_stored([pk for pk, first in found.values() if first is None], commit)
     new = sorted(set(chosen) - known.keys())
     if new:
         # Every writer of the suite's nodes holds its lock: the nodes made now are the

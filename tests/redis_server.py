@@ -13,16 +13,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.throwaway import free_port
+
 REDIS_SERVER = shutil.which("redis-server")
 SKIPPED = ("redis-server is not installed (apt-get install -y redis-server): the tests of "
            "the shared cache are skipped")
 START_SECONDS = 10
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _answers(port: int) -> bool:

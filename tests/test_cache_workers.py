@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tests.gunicorn_board import gunicorn_board
+from tests.throwaway import deployed_board
 
 pytestmark = pytest.mark.slow
 
@@ -23,14 +23,14 @@ def ledgers(board) -> set[str]:
     """The distinct bodies of READS ledger answers, each a 200."""
     bodies = set()
     for _ in range(READS):
-        status, _, text = board.call("/api/v1/suites/acme/ledger")
+        status, text = board.call("/api/v1/suites/acme/ledger", board.token)
         assert status == 200, text
         bodies.add(text)
     return bodies
 
 
 def test_workers_sharing_a_redis_cache_never_serve_a_stale_ledger(tmp_path, redis_url):
-    with gunicorn_board(tmp_path, CACHE_URL=redis_url) as board:
+    with deployed_board(tmp_path, CACHE_URL=redis_url) as board:
         # Room for the one entry whatever the test set: the cap is not under test here.
         board.manage("shell", "-c", "from ledger.models import Suite; "
                      "Suite.objects.filter(slug='acme').update(max_quarantined_share=1.0)")

@@ -9,7 +9,7 @@ import json
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.gunicorn_board import gunicorn_board
+from tests.throwaway import deployed_board
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +20,7 @@ MAX_REQUESTS = 10  # each worker exits after this many: the 40 uploads meet five
 
 @pytest.fixture
 def board(tmp_path):
-    with gunicorn_board(tmp_path, options=("--max-requests", str(MAX_REQUESTS)),
+    with deployed_board(tmp_path, options=("--max-requests", str(MAX_REQUESTS)),
                         METRICS_TOKEN=SECRET) as served:
         yield served
 
@@ -28,10 +28,10 @@ def board(tmp_path):
 def test_one_scrape_counts_every_workers_uploads(board):
     for i in range(UPLOADS):
         body = json.dumps([{"nodeid": f"tests/test_a.py::test_{i}", "n": 200, "fails": 0}])
-        status, _, text = board.call(f"/api/v1/suites/acme/reports?commit=c{i}",
-                                     body=body.encode())
+        status, text = board.call(f"/api/v1/suites/acme/reports?commit=c{i}", board.token,
+                                  body=body.encode())
         assert status == 201, text
-    status, _, text = board.call("/metrics", token=SECRET)
+    status, text = board.call("/metrics", SECRET)
     assert status == 200, text
     counted = {tuple(sorted(sample.labels.items())): sample.value
                for family in text_string_to_metric_families(text)

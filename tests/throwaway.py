@@ -22,6 +22,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,18 +86,26 @@ class Board:
         done = self.manage("shell", "-c", code)
         return json.loads(done.stdout.strip().splitlines()[-1])
 
-    def serve(self, *, workers: int, threads: int) -> str:
+    def serve(self, *, workers: int, threads: int = 1, options: tuple[str, ...] = ()) -> str:
         port = free_port()
         self.log = (self.tmp_path / "gunicorn.log").open("w")
         self.server = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "flakeboard.wsgi", "--bind", f"127.0.0.1:{port}",
              "--workers", str(workers), "--threads", str(threads), "--timeout", "300",
-             "--error-logfile", "-", "--log-level", "warning"],
+             "--error-logfile", "-", "--log-level", "warning", *options],
             cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
         )
         self.url = f"http://127.0.0.1:{port}"
         wait_until_up(self.url + "/healthz", self.server)
         return self.url
+
+    def call(self, path: str, token: str, body: bytes | None = None) -> tuple[int, str]:
+        """One API request to the served board, on a connection of its own."""
+        request = urllib.request.Request(
+            self.url + path, data=body, method="POST" if body else "GET",
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        status, raw = _call(request)
+        return status, raw.decode()
 
     def server_log(self) -> str:
         return (self.tmp_path / "gunicorn.log").read_text()
@@ -113,6 +123,25 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextmanager
+def deployed_board(tmp_path: Path, *, workers: int = 2, options: tuple[str, ...] = (),
+                   **environ: str) -> Iterator[Board]:
+    """A board served as deployed: gunicorn with its settings (flakeboard/gunicorn.py, which
+    makes /metrics count across workers), on an SQLite file of its own, with the suite
+    ``acme`` and a write token of it (``board.token``); stopped after."""
+    board = Board(tmp_path, "sqlite")
+    board.env.pop("PROMETHEUS_MULTIPROC_DIR", None)  # gunicorn's settings make the folder
+    board.env.update(environ)
+    try:
+        board.manage("create_suite", "acme")
+        done = board.manage("create_token", "acme", "--scope", "write")
+        board.token = done.stdout.strip().splitlines()[-1]
+        board.serve(workers=workers, options=("-c", "python:flakeboard.gunicorn", *options))
+        yield board
+    finally:
+        board.close()
 
 
 def wait_until_up(url: str, process: subprocess.Popen) -> None:

@@ -109,15 +109,12 @@ def outcome_of(gate: Gate) -> dict[Reason, rules.Verdict | rules.GateStatus]:
         rules.EntryFacts(today + timedelta(days=1)),
         rules.EntryFacts(today + timedelta(days=1), tier_violation=True),
     ]
-    samples = [(policy.min_runs * 10, 0), (1, 0), (policy.min_runs, policy.min_runs)]
+    samples = [(policy.min_runs * 10, 0), (1, 0), (policy.min_runs, policy.min_runs),
+               (rules.NEW_TEST_MIN_RUNS, 0), (rules.NEW_TEST_MIN_RUNS, 1)]
     found = {}
     for entry, (n, fails), new in product(entries, samples, (False, True)):
         outcome = rules.gate_measurement(n=n, fails=fails, entry=entry, policy=policy,
                                          today=today, new=new)
-        found[outcome.reason] = outcome.status
-    for n, fails in ((rules.NEW_TEST_MIN_RUNS, 0), (rules.NEW_TEST_MIN_RUNS, 1)):
-        outcome = rules.gate_measurement(n=n, fails=fails, entry=None, policy=policy,
-                                         today=today, new=True)
         found[outcome.reason] = outcome.status
     empty = rules.gate_report([], share=rules.ShareFigures(0, 1, policy.max_quarantined_share))
     over = rules.gate_report(

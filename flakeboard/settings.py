@@ -13,6 +13,7 @@ from django.utils.csp import CSP
 
 from flakeboard.email_url import mailer
 from flakeboard.environment import env, envbool, envfloat, envint
+from flakeboard.rules import NEW_TEST_RUNS, NEW_TEST_SHARE
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -257,6 +258,8 @@ FLAKEBOARD_DEFAULT_POLICY = {
     "max_quarantined_share": envfloat("DEFAULT_MAX_QUARANTINED_SHARE", 0.05),
     "max_quarantine_days": envint("DEFAULT_MAX_QUARANTINE_DAYS", 30),
     "clear_after_clean_measurements": envint("DEFAULT_CLEAR_AFTER_CLEAN_MEASUREMENTS", 3),
+    "new_test_runs": envint("DEFAULT_NEW_TEST_RUNS", NEW_TEST_RUNS),
+    "new_test_share": envfloat("DEFAULT_NEW_TEST_SHARE", NEW_TEST_SHARE),
 }
 
 # Security headers. The CSP forbids inline scripts: every script is a static file.

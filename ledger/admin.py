@@ -110,7 +110,8 @@ class SuiteAdmin(admin.ModelAdmin):
         # are suite settings too: like the policy, they are not changed here, unaudited
         # (a new suite takes the default).
         fixed = ["ledger_revision", "created_at", "junit_infrastructure_share",
-                 "clear_after_clean_measurements", "default_branch"]
+                 "clear_after_clean_measurements", "default_branch", "new_test_runs",
+                 "new_test_share"]
         return fixed if obj is None else [*fixed, "settings_page", *self.audited_fields]
 
     @admin.display(description="Settings page")

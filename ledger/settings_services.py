@@ -168,6 +168,16 @@ def junit_share_set(*, suite: Suite, actor: str, share: float) -> Suite:
                    note="JUnit infrastructure share", bump=False)
 
 
+def new_tests_set(*, suite: Suite, actor: str, runs: int, share: float) -> Suite:
+    """Set the new-test guard's numbers (docs/new-tests.md): how many times gate --measure
+    runs each new tier-2 test, and the largest share of a selection it measures so. They
+    change what CI measures, not how the board judges it."""
+    values = {"new_test_runs": runs, "new_test_share": share}
+    _check_bounds(suite, values)
+    return _update(suite=suite, values=values, actor=actor, note="new-test guard",
+                   bump=False)
+
+
 def default_branch_set(*, suite: Suite, actor: str, branch: str) -> Suite:
     """Set the branch whose CI runs size the test set (docs/test-set.md). It changes the
     quarantined share, not what the served ledger holds."""

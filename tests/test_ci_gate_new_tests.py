@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flakeboard import rules
+from ledger.settings_services import new_tests_set
 from ledger.tiers import tier_rule_add
 from runs.ingest import signals_ingest
 from runs.models import Report
@@ -98,11 +99,22 @@ def test_when_most_of_the_selection_is_new_the_first_ones_are_measured(gate, pro
     assert measured == [STABLE]
 
 
+def test_the_suites_guard_numbers_decide_the_runs_and_the_share(gate, project, suite):  # noqa: F811
+    new_tests_set(suite=suite, actor="@lea", runs=8, share=0.8)
+    done = gate("test_pr.py", EXISTING[0], "--commit", "pr-1", "--upload")
+    assert "the guard runs each up to 8 times" in done.stdout
+    assert "over 80%" not in done.stdout  # 3 of 4 is within 80%: all three are measured
+    runs = {m.node.nodeid: m.n for m in Report.objects.get().measurements.select_related("node")}
+    assert runs[STABLE] == 8 and set(runs) == {STABLE, FLAKY, BROKEN}
+    assert f"NEW {STABLE}: new: 0/8 failed, rate ≤ 32.4% at 95%" in done.stdout
+
+
 @pytest.mark.parametrize(("seconds", "runs"), [
     (None, 30), (0.001, 30), (2.0, 30), (10.0, 6), (20.0, 3), (300.0, 3),
 ])
 def test_a_slow_new_test_gets_fewer_runs(seconds, runs):
     assert CLIENT.guard_runs(seconds) == runs
+    assert CLIENT.guard_runs(seconds, 10) == min(runs, 10)
 
 
 @PROPERTY

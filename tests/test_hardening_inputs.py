@@ -19,6 +19,7 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
+from flakeboard import rules
 from junit import forms as junit_forms
 from ledger.forms import entries as entry_forms
 from ledger.forms import settings as settings_forms
@@ -118,6 +119,9 @@ def _numeric_inputs(world) -> dict[str, tuple[str, str, dict, str]]:
         inputs[f"trends {name}"] = ("get", reverse("trends", args=[slug]), {}, name)
     inputs["junit share"] = ("post", reverse("settings_junit", args=[slug]), {},
                              "junit_infrastructure_share")
+    for name in ("new_test_runs", "new_test_share"):
+        inputs[f"new tests {name}"] = ("post", reverse("settings_new_tests", args=[slug]),
+                                       {"new_test_runs": "30", "new_test_share": "30"}, name)
     for name in ("days", "page"):
         inputs[f"flaky {name}"] = ("get", reverse("flaky", args=[slug]), {}, name)
     return inputs
@@ -130,7 +134,8 @@ INPUT_NAMES = [
     *(f"new entry {name}" for name in ("n", "fails", "upper95", "seed_base")),
     *(f"prefilled entry {name}" for name in ("n", "fails", "upper95", "seed_base")),
     "ledger page", "reports page", "verdicts page", "trends range", "trends from", "trends to",
-    "junit share", "flaky days", "flaky page",
+    "junit share", "new tests new_test_runs", "new tests new_test_share", "flaky days",
+    "flaky page",
 ]
 
 
@@ -147,6 +152,7 @@ def test_odd_numbers_are_a_form_error_or_ignored_never_a_500(client_for, world, 
     assert all(getattr(suite, name) is not None for name in POLICY_FIELDS)
     assert 0 < suite.max_upper_rate <= 1 and 0 <= suite.max_quarantined_share <= 1
     assert 0 <= suite.junit_infrastructure_share <= 1
+    assert suite.new_test_runs >= rules.NEW_TEST_MIN_RUNS and 0 < suite.new_test_share <= 1
 
 
 def test_the_table_holds_every_numeric_field_of_the_forms(world):

@@ -36,6 +36,21 @@ def test_the_rule(first, commit, new):
     assert rules.is_new(first, commit) is new
 
 
+@pytest.mark.parametrize(("rate", "runs", "chance"), [
+    (0.1, 30, 0.9576), (0.2, 30, 0.9988), (0.05, 30, 0.7854), (0.1, 3, 0.271), (0.0, 30, 0.0),
+    (1.0, 3, 1.0),
+])
+def test_the_chance_the_guard_catches_a_flaky_test(rate, runs, chance):
+    assert rules.catch_chance(rate, runs) == pytest.approx(chance, abs=5e-5)
+
+
+@given(rate=st.floats(min_value=0.001, max_value=0.999), runs=st.integers(3, 999))
+def test_more_runs_catch_more(rate, runs):
+    assert rules.catch_chance(rate, runs + 1) >= rules.catch_chance(rate, runs)
+    assert rules.catch_chance(rate, runs) >= rate  # never below a single run's chance
+
+
+
 @PROPERTY
 @given(st.lists(st.sampled_from(["c1", "c2", "c3"]), max_size=8),
        st.sampled_from(["c1", "c2", "c3"]))

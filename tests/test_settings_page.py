@@ -18,7 +18,13 @@ from flakeboard import rules
 from ledger.models import ApiToken, AuditEvent, Membership, QuarantineEntry, Role, Suite, TierRule
 from ledger.quarantine import quarantine_create
 from ledger.selectors import ledger_for_gate
-from ledger.settings_services import fixture_pin_set, member_change, member_drop, policy_update
+from ledger.settings_services import (
+    fixture_pin_set,
+    member_change,
+    member_drop,
+    new_tests_set,
+    policy_update,
+)
 from ledger.tokens import token_authenticate
 from runs.ingest import report_ingest
 from tests.helpers import body, measurement
@@ -333,6 +339,51 @@ def test_a_token_is_shown_once_and_stored_as_a_digest(client_for, suite, lead):
     assert [e.note for e in settings_events(suite)] == ["created", "revoked"]
 
 
+# --- the new-test guard ------------------------------------------------------------------
+
+
+def test_the_new_test_guard_says_what_its_runs_bound(client_for, suite, lead):
+    html = client_for(lead).get(url("settings", suite)).content.decode()
+    assert 'id="new-tests"' in html
+    assert "<strong>new: 0/30 failed, rate ≤ 11.4% at 95%</strong>" in html
+    assert "10% of its runs is caught 95.8% of the time" in html
+    new_tests_set(suite=suite, actor="@lea", runs=10, share=0.5)
+    html = client_for(lead).get(url("settings", suite)).content.decode()
+    assert f"<strong>{rules.birth_sentence(10, 0)}</strong>" in html
+    assert rules.birth_sentence(10, 0) == "new: 0/10 failed, rate ≤ 27.8% at 95%"
+    assert f"caught {rules.catch_chance(0.1, 10):.1%}" in html
+    assert "When more than 50% of a selection is new" in html
+
+
+def test_saving_the_new_test_guard_audits_without_a_ledger_revision(client_for, suite, lead):
+    revision = suite.ledger_revision
+    response = client_for(lead).post(url("settings_new_tests", suite),
+                                     {"new_test_runs": "50", "new_test_share": "20"})
+    assert response.status_code == 302 and response["Location"].endswith("#new-tests")
+    suite.refresh_from_db()
+    assert (suite.new_test_runs, suite.new_test_share) == (50, 0.2)
+    assert suite.ledger_revision == revision  # CI's measuring changes, not the ledger
+    event = settings_events(suite).get()
+    assert (event.before, event.after) == (
+        {"new_test_runs": 30, "new_test_share": 0.3}, {"new_test_runs": 50, "new_test_share": 0.2})
+
+
+@pytest.mark.parametrize(("runs", "share", "field"), [
+    ("2", "30", "new_test_runs"), ("1001", "30", "new_test_runs"),
+    ("30", "0", "new_test_share"), ("30", "101", "new_test_share"),
+])
+def test_the_new_test_guard_refuses_numbers_out_of_bounds(client_for, suite, lead, runs, share,
+                                                          field):
+    response = client_for(lead).post(url("settings_new_tests", suite),
+                                     {"new_test_runs": runs, "new_test_share": share})
+    assert response.status_code == 200
+    assert field in response.context["new_tests_form"].errors
+    with pytest.raises(ValidationError) as refused:
+        new_tests_set(suite=suite, actor="@lea", runs=int(runs), share=float(share) / 100)
+    assert field in refused.value.message_dict
+    assert not settings_events(suite).exists()
+
+
 # --- every change is audited; the page's cost is bounded ---------------------------------
 
 
@@ -340,6 +391,7 @@ def test_a_token_is_shown_once_and_stored_as_a_digest(client_for, suite, lead):
     ("name", "data"),
     [
         ("settings_policy", {**POLICY, "max_quarantine_days": "14"}),
+        ("settings_new_tests", {"new_test_runs": "20", "new_test_share": "30"}),
         ("settings_fixture_pin", {"fixture_manifest": "sha256:abc", "fixture_seed": ""}),
         ("settings_tier_rule_add", {"glob": "tests/pinned/*", "tier": "1"}),
         ("settings_member_set", {"username": "vic", "role": "owner"}),

@@ -132,8 +132,12 @@ from .limits import (
 )
 from .new_tests import (
     BEFORE_RECORD,
+    NEW_TEST_MAX_RUNS,
     NEW_TEST_MIN_RUNS,
+    NEW_TEST_RUNS,
+    NEW_TEST_SHARE,
     birth_sentence,
+    catch_chance,
     first_commit_after,
     flaky_at_birth,
     is_new,

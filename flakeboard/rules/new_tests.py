@@ -28,6 +28,13 @@ def first_commit_after(first_commit: str | None, commit: str) -> str:
 # The fewest runs a new node passes the guard with: EFD's for its slowest tests. Fewer, and
 # the budget gate's too_few_runs stands.
 NEW_TEST_MIN_RUNS = 3
+# A suite's guard (its policy numbers new_test_runs and new_test_share): each new tier-2
+# node runs NEW_TEST_RUNS times (fewer when slow, never fewer than NEW_TEST_MIN_RUNS), and
+# when more than NEW_TEST_SHARE of a selection is new, only the first ones up to that share
+# are measured. NEW_TEST_MAX_RUNS bounds what a suite may ask.
+NEW_TEST_RUNS = 30
+NEW_TEST_MAX_RUNS = 1000
+NEW_TEST_SHARE = 0.30
 
 
 def flaky_at_birth(n: int, fails: int) -> bool:
@@ -46,3 +53,9 @@ def birth_sentence(n: int, fails: int) -> str:
     """What a new node's runs show, as every output says it: "new: 0/30 failed, rate ≤
     11.4% at 95%" (the Wilson bound of stats, at 95%)."""
     return f"new: {fails}/{n} failed, rate ≤ {upper95(fails, n):.1%} at 95%"
+
+
+def catch_chance(rate: float, runs: int) -> float:
+    """The chance that ``runs`` runs of a test failing at ``rate`` hold a failure, so that
+    the guard does not let it pass: 1 - (1 - rate)^runs (96% for 10% at 30 runs)."""
+    return 1.0 - (1.0 - rate) ** runs

@@ -53,9 +53,18 @@ class NodeTier(Schema):
     )
 
 
+class NewTestGuard(Schema):
+    runs: int = Field(description="How many times gate --measure runs each new tier-2 test "
+                                  "(fewer when slow, never fewer than 3).")
+    share: float = Field(description="When more than this share of a selection is new, only "
+                                     "the first new tests up to it are measured.")
+
+
 class TiersAnswer(Schema):
     suite: str
     tiers: list[NodeTier] = Field(description="One row per node id asked, in their order.")
+    new_tests: NewTestGuard = Field(description="The suite's new-test guard "
+                                                "(docs/new-tests.md), set on its settings page.")
 
 
 def parse_nodeids(body: bytes, max_records: int) -> list[str]:
@@ -110,4 +119,4 @@ def tiers(
         {"node": nodeid, "tier": int(r.tier), "rule": r.rule.glob if r.rule else None,
          "stated": r.stated, "new": rules.is_new(first, commit) if commit else None}
         for nodeid, r, first in zip(nodeids, resolved, births, strict=True)
-    ]}
+    ], "new_tests": {"runs": suite.new_test_runs, "share": suite.new_test_share}}

@@ -144,6 +144,17 @@ class JUnitShareForm(forms.Form):
             "junit_infrastructure_share": as_percent(suite.junit_infrastructure_share)})
 
 
+class NewTestsForm(forms.Form):
+    new_test_runs = _policy_field("new_test_runs", forms.IntegerField, "Runs of a new test")
+    new_test_share = PercentField(model_field="new_test_share",
+                                  label="Largest new share (% of the selection)")
+
+    @classmethod
+    def for_suite(cls, suite: Suite) -> NewTestsForm:
+        return cls(initial={"new_test_runs": suite.new_test_runs,
+                            "new_test_share": as_percent(suite.new_test_share)})
+
+
 class DefaultBranchForm(forms.Form):
     default_branch = forms.CharField(
         max_length=rules.META_MAX_LENGTH, label="Default branch",

@@ -40,6 +40,21 @@ class Suite(models.Model):
         help_text="An open entry is ready to clear when its node's last this many "
                   "measurements since the entry was created were each within budget.",
     )
+    # The new-test guard (docs/new-tests.md): what gate --measure --commit asks of a test
+    # the board holds no evidence of. Never part of the budget gate's policy.
+    new_test_runs = models.PositiveSmallIntegerField(
+        default=PolicyDefault("new_test_runs"),
+        validators=[MinValueValidator(rules.NEW_TEST_MIN_RUNS),
+                    MaxValueValidator(rules.NEW_TEST_MAX_RUNS)],
+        help_text="How many times gate --measure runs each new tier-2 test (fewer when "
+                  "slow, never fewer than 3).",
+    )
+    new_test_share = models.FloatField(
+        default=PolicyDefault("new_test_share"),
+        validators=[MinValueValidator(0.01), MaxValueValidator(1.0)],
+        help_text="When more than this share of a selection is new, the guard measures only "
+                  "the first new tests up to it, so CI stays fast.",
+    )
     fixture_manifest = models.CharField(
         max_length=200, blank=True, help_text="The pinned fixture manifest digest (empty: no pin)."
     )

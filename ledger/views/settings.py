@@ -32,6 +32,7 @@ from ..forms.settings import (
     FixturePinForm,
     JUnitShareForm,
     MemberForm,
+    NewTestsForm,
     PolicyForm,
     TierRuleForm,
     TokenForm,
@@ -46,6 +47,7 @@ from ..settings_services import (
     junit_share_set,
     member_change,
     member_drop,
+    new_tests_set,
     policy_update,
 )
 from ..tiers import tier_rule_add as add_rule
@@ -91,6 +93,15 @@ def _runs_needed(suite, rate_text=None, min_runs_text=None) -> dict:
             "runs_needed": rules.runs_needed(rate)}
 
 
+def _guard(suite) -> dict:
+    """What the new-test guard's runs show, for the settings page: the bound of a clean
+    new test, and the chance a test failing one run in ten, or in twenty, is caught."""
+    runs = suite.new_test_runs
+    return {"runs": runs, "sentence": rules.birth_sentence(runs, 0),
+            "catch": [(percent(rate), percent(rules.catch_chance(rate, runs)))
+                      for rate in (0.2, 0.1, 0.05)]}
+
+
 def _page(request, suite, **overrides):
     """The whole settings page; ``overrides`` replace a section's form or add a notice."""
     tiers = dict(Node.objects.filter(suite=suite).values_list("tier").annotate(c=Count("pk")))
@@ -104,6 +115,8 @@ def _page(request, suite, **overrides):
         "auto_clear_form": AutoClearForm.for_suite(suite),
         "board_actor": BOARD_ACTOR,
         "junit_form": JUnitShareForm.for_suite(suite),
+        "new_tests_form": NewTestsForm.for_suite(suite),
+        "guard": _guard(suite),
         "branch_form": DefaultBranchForm.for_suite(suite),
         **_test_set(suite),
         "codeowners_form": CodeownersForm.for_suite(suite),
@@ -294,6 +307,14 @@ def junit_share(request, suite, data):
     junit_share_set(suite=suite, actor=actor_label(request.user), share=share)
     return (f"A JUnit file with more than {share:.0%} of its tests failing is now taken "
             f"for an infrastructure failure.")
+
+
+@_section(NewTestsForm, section="new-tests", form_name="new_tests_form")
+def new_tests(request, suite, data):
+    saved = new_tests_set(suite=suite, actor=actor_label(request.user),
+                          runs=data["new_test_runs"], share=data["new_test_share"])
+    return (f"gate --measure now runs each new test up to {saved.new_test_runs} times, "
+            f"for at most {saved.new_test_share:.0%} of a selection.")
 
 
 @_section(DefaultBranchForm, section="test-set", form_name="branch_form")

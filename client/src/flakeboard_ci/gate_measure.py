@@ -33,20 +33,22 @@ MEASURE_DEFAULTS = argparse.Namespace(workers=None, exact=False, fresh=False,
                                       run_timeout=None, order="module", bisect_max=BISECT_MAX)
 
 
-# The new-test guard (docs/new-tests.md): each new tier-2 node runs NEW_TEST_RUNS times, or
-# as many as fit NEW_TEST_SECONDS by its time in gate's run, never fewer than
-# NEW_TEST_MIN_RUNS (Datadog's EFD: 10 runs under 5 s, 5 under 30 s, 3 under 5 min). When
-# more than NEW_TEST_SHARE of the selection is new, the first ones up to that share are.
+# The new-test guard (docs/new-tests.md): each new tier-2 node runs the suite's
+# new_test_runs times (the tiers answer's, else NEW_TEST_RUNS), or as many as fit
+# NEW_TEST_SECONDS by its time in gate's run, never fewer than NEW_TEST_MIN_RUNS (Datadog's
+# EFD: 10 runs under 5 s, 5 under 30 s, 3 under 5 min). When more than the suite's
+# new_test_share of the selection is new, the first ones up to that share are.
 NEW_TEST_RUNS = 30
 NEW_TEST_SECONDS = 60.0
 NEW_TEST_SHARE = 0.30
 
 
 def node_tiers(board, args, nodes):
-    """Each node's tier by the suite's tier rules, and whether it is new at --commit (None
-    without one), as the board answers them."""
+    """Each node's tier by the suite's tier rules, whether it is new at --commit (None
+    without one), and the suite's guard (runs and share), as the board answers them."""
     args.suite = suite_slug(board, args.suite)
     tiers, new = {}, {}
+    guard = {"runs": NEW_TEST_RUNS, "share": NEW_TEST_SHARE}
     for start in range(0, len(nodes), TIERS_CHUNK):
         chunk = nodes[start:start + TIERS_CHUNK]
         answer, _ = board.call("POST", f"/api/v1/suites/{quote(args.suite)}/tiers",
@@ -55,25 +57,27 @@ def node_tiers(board, args, nodes):
         for row in answer["tiers"]:
             tiers[row["node"]] = row["tier"]
             new[row["node"]] = row.get("new")
-    return tiers, new
+        guard.update(answer.get("new_tests") or {})
+    return tiers, new, guard
 
 
-def guard_runs(seconds):
+def guard_runs(seconds, most=NEW_TEST_RUNS):
     """A new node's runs by its time in gate's run: as many as fit NEW_TEST_SECONDS, between
-    NEW_TEST_MIN_RUNS and NEW_TEST_RUNS."""
+    NEW_TEST_MIN_RUNS and ``most`` (the suite's new_test_runs)."""
     if not seconds or seconds <= 0:
-        return NEW_TEST_RUNS
-    return max(NEW_TEST_MIN_RUNS, min(NEW_TEST_RUNS, int(NEW_TEST_SECONDS // seconds)))
+        return most
+    return max(NEW_TEST_MIN_RUNS, min(most, int(NEW_TEST_SECONDS // seconds)))
 
 
-def guarded(new_nodes, selected, notes):
-    """The new nodes the guard measures: all of them, or when more than NEW_TEST_SHARE of
-    the selection is new, the first ones up to that share (said, as EFD does)."""
-    most = max(1, int(NEW_TEST_SHARE * selected))
+def guarded(new_nodes, selected, notes, share=NEW_TEST_SHARE):
+    """The new nodes the guard measures: all of them, or when more than ``share`` (the
+    suite's new_test_share) of the selection is new, the first ones up to that share (said,
+    as EFD does)."""
+    most = max(1, int(share * selected))
     if len(new_nodes) <= most:
         return new_nodes
     print(f"NEW: {len(new_nodes)} of the {selected} selected tests are new, over "
-          f"{NEW_TEST_SHARE:.0%}: the guard measures the first {most}; the others ran once",
+          f"{share:.0%}: the guard measures the first {most}; the others ran once",
           file=notes)
     return new_nodes[:most]
 
@@ -93,9 +97,10 @@ def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=Non
     print the report's gate: the board's (--upload), else judged here against the ledger.
     Its exit code; None when no tier-2 node was selected (then there is no report)."""
     ran = [r["node"] for r in records if r["property_check"] != "not_run"]
-    tiers, new = node_tiers(board, args, ran)
+    tiers, new, guard_policy = node_tiers(board, args, ran)
     chosen = [node for node in ran if tiers.get(node) == REPEAT_BUDGET_TIER]
-    born = guarded([node for node in chosen if new.get(node)], len(records), notes)
+    born = guarded([node for node in chosen if new.get(node)], len(records), notes,
+                   guard_policy["share"])
     known = [node for node in chosen if not new.get(node)]
     if not born and not known:
         print("MEASURE: no tier-2 node was selected; nothing to measure, no report.",
@@ -110,10 +115,10 @@ def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=Non
         targets = [Target(name, runs, SCRIPT_SEED_BASE) for name in known]
     if born:
         print(f"NEW {len(born)} tier-2 node{'s' * (len(born) != 1)} new at "
-              f"{args.commit[:12]}: the guard runs each up to {NEW_TEST_RUNS} times, fewer "
-              f"when slow", file=notes, flush=True)
-    guard = [Target(name, guard_runs((seconds or {}).get(name)), SCRIPT_SEED_BASE)
-             for name in born]
+              f"{args.commit[:12]}: the guard runs each up to {guard_policy['runs']} times, "
+              f"fewer when slow", file=notes, flush=True)
+    guard = [Target(name, guard_runs((seconds or {}).get(name), guard_policy["runs"]),
+                    SCRIPT_SEED_BASE) for name in born]
     targets += guard
     progress = Progress(sys.stderr)
     slots = run_measurement(targets, MEASURE_DEFAULTS, max_upper_rate, progress)

@@ -68,6 +68,13 @@ EPISODES = [(8, 5, 0.05), (27, 4, 0.03), (52, 5, 0.08), (53, 4, 0.03), (54, 7, 0
             (DAYS - 18, 12, 0.03), (DAYS - 10, 5, 0.05)]
 # One day a cancelled job left a node short of runs.
 SHORT_DAY = 40
+# Pull requests that added tests, measured at birth by gate --measure (docs/new-tests.md):
+# (day, module, each new test's fails in its 30 runs: both passing and failing is flaky).
+BIRTHS = [
+    (DAYS - 25, "tests/test_refunds.py", {"test_partial_refund": 4, "test_full_refund": 0}),
+    (DAYS - 12, "tests/test_invoices.py", {"test_totals": 0, "test_currency_rounding": 0}),
+    (DAYS - 3, "tests/test_webhooks.py", {"test_retry_backoff": 7, "test_signature": 0}),
+]
 # Owners clear a ready entry this many days after it became ready.
 CLEARED_AFTER_READY = 4
 OWNERS = ["@owner", "@finley", "@priya", "@sam", "qa-team@example.com"]
@@ -120,6 +127,20 @@ def _report_body(tier2, flakes: Flakes, day_index, rng) -> bytes:
         rows.append(_row(REPEAT_UNSAFE, 200, 0, classification="repeat_unsafe"))
     return json.dumps({"measurements": rows, "commit": f"{rng.getrandbits(40):010x}",
                        "branch": "main", "evidence": f"ci/run-{88000 + day_index}"}).encode()
+
+
+def _births(suite, start: date, at, actor: str) -> None:
+    """The guard's report of each pull request of BIRTHS, on its branch: the new tests'
+    runs at the commit that added them."""
+    for day_index, module, tests in BIRTHS:
+        rows = [_row(f"{module}::{name}", suite.new_test_runs, fails, new_test=True)
+                for name, fails in tests.items()]
+        body = {"measurements": rows, "commit": f"{0xb127 + day_index:010x}",
+                "branch": f"add-{module.removeprefix('tests/test_').removesuffix('.py')}",
+                "evidence": f"ci/run-{77000 + day_index}"}
+        day = start + timedelta(days=day_index)
+        report_ingest(suite=suite, body=json.dumps(body).encode(), actor=actor,
+                      now=at(day, 15, 10))
 
 
 def _signals_body(nodes, day_index, rng, frozen: set[str]) -> bytes:
@@ -256,6 +277,7 @@ def build_demo(today: date) -> Suite:
                            actor=ci, now=at(day, hour, rng.randint(0, 59)))
         if i in RETRY_DAYS:
             _rerun_until_green(suite, all_nodes, i, reruns, frozen, ci, at(day, 14))
+    _births(suite, start, at, ci)
     _ensure_every_state(suite, today, nodes["tier2"], at(today, 8))
     _junit_history(suite, today, all_nodes, set(nodes["tier2"][::23]), flakes, rng, ci, at)
     used = suite.batches.order_by("created_at").values_list("created_at", flat=True)

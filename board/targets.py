@@ -3,13 +3,14 @@ measure next, one node id a line.
 
 First the nodes the suite's owners marked to measure, in the order they were marked; then,
 in the order the flaky-tests page lists them (``board.flaky``), the nodes that flipped
-between gate attempts over the last 30 days, and the tests most often flaky in JUnit files
-over those days, each left out once a measurement has found it within budget since it was
-last seen flaky that way: a test measured clean, then flaky again, comes back.
+between gate attempts over the last 30 days, the new tests flaky at birth over those days,
+and the tests most often flaky in JUnit files over those days, each left out once a
+measurement has found it within budget since it was last seen flaky that way: a test
+measured clean, then flaky again, comes back.
 
-Flips rank before the JUnit tests, whatever their counts: each flip blocked a gate whose
-answer said to measure the node, and a retry will not change that verdict. Among the JUnit
-tests alone one flip would rank low, past the limit, and never be measured.
+Flips and births rank before the JUnit tests, whatever their counts: each failed a gate
+whose answer said to measure the node, and a retry will not change that verdict. Among the
+JUnit tests alone one flip would rank low, past the limit, and never be measured.
 """
 
 from __future__ import annotations

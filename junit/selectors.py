@@ -120,8 +120,10 @@ class FlakyRow:
     entry: EntryRow | None
     marked: bool = False
     quarantine_query: str = ""  # the entry form's prefill, set by the page
-    # Evidence from outside JUnit files (the gate's flips), set by the page that shows it.
+    # Evidence from outside JUnit files (the gate's flips, new tests flaky at birth), set by
+    # the page that shows it.
     flip: Any = None
+    birth: Any = None
     heading: str = ""  # the group this row begins on its page, set by the page
 
     @property

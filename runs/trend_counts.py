@@ -6,6 +6,10 @@ Retries at one commit (attempts after a REJECT, flips) are read from the verdict
 of the range that retried a gate, and their flipped rows: the rollups count reason codes,
 not attempts. Their cost grows with the retries in the range, not with all history.
 
+New tests measured at birth are read from the range's measurements judged by the new-test
+guard (``new_test_flaky``, ``new_test_clean``): the rollups count rows, not tests. Their
+cost grows with the guard's rows in the range.
+
 The quarantined share over time is rebuilt from the ledger's entries (their creation,
 clearing and expiry) and the nodes' first and last sightings: its cost grows with the
 number of entries and with the range, not with the upload history.
@@ -26,7 +30,7 @@ from flakeboard.rules.trends_range import BUCKET_DAYS, bucket_start, bucket_star
 from ledger import predicates
 from ledger.models import CiRun, Node, QuarantineEntry, Suite
 
-from .models import NodeVerdict, ReasonRollup, VerdictBatch
+from .models import Measurement, NodeVerdict, ReasonRollup, VerdictBatch
 
 BUCKETS = tuple(BUCKET_DAYS)
 SOURCES = {"verdicts": Gate.ARBITER, "reports": Gate.BUDGET}
@@ -95,6 +99,31 @@ def retry_counts(suite: Suite, *, start: date, end: date, bucket: str = "day") -
     for day, attempt, seen in flipped:
         if seen and first_flip(seen["failed_in"], seen["passed_in"]) == attempt:
             counts["flips"][index[bucket_start(day, bucket)]] += 1
+    return {"buckets": [d.isoformat() for d in starts], **counts}
+
+
+def birth_counts(suite: Suite, *, start: date, end: date, bucket: str = "day") -> dict:
+    """Per bucket of [start, end], in one query: ``flaky``, the new tests flaky at birth
+    (docs/new-tests.md), each once, on the day of its first report that judged it
+    ``new_test_flaky``; ``measured``, every new test the guard measured, each once, on the
+    day of its first such report.
+
+    Returns ``{"buckets": [ISO dates], "flaky": [count per bucket], "measured": [count per
+    bucket]}``.
+    """
+    starts = bucket_starts(start, end, bucket)
+    index = {d: i for i, d in enumerate(starts)}
+    counts = {"flaky": [0] * len(starts), "measured": [0] * len(starts)}
+    rows = (Measurement.objects.filter(suite=suite, report__day__gte=start, report__day__lte=end,
+                                       reason__in=rules.NEW_TEST_REASONS)
+            .values_list("node_id", "reason").annotate(first=Min("report__day")).order_by())
+    measured: dict[int, date] = {}
+    for node, reason, day in rows:
+        if reason == rules.Reason.NEW_TEST_FLAKY:
+            counts["flaky"][index[bucket_start(day, bucket)]] += 1
+        measured[node] = min(day, measured.get(node, day))
+    for day in measured.values():
+        counts["measured"][index[bucket_start(day, bucket)]] += 1
     return {"buckets": [d.isoformat() for d in starts], **counts}
 
 

@@ -21,6 +21,7 @@ from ledger.models import Suite
 
 from .trend_counts import (
     SOURCES,
+    birth_counts,
     expiring_per_week,
     first_data_day,
     peak_per_bucket,
@@ -288,6 +289,21 @@ def retry_charts(counts: dict, *, bucket: str, days: dict | None = None) -> list
     ]
 
 
+def birth_chart(counts: dict, *, bucket: str, days: dict | None = None) -> Chart:
+    """New tests flaky at birth (docs/new-tests.md), from ``trend_counts.birth_counts``, with
+    the new tests the guard measured beside them in the table."""
+    return Chart(
+        key="births", title=f"New tests flaky at birth, per {bucket}", kind="bar",
+        index_label=bucket.capitalize(), labels=counts["buckets"],
+        columns=[Column("new tests flaky at birth", counts["flaky"], tone=Tone.FAIL),
+                 Column("new tests measured at birth", counts["measured"], drawn=False)],
+        description="New tests that both passed and failed in the runs gate --measure gave "
+                    "them at the commit that added them (new_test_flaky), each counted once, "
+                    "on the day of its first such report. The table also gives every new test "
+                    "the guard measured.",
+        empty="No new test was flaky at birth in this range.", **(days or {}))
+
+
 @dataclass(frozen=True)
 class TrendCharts:
     verdicts: list[Chart] = field(default_factory=list)  # per-node verdict reasons
@@ -344,13 +360,16 @@ def trend_charts(suite: Suite, *, start: date, end: date, bucket: str, include_c
         ]
     if charted is None:
         retries, days = {"buckets": [], "after_reject": [], "flips": []}, None
+        births = {"buckets": [], "flaky": [], "measured": []}
     else:
         retries = retry_counts(suite, start=charted.start, end=charted.end, bucket=bucket)
+        births = birth_counts(suite, start=charted.start, end=charted.end, bucket=bucket)
         days = bucket_days(retries["buckets"], bucket, charted)
     ledger = [share_chart(suite, charted=charted, bucket=bucket),
               expiring_chart(suite, today)]
+    budget = [*groups["budget"], birth_chart(births, bucket=bucket, days=days)]
     return TrendCharts(groups["verdicts"], retry_charts(retries, bucket=bucket, days=days),
-                       groups["budget"], ledger, _range_note(start, end, first, charted))
+                       budget, ledger, _range_note(start, end, first, charted))
 
 
 def overview_chart(suite: Suite, today: date, days: int = OVERVIEW_DAYS) -> Chart:

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from board.demo import ORDER_DEPENDENT, RETRY_DAYS, STATE_SETTER
+from board.demo import BIRTHS, ORDER_DEPENDENT, RETRY_DAYS, STATE_SETTER
 from ledger.models import QuarantineEntry, Suite
 from ledger.quarantine import quarantine_create
 from ledger.tiers import tier_rule_add
@@ -40,8 +40,9 @@ def test_demo_is_idempotent_and_has_every_state(client):
     today = timezone.now().date()
     states = {entry.state(today) for entry in QuarantineEntry.objects.select_related("node")}
     assert states >= {"active", "expiring", "expired", "cleared", "tier_violation"}
-    # Two batches a day, and three attempts of a patch rerun on each of RETRY_DAYS.
-    assert suite.reports.count() == 90
+    # Two batches a day, and three attempts of a patch rerun on each of RETRY_DAYS; a report
+    # a day, and one for each pull request whose new tests were measured at birth.
+    assert suite.reports.count() == 90 + len(BIRTHS)
     assert suite.batches.count() == 180 + 3 * len(RETRY_DAYS)
     classified = Measurement.objects.filter(suite=suite).values_list("classification", flat=True)
     assert set(classified.distinct()) == {"", "stable", "flaky", "order_dependent",

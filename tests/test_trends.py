@@ -21,6 +21,7 @@ from django.utils import timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
+from board.demo import BIRTHS
 from flakeboard.rules.trends_range import bucket_start
 from ledger.models import Node, QuarantineEntry, Suite
 from ledger.quarantine import quarantine_clear, quarantine_create
@@ -187,12 +188,16 @@ def test_demo_suite_charts_agree_with_its_raw_rows(client):
     specs, tables = page_charts(html)
     assert set(specs) == {
         "verdicts", "verdicts-cumulative", "verdicts-distribution", "after-reject", "flips",
-        "budget", "budget-cumulative", "budget-distribution", "share", "expiring",
+        "budget", "budget-cumulative", "budget-distribution", "births", "share", "expiring",
     }
     # The demo reruns a rejected patch twice at its commit on four of these 90 days, and
     # one node flips each time.
     assert (sum(specs["after-reject"]["datasets"][0]["data"]),
             sum(specs["flips"]["datasets"][0]["data"])) == (8, 4)
+    # Three pull requests added two tests each; two were flaky at birth.
+    assert sum(specs["births"]["datasets"][0]["data"]) == sum(
+        0 < fails < suite.new_test_runs for _, _, tests in BIRTHS for fails in tests.values())
+    assert [sum(int(row[i]) for row in tables["births"][1:]) for i in (1, 2)] == [2, 6]
     assert "is the next investment" in html or "comes first" in html
     figures = share_figures(suite, today)
     assert tables["share"][-1] == [

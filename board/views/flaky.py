@@ -1,5 +1,6 @@
-"""The flaky-tests page: the tests that flipped between gate attempts, then those ranked by
-flaky failures seen in JUnit files (``board.flaky``), each with its two next steps,
+"""The flaky-tests page: the tests that flipped between gate attempts, the new tests flaky
+at birth, then those ranked by flaky failures seen in JUnit files (``board.flaky``),
+filtered by kind if asked, each with its two next steps,
 Quarantine (the form prefilled from its evidence) and Measure (the node joins the suite's
 measurement targets).
 
@@ -20,6 +21,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from board.flaky import FlakyRanking, flaky_page_rows
+from board.forms import FlakyPageForm
 from flakeboard import rules as gate_rules
 from junit.forms import FlakyFilterForm
 from junit.selectors import junit_branches
@@ -33,10 +35,14 @@ TEMPLATE = "board/flaky.html"
 
 def quarantine_query(request, suite, row, window) -> str:
     """The entry form's prefill: the node and its passive counts with this page as
-    evidence; for a node no JUnit file showed flaky, its flip's attempts with the batch."""
+    evidence; for a node no JUnit file showed flaky, its flip's attempts with the batch, or
+    its birth's runs with the report."""
     if row.flip and not row.figures.flaky_failures:
         n, fails = row.flip.attempts.runs, len(row.flip.attempts.failed_in)
         evidence = request.build_absolute_uri(row.flip.url)
+    elif row.birth and not row.figures.flaky_failures:
+        n, fails = row.birth.n, row.birth.fails
+        evidence = request.build_absolute_uri(row.birth.url)
     else:
         n, fails = row.figures.runs, row.figures.flaky_failures
         page = reverse("flaky", args=[suite.slug]) + "?" + urlencode(
@@ -64,9 +70,9 @@ def _rows(request, suite, window, ranked, *, headings: bool = True) -> list:
 def flaky(request, suite):
     suite = suite_for(request, suite)
     today = timezone.now().date()
-    form = FlakyFilterForm(request.GET, branches=junit_branches(suite))
+    form = FlakyPageForm(request.GET, branches=junit_branches(suite))
     window = form.window(today)
-    ranking = FlakyRanking(suite, window)
+    ranking = FlakyRanking(suite, window, evidence=form.evidence_kind)
     return list_page(
         request, TEMPLATE, ranking,
         {**_context(request, suite, window), "form": form, "ranking": ranking},

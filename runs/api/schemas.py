@@ -206,6 +206,13 @@ class RetriesOut(Answer):
     )
 
 
+class BirthsOut(Answer):
+    flaky: list[int] = Field(description="New tests flaky at birth (new_test_flaky), each "
+                                         "once, in the bucket of its first such report.")
+    measured: list[int] = Field(description="New tests the new-test guard measured, each "
+                                            "once, in the bucket of its first such report.")
+
+
 class TrendsOut(Schema):
     model_config = ConfigDict(populate_by_name=True)
 
@@ -222,6 +229,10 @@ class TrendsOut(Schema):
     retries: RetriesOut | None = Field(
         None, description="For source verdicts: the retries at one commit per bucket; null for "
                           "source reports."
+    )
+    births: BirthsOut | None = Field(
+        None, description="For source reports: the new tests measured at birth per bucket "
+                          "(docs/new-tests.md); null for source verdicts."
     )
 
 

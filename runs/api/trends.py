@@ -20,7 +20,7 @@ from flakeboard.rules.trends_range import (
 from ledger.api.auth import Scope, suite_for_token
 from web.api.errors import ApiError, ErrorOut
 
-from ..trend_counts import reason_counts, retry_counts
+from ..trend_counts import birth_counts, reason_counts, retry_counts
 from .schemas import TrendsOut
 
 router = Router(tags=["trends"])
@@ -87,11 +87,14 @@ def trends(
             {"field": found.parameter, "code": found.problem.value, "message": found.message},
         ])
     counts = reason_counts(suite, start=found.start, end=found.end, bucket=bucket, source=source)
-    retries = None
+    retries = births = None
     if source == "verdicts":
         retries = retry_counts(suite, start=found.start, end=found.end, bucket=bucket)
         del retries["buckets"]
+    else:
+        births = birth_counts(suite, start=found.start, end=found.end, bucket=bucket)
+        del births["buckets"]
     return {
         "suite": suite.slug, "from": found.start, "to": found.end, "bucket": bucket,
-        "source": source, **counts, "retries": retries,
+        "source": source, **counts, "retries": retries, "births": births,
     }

@@ -5,6 +5,7 @@ which selected tier-2 nodes are new at the commit, the guard runs each up to 30 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from hypothesis import given
@@ -107,6 +108,41 @@ def test_the_suites_guard_numbers_decide_the_runs_and_the_share(gate, project, s
     runs = {m.node.nodeid: m.n for m in Report.objects.get().measurements.select_related("node")}
     assert runs[STABLE] == 8 and set(runs) == {STABLE, FLAKY, BROKEN}
     assert f"NEW {STABLE}: new: 0/8 failed, rate ≤ 32.4% at 95%" in done.stdout
+
+
+# Each test's call phase and the pytest process that ran it (gate's run, measure's workers).
+PID_LOG = """
+import os
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        with open(os.environ["PID_LOG"], "a") as out:
+            out.write(f"{os.getpid()} {report.nodeid}\\n")
+"""
+
+
+def test_the_new_tests_of_a_file_share_the_guards_processes(gate, project, suite,  # noqa: F811
+                                                            tmp_path):
+    """Twelve new tests of one file: at most one process per worker runs them, not one
+    each, and gate's own run was their check in order (no process of its own)."""
+    new_tests_set(suite=suite, actor="@lea", runs=30, share=1.0)  # every one measured
+    (project / "test_pr.py").write_text("import os\n\n\n" + "".join(
+        seed_test(f"test_new_{i}") for i in range(12)))
+    (project / "conftest.py").write_text(PID_LOG)
+    log = tmp_path / "pids.log"
+    done = gate("test_pr.py", "--commit", "pr-9", PID_LOG=str(log))
+    assert "NEW 12 tier-2 nodes new at pr-9" in done.stdout, done.stdout + done.stderr
+    ran = {}
+    for line in log.read_text().splitlines():
+        pid, node = line.split(" ", 1)
+        ran.setdefault(node, []).append(pid)
+    # Gate's run, then the guard's 30: no check after the module's tests ran it again.
+    assert len(ran) == 12 and all(len(pids) == 31 for pids in ran.values())
+    gates = {pids[0] for pids in ran.values()}
+    guards = {pid for pids in ran.values() for pid in pids[1:]}
+    assert len(gates) == 1 and not gates & guards
+    assert len(guards) <= min(os.cpu_count() or 1, 11)  # one a worker, not one a test
 
 
 @pytest.mark.parametrize(("seconds", "runs"), [

@@ -119,6 +119,8 @@ def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=Non
               f"fewer when slow", file=notes, flush=True)
     guard = [Target(name, guard_runs((seconds or {}).get(name), guard_policy["runs"]),
                     SCRIPT_SEED_BASE) for name in born]
+    for target in guard:
+        target.birth = True
     targets += guard
     progress = Progress(sys.stderr)
     slots = run_measurement(targets, MEASURE_DEFAULTS, max_upper_rate, progress)

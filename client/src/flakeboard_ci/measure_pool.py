@@ -340,7 +340,9 @@ class Collection(Source):
 class BlockRuns(Source):
     """A process per block of a target's runs (the schedule's layout): it collects the
     target's file and runs that target alone, so no target's state reaches another's runs
-    and the answer does not depend on the worker count. With ``files``, the first process
+    and the answer does not depend on the worker count. New tests measured at birth are
+    the exception: a process goes on from one's block to the next of its file, as they
+    ran one after the other in gate's own run. With ``files``, the first process
     collects them all and runs nothing (as Collection), while the others start: they are
     sent runs once it has named every target's node."""
 
@@ -350,7 +352,12 @@ class BlockRuns(Source):
 
     def spawn(self, pool, live):
         if self.collection is not None and not self.collection.started:
-            return self.collection.spawn(pool, live)
+            # Fed as the others are: once it has collected, it may go on with new tests'
+            # runs (it collected their files too) instead of leaving its slot to a process
+            # yet to start.
+            self.collection.started = True
+            pool.spawn(self.collection.files)
+            return True
         if live >= pool.slots:
             return False
         block = self.schedule.next_block()
@@ -368,10 +375,22 @@ class BlockRuns(Source):
     def feed(self, worker, count):
         if self.collection is not None:
             return []
-        return self.schedule.take(self.blocks[worker.ident], count)
+        block = self.blocks.get(worker.ident)
+        if block is None:  # the collecting process
+            block = self.schedule.next_birth_block()
+            if block is None:
+                return []
+            self.blocks[worker.ident] = block
+        if not block.indices or block.target.finished:
+            # Its runs all sent: a new test's process goes on with the next of its file.
+            following = self.schedule.next_birth_block(block)
+            if following is not None:
+                block = self.blocks[worker.ident] = following
+        return self.schedule.take(block, count)
 
     def waiting(self, worker):
-        return self.blocks[worker.ident].waiting()
+        block = self.blocks.get(worker.ident)
+        return 0 if block is None else block.waiting()
 
     def result(self, task, outcome):
         return self.schedule.record(task, outcome)

@@ -92,6 +92,10 @@ class Target:
         self.suspected = None  # (role, the tests that flip it, seed): what to bisect
         self.cause = None  # what the bisection found: role, nodes, complete
         self.unmeasured = None  # why it cannot be measured: it collects no test, or several
+        # A new test measured at birth by gate's guard (docs/new-tests.md): its runs may
+        # share a process with the other new tests of its file, and gate's own run was its
+        # check in order.
+        self.birth = False
         self.classification, self.why, self.reported = None, "", False
         self.isolation = {}  # "alone", "after": the Outcome of each isolation check
         self.reset()
@@ -218,6 +222,21 @@ class Schedule:
                 return Block(target, indices)
         return None
 
+    def next_birth_block(self, block=None):
+        """For the process that ran ``block`` of a new test, the next block of a new test
+        of the same file (without ``block``, of any file), or None: fast new tests would
+        otherwise each pay a process start and a collection for a few milliseconds of
+        runs."""
+        if block is not None and not block.target.birth:
+            return None
+        file = None if block is None else node_file(block.target.name)
+        for following in self.blocks:
+            if (following.target.birth and following.waiting()
+                    and file in (None, node_file(following.target.name))):
+                self.blocks.remove(following)
+                return following
+        return None
+
     def take(self, block, count):
         """Up to ``count`` of the block's runs, in order, as tasks."""
         target, tasks = block.target, []
@@ -270,7 +289,8 @@ def order_seeds(target):
 def needs_order_check(target):
     """Whether to run the target again after the tests before it in CI's order: its own
     runs passed (all, or all but a few)."""
-    return target.classification in ("stable", "flaky") and bool(order_seeds(target))
+    return (not target.birth and target.classification in ("stable", "flaky")
+            and bool(order_seeds(target)))
 
 
 IN_SCOPE = {"module": "in its module", "session": "in the session", "ci": "in CI's order"}

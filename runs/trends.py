@@ -30,8 +30,9 @@ from .trend_counts import (
     share_over_time,
 )
 
-# The code each source counts when all is well: hidden from the charts unless asked for.
-CLEAN_REASON = {"verdicts": rules.Reason.CLEAN, "reports": rules.Reason.WITHIN_BUDGET}
+# The codes each source counts when all is well: hidden from the charts unless asked for.
+CLEAN_REASONS = {"verdicts": (rules.Reason.CLEAN,),
+                 "reports": (rules.Reason.WITHIN_BUDGET, rules.Reason.NEW_TEST_CLEAN)}
 REASON_ORDER = {reason.value: i for i, reason in enumerate(rules.Reason)}
 OVERVIEW_DAYS = 30
 
@@ -150,7 +151,7 @@ def bucket_days(labels: list[str], bucket: str, charted: DayRange) -> dict:
 def _shown(counts: dict, source: str, include_clean: bool) -> dict[str, list[int]]:
     series = counts["series"]
     if not include_clean:
-        series = {r: c for r, c in series.items() if r != CLEAN_REASON[source]}
+        series = {r: c for r, c in series.items() if r not in CLEAN_REASONS[source]}
     return dict(sorted(series.items(), key=lambda item: REASON_ORDER[item[0]]))
 
 

@@ -150,6 +150,12 @@ def test_the_trends_chart_new_tests_flaky_at_birth_each_once(client_for, lead, s
     header, *rows = tables["births"]
     assert header == ["Day", "new tests flaky at birth", "new tests measured at birth"]
     assert [(int(f), int(m)) for _, f, m in rows] == [(1, 2), (0, 0), (1, 1)]  # from the first
+    # A new test's clean runs are no problem: hidden with the other clean codes.
+    budget = [d["label"] for d in specs["budget"]["datasets"]]
+    assert "new_test_flaky" in budget and "new_test_clean" not in budget
+    shown = page_charts(client_for(lead).get(reverse("trends", args=[suite.slug]), {
+        "range": "7", "with_clean": "1"}).content.decode())[0]
+    assert "new_test_clean" in [d["label"] for d in shown["budget"]["datasets"]]
     answer = board.trends(suite.slug, new_token(suite, "read"),
                           query={"source": "reports", "from": start.isoformat()}).json
     assert answer["births"] == {"flaky": [0, 0, 0, 0, 1, 0, 1], "measured": [0, 0, 0, 0, 2, 0, 1]}

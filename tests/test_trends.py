@@ -30,6 +30,7 @@ from ledger.tiers import tier_rule_add
 from runs.ingest import report_ingest, signals_ingest
 from runs.rollups import counts_from_raw, counts_from_rollups, rebuild_rollups
 from runs.trend_counts import expiring_per_week, share_over_time
+from runs.trends import CLEAN_REASONS
 from tests.helpers import body, measurement, record
 from tests.properties import db_property, rolled_back
 from tests.test_rollups_property import DAYS, FIRST_DAY, histories, ingested
@@ -96,7 +97,8 @@ def assert_page_agrees_with_raw(html, suite, start, end, bucket, with_clean=True
     for key, source in SOURCES.items():
         raw = raw_per_bucket(everything, source, start, end, bucket)
         if not with_clean:
-            raw.pop("clean" if source == "verdicts" else "within_budget", None)
+            for reason in CLEAN_REASONS[source]:
+                raw.pop(reason, None)
         spec = specs.get(key)
         if not raw:
             assert spec is None

@@ -204,3 +204,19 @@ def test_a_flaky_target_is_not_called_a_victim_by_its_own_failures(tmp_path):
                            ["test_m.py::test_half"])
     done = measure(project, "--runs", "8", "--exact")
     assert done.stderr.splitlines()[0].startswith("flaky           test_m.py::test_half: 4/8")
+
+
+def test_a_session_process_that_ends_early_says_which_targets_it_never_reached(tmp_path):
+    """A test before the target ends pytest itself (os._exit) where the session runs it:
+    the target is checked after the tests before it in its module instead, and measure
+    says why, rather than leaving it unchecked in silence."""
+    project = make_project(tmp_path, {
+        "test_a.py": "def test_ends_pytest():\n    os._exit(3)\n",
+        "test_b.py": seed_test("test_first") + seed_test("test_ok"),
+    }, ["test_b.py::test_ok"])
+    done = measure(project, "--runs", "8")
+    assert ("the session's pytest process ended (exit code 3) before it reached "
+            "test_b.py::test_ok: checked after the tests before it in its module only"
+            ) in done.stderr, done.stderr
+    assert result_lines(done.stderr)["test_b.py::test_ok"].split()[0] == "stable"
+    assert report(project)["test_b.py::test_ok"]["n"] == 8

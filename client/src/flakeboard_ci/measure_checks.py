@@ -37,6 +37,7 @@ class IsolationChecks(Source):
         # The whole-session processes: the targets each is to place, due to start, then
         # by process; and each started one's tasks.
         self.due, self.sessions, self.tasks = [], {}, {}
+        self.unreached = []  # targets a session process was sent and never ran
         self.fell_back = False
         if session:
             groups = collections.OrderedDict()
@@ -124,6 +125,28 @@ class IsolationChecks(Source):
         self.fell_back = True
         self._in_modules(self.sessions.pop(worker.ident, []))
         return True
+
+    def lost(self, task):
+        """A task a session process was sent but never ran: its queue is read at its end."""
+        if task.target is not None:
+            self.unreached.append(task.target)
+
+    def ended(self, worker, code):
+        """A session process that ended before it reached its targets (a test before them
+        ended pytest itself): those are checked after the tests before them in their
+        module, and measure says so."""
+        queued = self.tasks.pop(worker.ident, ())
+        unreached = [*self.unreached, *(task.target for task in queued if task.target)]
+        self.unreached = []
+        if worker.ident not in self.sessions or not unreached:
+            return
+        if self.progress is not None:
+            self.progress.note(
+                f"flakeboard: the session's pytest process ended (exit code {code}) before it "
+                f"reached {', '.join(target.name for target in unreached)}: checked after the "
+                f"tests before {'them' if len(unreached) > 1 else 'it'} in "
+                f"{'their' if len(unreached) > 1 else 'its'} module only")
+        self._in_modules(unreached)
 
     def result(self, task, outcome):
         target = task.target

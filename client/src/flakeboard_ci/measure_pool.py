@@ -234,6 +234,7 @@ class Pool:
         self.workers.pop(worker.ident, None)
         if worker.conn is not None:
             worker.conn.close()
+        source.ended(worker, code)
 
     def _lose(self, worker, source, code, late):
         """The worker is gone: its running task failed (timed out, or crashed the process);
@@ -317,6 +318,10 @@ class Source:
         """A fed process ended before it said hello; True when the source can do without
         it, else measuring stops with ``why``."""
         return False
+
+    def ended(self, worker, code):
+        """The process is gone (``code``: its exit code, None when it was stopped); what
+        was sent it is answered or handed back already."""
 
 
 class Collection(Source):

@@ -82,6 +82,10 @@ def _cause_of_order_dependent(cause: OrderCause | None, info: ValidationInfo):
                                          f"(got {len(cause.nodes)})")
     if info.data.get("nodeid") in cause.nodes:
         raise refusal(Code.INVALID_VALUE, "names the measured test itself")
+    if len(set(cause.nodes)) < len(cause.nodes):
+        repeated = next(node for node in cause.nodes if cause.nodes.count(node) > 1)
+        raise refusal(Code.INVALID_VALUE, f"nodes names {repeated} more than once: each test "
+                                          f"of the cause once, in the order they ran")
     return cause
 
 

@@ -60,6 +60,9 @@ REFUSED = {
     "naming the test itself": (
         dependent({"role": "polluter", "nodes": [SETTER, NODE]}),
         "invalid_value", "names the measured test itself"),
+    "naming a test twice": (
+        dependent({"role": "state_setter", "nodes": [SETTER, "t.py::test_b", SETTER]}),
+        "invalid_value", f"nodes names {SETTER} more than once"),
     "naming no test": (
         dependent({"role": "polluter", "nodes": []}),
         "out_of_range", "nodes must name 1 to 20 tests (got 0)"),

@@ -28,6 +28,7 @@ MODULES = {
     "B7": "bench.b7_junit",
     "B8": "bench.b8_largest",
     "B9": "bench.b9_prune",
+    "B10": "bench.b10_company",
 }
 
 

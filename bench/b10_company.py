@@ -1,0 +1,701 @@
+"""B10: the board as a company runs it (PostgreSQL only): one database holding 20 suites,
+the largest with 50,000 tests (the others 20,000 down to 5,000), served by gunicorn with 4
+sync workers, under sustained JUnit ingest.
+
+The history is written with COPY, as the ingest would have left it: 30 days of JUnit
+rollups (``NodeDay`` for every test that ran, ``SignatureDay`` for its failures) for every
+suite, each test run ``RUNS_PER_DAY`` times a day (10 commits, each in B7's two jobs), and for
+the largest suite the raw rows of its last 7 days (``JUnitFile``, ``CaseResult`` and
+``JobOutcome``: one file per shard of 5,000 tests per run, so 200 files and 1M testcases a
+day), newest day first, the day's files in one pass, until the 7 days are written, the
+setup has run ``SETUP_BUDGET_S`` (the next day would not fit) or the database's disk has
+under 20 GiB free; the row counts, the time and the database's size are printed. 4% of
+each suite's tests are flaky, 2% skipped (B7's ``Tests``); one in two flaky tests of the
+largest suite holds a quarantine entry.
+
+Then, through gunicorn: 8 uploaders (threads) POST 5,000-testcase pytest files
+(``POST /api/v1/suites/{suite}/junit``, a write token of the suite) for 2 minutes, each
+taking the next CI job of the company's round: every suite's shards in both jobs, one new
+commit per suite and round, each suite's files spread evenly over the round, so each suite
+gets uploads in proportion to its tests. Judged: the testcases stored per second (goal ≥ 10,000,
+twice the issue's company peak) and the uploads' p95 latency (≤ 2 s), with the CPU per
+1,000 testcases of gunicorn's workers and of the PostgreSQL backends serving them (read
+from /proc every half second). Meanwhile, each in a thread of its own, one GET after
+another: the ledger (``GET /api/v1/suites/{suite}/ledger``, a read token; p95 ≤ 50 ms),
+and the flaky-tests page, the targets file, a flaky test's node page and the overview of
+the largest suite (signed in as a staff user; median ≤ 150 ms, each page's queries
+≤ 12, counted in this process before the load). After the load, one more file of the
+largest suite is ingested in this process under cProfile.
+
+Then the prune of the oldest raw day of the largest suite (``prune_junit``, as
+``manage.py prune_junit`` runs it) with a ledger GET after another beside it: the rows
+deleted a second (B9's goal, ≥ 5,000) and the ledger's p95 meanwhile (≤ 50 ms). Last, the
+database's bytes per million testcases (tables with their indexes and TOAST, as
+``pg_total_relation_size`` counts them): raw (files, results, job counts) per testcase
+result stored, and rolled up (``NodeDay``, ``SignatureDay``) per testcase they count, each
+against the bytes of the pytest XML those testcases came in (the issue sets no goal for
+them: the row's goal is no more than the XML itself). On SQLite the run makes one row,
+saying it was not run there.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import threading
+import time
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from pathlib import Path
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.db import connection, connections
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from junit.ingest import RESULT_COLUMNS
+from junit.models import CaseResult, JobOutcome, JUnitFile, NodeDay, SignatureDay
+from junit.prune import prune_junit
+from junit.signatures import signature
+from ledger.models import Node
+from ledger.tokens import token_create
+
+from . import b7_junit, data, profiling
+from .b8_largest import cpu_seconds
+from .b9_prune import RATE_LIMIT as PRUNE_RATE_LIMIT
+from .b9_prune import Sampler, percentile, sampled
+from .measure import ERROR, TIMES, UNAVAILABLE, Row, fmt_bytes, fmt_seconds, progress, scaled
+from .pages import MS_LIMIT, QUERY_LIMIT
+from .server import Gunicorn, fetch
+
+ID = "B10"
+WORKERS = 4  # docs/deployment.md's gunicorn command
+SUITES = 20
+SHARD = 5_000  # testcases a file: one shard of one job's run
+LARGEST_SHARDS = 10  # the largest suite: 50,000 tests
+OTHER_SHARDS = (4, 1)  # the other suites, from 20,000 tests down to 5,000
+ROLLUP_DAYS, RAW_DAYS = 30, 7
+RUNS_PER_DAY = 20  # each test's runs a day: 10 commits, each in B7's two jobs
+BRANCH = "main"
+UPLOADERS = 8
+INGEST_S = 120.0
+SETUP_BUDGET_S = 420.0  # no raw day is begun that would end past this
+MIN_FREE_DISK = 20 * 2**30
+RATE_GOAL = 10_000  # testcases stored a second, at least
+UPLOAD_P95_S = 2.0
+LEDGER_P95_MS = 50
+COMPANY_DAY = 50_000_000  # the issue's company: testcases a day
+RAW = (JUnitFile, CaseResult, JobOutcome)
+ROLLED_UP = (NodeDay, SignatureDay)
+NODE_DAY_COLUMNS = ("suite_id", "node_id", "day", "branch", "runs", "failures",
+                    "flaky_failures", "flaky_commits")
+SIGNATURE_DAY_COLUMNS = ("suite_id", "node_id", "day", "branch", "signature", "failures")
+JOB_COLUMNS = ("suite_id", "node_id", "commit", "job", "passes", "failures", "flaky",
+               "last_day")
+GAP = """
+The ingest meets its rate only by using the whole machine: at scale 1, gunicorn's 4 workers
+and the PostgreSQL backends serving them kept 1.85 of the 2 CPUs busy, at 53 ms of
+gunicorn's CPU and 94 ms of PostgreSQL's per 1,000 testcases, so two CPUs top out near
+13,600 testcases/s and the database does two thirds of the work. The profile of one
+5,000-test file of the largest suite (1.0 s in process, half of it waiting on PostgreSQL)
+puts nearly half of an upload in finding its testcases' nodes: ``junit/nodes.py``'s
+``_vouched_fits`` reads all 50,000 of the suite's known node ids and writes each as pytest
+would (``pytest_written``) on every upload, ten times the file's own tests, about 40% of
+the time; looking up only the names the file's testcases carry (5,000, through an index
+of the written form) or keeping the map between uploads would cut most of it. Adding the
+file to the day's rollups is the next quarter (``detect._add_day``: one UPDATE per test on
+NodeDay, an executemany of about 4,900 statements; in a scale-0.02 run only a third of
+them were HOT updates, the rest also wrote a new entry into each of NodeDay's five
+indexes): one UPDATE from a set of rows (unnest of arrays) in web/bulk.py's update_rows,
+and a fillfactor under 100 on NodeDay, would cut that.
+
+The latencies are queueing, not slow queries. 8 uploaders on 4 sync workers keep every
+worker busy with an upload and four more waiting in the listen backlog, so an upload's
+p95 (4.7 s; p50 3.0 s, none under 1.9 s) is mostly its wait, as Little's law has it (8
+uploads in flight at 2.5 a second: 3.2 s). A GET waits in the same queue: the ledger's p95
+is 2.5 s during the ingest against 2 ms idle and 9 ms during the prune, and each page about
+2 s (their own time is B4's and B7's). A p95 of 2 s for uploads at this concurrency needs
+twice the throughput, so more CPUs; fast reads need them served apart from the uploads (a
+gunicorn of their own behind the load balancer, uploads routed to other workers, or a
+cap on concurrent uploads per host). The node page makes 13 queries (goal 12) for a test
+with an open entry and JUnit history.
+
+The prune deletes about 128,000 rows a second (a day of the largest suite, 2M rows, in 16 s)
+and the ledger does not notice. The raw rows take 3.8 times the XML they came from, about
+400 bytes a testcase: JobOutcome (a row per test and job of each commit, with its unique
+(suite, commit, job, node) index) more than half of it, CaseResult most of the rest; at the
+issue's 50M testcases a day kept 30 days that is about 560 GiB. The rollups take 11 MiB per
+million testcases: a NodeDay row of about 240 bytes per test and day, however often it ran.
+"""
+
+
+@dataclass
+class Company:
+    """One suite of the company: its tests by shard (B7's ``Tests``), its nodes' keys in
+    the same order, its write token and its files (two per shard)."""
+
+    suite: object
+    shards: list[b7_junit.Tests]
+    node_pks: list[int]
+    token: str = ""
+    bodies: list[list[bytes]] = field(default_factory=list)
+
+    @property
+    def roles(self) -> list[str]:
+        return [role for tests in self.shards for role in tests.roles]
+
+    def signatures(self) -> dict[int, str]:
+        """The failure signature of each test that fails now and then: its first message's."""
+        size = len(self.shards[0].roles)
+        return {i: signature(self.shards[i // size].messages[i % size][0].format(a=2, b=1))
+                for i, role in enumerate(self.roles) if role == "flaky" or i % 100 == 0}
+
+
+def not_on_sqlite(backend: str) -> list[Row]:
+    return [Row(ID, backend, "the company run: 20 suites, 8 uploaders, 4 workers",
+                status=UNAVAILABLE,
+                detail="PostgreSQL only (COPY, one server behind many workers): not run on "
+                       "SQLite")]
+
+
+def shard_counts(scale: float) -> tuple[int, list[int]]:
+    """Testcases a file, and each suite's shards (the largest first)."""
+    most, least = OTHER_SHARDS
+    others = [max(least, round(most * (least / most) ** (k / (SUITES - 2))))
+              for k in range(SUITES - 1)]
+    return scaled(scale, SHARD, 20), [LARGEST_SHARDS, *others]
+
+
+def _suites(scale: float, today: date) -> list[Company]:
+    shard, counts = shard_counts(scale)
+    companies = []
+    for k, shards in enumerate(counts):
+        suite = data.make_suite(f"b10-{k:02d}")
+        ids = data.nodeids(shard * shards, prefix=f"tests{k:02d}")
+        nodes = data.make_nodes(suite, ids, today)
+        _, token = token_create(suite=suite, scope="write", actor="bench", name="bench")
+        companies.append(Company(suite, [b7_junit.Tests(ids[i:i + shard])
+                                         for i in range(0, len(ids), shard)],
+                                 [node.pk for node in nodes], token))
+    largest = companies[0]
+    flaky = [pk for pk, role in zip(largest.node_pks, largest.roles, strict=True)
+             if role == "flaky"]
+    entries = data.make_entries(largest.suite, Node.objects.filter(pk__in=flaky[::2])
+                                .order_by("pk"), today, seed=10)
+    data.creation_events(largest.suite, entries)
+    return companies
+
+
+def _day_counts(i: int, role: str, offset: int) -> tuple[int, int, int, int] | None:
+    """A test's runs, failures, flaky failures and flaky commits on one day; None when it
+    did not run (skipped). A flaky test is flaky on half the days; one test in a hundred
+    fails once on a tenth of them."""
+    if role == "skipped":
+        return None
+    turn = (i * 31 + offset * 17) % 100
+    if role == "flaky" and turn < 50:
+        flaky = 1 + turn % (RUNS_PER_DAY // 4)
+        return RUNS_PER_DAY + flaky, flaky, flaky, min(flaky, RUNS_PER_DAY // 2)
+    if i % 100 == 0 and turn < 10:
+        return RUNS_PER_DAY + 1, 1, 0, 0
+    return RUNS_PER_DAY, 0, 0, 0
+
+
+def _rollups(company: Company, today: date) -> tuple[int, int]:
+    """``ROLLUP_DAYS`` days of the suite's rollups: the NodeDay and SignatureDay rows."""
+    suite_id, roles, sigs = company.suite.pk, company.roles, company.signatures()
+    days = [(offset, data.db_date(today - timedelta(days=offset)))
+            for offset in range(ROLLUP_DAYS)]
+
+    def node_days():
+        for offset, day in days:
+            for i, pk in enumerate(company.node_pks):
+                if counts := _day_counts(i, roles[i], offset):
+                    yield (suite_id, pk, day, BRANCH, *counts)
+
+    def signature_days():
+        for offset, day in days:
+            for i, sig in sigs.items():
+                counts = _day_counts(i, roles[i], offset)
+                if counts and counts[1]:
+                    yield (suite_id, company.node_pks[i], day, BRANCH, sig, counts[1])
+
+    return (data.insert_rows(NodeDay, NODE_DAY_COLUMNS, node_days()),
+            data.insert_rows(SignatureDay, SIGNATURE_DAY_COLUMNS, signature_days()))
+
+
+def run_commit(slug: str, run: int) -> str:
+    return f"{zlib.crc32(f'{slug}-{run}'.encode()):08x}{run:06x}"
+
+
+def _raw_day(company: Company, today: date, offset: int) -> tuple[int, int, int]:
+    """One day of a suite's raw rows, as ``RUNS_PER_DAY`` runs of every shard would have
+    left them: the files, testcase results and job counts written."""
+    suite, roles, sigs = company.suite, company.roles, company.signatures()
+    day = today - timedelta(days=offset)
+    size, jobs = len(company.shards[0].roles), b7_junit.JOBS
+    specs = [(run, s) for run in range(RUNS_PER_DAY) for s in range(len(company.shards))]
+    skipped = [tests.roles.count("skipped") for tests in company.shards]
+    files = JUnitFile.objects.bulk_create([
+        JUnitFile(suite=suite, created_at=data.moment(day, 1 + run * 22 // RUNS_PER_DAY),
+                  day=day, commit=run_commit(f"{suite.slug}-{offset}", run // len(jobs)),
+                  branch=BRANCH, job=jobs[run % len(jobs)], uploaded_by="token fbw_bench (ci)",
+                  digest=f"{offset:04d}{run:06d}{s:06d}".ljust(64, "0"), producer="pytest",
+                  testcases=size, skipped=skipped[s], passed=size - skipped[s],
+                  infrastructure_share=suite.junit_infrastructure_share)
+        for run, s in specs], batch_size=1000)
+    db_day = data.db_date(day)
+
+    def outcome(i: int, run: int) -> tuple:
+        """outcome, attempts, passes, failures, message, signature"""
+        role = roles[i]
+        if role == "skipped":
+            return "skipped", 1, 0, 0, "", ""
+        if role == "flaky" and (i + run) % 4 == 0:
+            return "passed", 2, 1, 1, sigs[i], sigs[i]
+        if i % 100 == 0 and run % 10 == 0:
+            return "failed", 2, 0, 2, sigs[i], sigs[i]
+        return "passed", 1, 1, 0, "", ""
+
+    def rows():
+        for file, (run, s) in zip(files, specs, strict=True):
+            for pos in range(size):
+                i = s * size + pos
+                yield file, company.node_pks[i], pos, outcome(i, run)
+
+    def results():
+        for file, node, pos, (kind, attempts, passes, failures, message, sig) in rows():
+            yield (suite.pk, file.pk, node, db_day, pos, kind, attempts, passes, failures,
+                   0.05 * attempts, message, sig)
+
+    def job_counts():
+        for file, node, _, (_, _, passes, failures, _, _) in rows():
+            if passes or failures:
+                yield (suite.pk, node, file.commit, file.job, passes, failures,
+                       bool(passes and failures), db_day)
+
+    return (len(files), data.insert_rows(CaseResult, RESULT_COLUMNS, results()),
+            data.insert_rows(JobOutcome, JOB_COLUMNS, job_counts()))
+
+
+def free_disk() -> int:
+    """Bytes free on the database's disk (this machine's root where it cannot tell)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW data_directory")
+        where = cursor.fetchone()[0]
+    try:
+        return shutil.disk_usage(where).free
+    except OSError:
+        return shutil.disk_usage("/").free
+
+
+def _world(scale: float, today: date) -> tuple[list[Company], dict]:
+    """The suites, their rollups and the largest's raw days; what was made, and in what
+    time (the raw days stop at the setup budget or the disk's floor)."""
+    started = time.monotonic()
+    progress(f"{ID}: {SUITES} suites and their nodes")
+    companies = _suites(scale, today)
+    made = Counter(suites=len(companies), tests=sum(len(c.node_pks) for c in companies),
+                   largest=len(companies[0].node_pks))
+    progress(f"{ID}: {made['tests']:,} tests ({made['largest']:,} in the largest); "
+             f"{ROLLUP_DAYS} days of their rollups")
+    for company in companies:
+        node_days, signature_days = _rollups(company, today)
+        made.update(node_days=node_days, signature_days=signature_days)
+    made["rolled_up_testcases"] = made["tests"] * RUNS_PER_DAY * ROLLUP_DAYS
+    made["rollups_s"] = round(time.monotonic() - started, 1)
+    progress(f"{ID}: {made['node_days']:,} NodeDay and {made['signature_days']:,} "
+             f"SignatureDay rows ({made['rollups_s']:.0f} s into the setup)")
+    day_s = 0.0
+    for offset in range(RAW_DAYS):
+        spent, free = time.monotonic() - started, free_disk()
+        if offset >= 2 and (spent + day_s > SETUP_BUDGET_S or free < MIN_FREE_DISK):
+            progress(f"{ID}: the raw rows stop at {offset} days: {spent:.0f} s into the "
+                     f"setup, a day takes {day_s:.0f} s, {fmt_bytes(free)} free")
+            break
+        began = time.monotonic()
+        files, results, job_counts = _raw_day(companies[0], today, offset)
+        day_s = time.monotonic() - began
+        made.update(raw_days=1, files=files, case_results=results, job_outcomes=job_counts)
+        progress(f"{ID}: raw day -{offset}: {files:,} files, {results:,} testcase results, "
+                 f"{job_counts:,} job counts in {day_s:.0f} s")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    made["setup_s"] = round(time.monotonic() - started, 1)
+    return companies, dict(made)
+
+
+def relation_bytes(models) -> dict[str, int]:
+    """Each table's bytes with its indexes and TOAST."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT t, pg_total_relation_size(t::regclass) "
+                       "FROM unnest(%s::text[]) t", [[model._meta.db_table for model in models]])
+        return dict(cursor.fetchall())
+
+
+def _sizes(made: dict) -> dict:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_database_size(current_database())")
+        database = cursor.fetchone()[0]
+    raw, rolled_up = relation_bytes(RAW), relation_bytes(ROLLED_UP)
+    sizes = {"database": database, "raw": sum(raw.values()),
+             "rolled_up": sum(rolled_up.values()), "tables": {**raw, **rolled_up}}
+    progress(f"{ID}: setup {made['setup_s']:.0f} s; database {fmt_bytes(database)}: raw rows "
+             f"{fmt_bytes(sizes['raw'])} ({made['files']:,} files, {made['case_results']:,} "
+             f"results, {made['job_outcomes']:,} job counts over {made['raw_days']} days), "
+             f"rollups {fmt_bytes(sizes['rolled_up'])} ({made['node_days']:,} NodeDay, "
+             f"{made['signature_days']:,} SignatureDay)")
+    return sizes
+
+
+class CpuWatch(threading.Thread):
+    """The CPU seconds of gunicorn's workers and of the database's backends that serve
+    this database (all but the watcher's own), read from /proc every half second while the
+    load runs (a process that exits loses at most its last half second, one that starts
+    counts from nothing); and this process's own (the uploaders and readers: ``client``)."""
+
+    def __init__(self, server: Gunicorn):
+        super().__init__(daemon=True)
+        self.server = server
+        self.stop = threading.Event()
+        self.first: dict[tuple[str, int], float] = {}
+        self.last: dict[tuple[str, int], float] = {}
+        self.client = time.process_time()
+        self.read(first=True)
+
+    def read(self, first: bool = False) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = "
+                           "current_database() AND pid <> pg_backend_pid()")
+            backends = [pid for (pid,) in cursor.fetchall()]
+        for key in [*(("gunicorn", pid) for pid in self.server.worker_pids()),
+                    *(("postgresql", pid) for pid in backends)]:
+            if (seconds := cpu_seconds(key[1])) is not None:
+                self.first.setdefault(key, seconds if first else 0.0)
+                self.last[key] = seconds
+
+    def run(self) -> None:
+        try:
+            while not self.stop.wait(0.5):
+                self.read()
+        finally:
+            connection.close()
+
+    def finish(self) -> dict[str, float]:
+        self.stop.set()
+        self.join()
+        self.read()
+        used = Counter()
+        for key, seconds in self.last.items():
+            used[key[0]] += seconds - self.first[key]
+        return {"gunicorn": used["gunicorn"], "postgresql": used["postgresql"],
+                "client": time.process_time() - self.client}
+
+
+@dataclass
+class Upload:
+    seconds: float
+    status: int
+    testcases: int
+    ended: float
+
+
+class Uploaders:
+    """``UPLOADERS`` threads POSTing the company's CI jobs, each the next of the round (every
+    suite's shards in both jobs, a new commit of each suite every round, each suite's files
+    spread evenly over it), until ``seconds`` pass."""
+
+    def __init__(self, server: Gunicorn, companies: list[Company]):
+        self.server, self.companies = server, companies
+        jobs = len(b7_junit.JOBS)
+        # Each suite's files spread evenly over the round: (suite, shard, job).
+        self.round = [(k, m // jobs, m % jobs) for _, k, m in sorted(
+            ((m + 0.5) / (jobs * len(c.shards)), k, m)
+            for k, c in enumerate(companies) for m in range(jobs * len(c.shards)))]
+        self.next = itertools.count()
+        self.lock = threading.Lock()
+        self.done: list[Upload] = []
+        self.answers: Counter = Counter()
+
+    def _one(self) -> None:
+        with self.lock:
+            n = next(self.next)
+        rnd, (k, s, j) = n // len(self.round), self.round[n % len(self.round)]
+        company = self.companies[k]
+        query = urlencode({"commit": run_commit(company.suite.slug, rnd), "branch": BRANCH,
+                           "job": b7_junit.JOBS[j]})
+        started = time.perf_counter()
+        status, _, answer = fetch(
+            self.server.url(f"/api/v1/suites/{company.suite.slug}/junit?{query}"),
+            {"Authorization": f"Bearer {company.token}", "Content-Type": "application/xml"},
+            company.bodies[s][rnd % 2], method="POST")
+        ended = time.perf_counter()
+        testcases = json.loads(answer)["counts"]["testcases"] if status == 201 else 0
+        with self.lock:
+            self.done.append(Upload(ended - started, status, testcases, ended))
+            self.answers[status] += 1
+
+    def run(self, seconds: float) -> float:
+        """Upload for ``seconds``; the time from the first upload sent to the last answer."""
+        started = time.perf_counter()
+        deadline = started + seconds
+
+        def uploader():
+            while time.perf_counter() < deadline:
+                self._one()
+
+        threads = [threading.Thread(target=uploader) for _ in range(UPLOADERS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return max(upload.ended for upload in self.done) - started
+
+
+def _bodies(companies: list[Company]) -> float:
+    """Two files of every shard (who flakes differs); the XML bytes per testcase."""
+    size = count = 0
+    for company in companies:
+        company.bodies = [[tests.file(len(tests.roles), seed) for seed in (0, 1)]
+                          for tests in company.shards]
+        size += sum(len(body) for files in company.bodies for body in files)
+        count += sum(2 * len(tests.roles) for tests in company.shards)
+    return size / count
+
+
+def _pages(largest: Company, read: str) -> dict[str, tuple[str, dict]]:
+    """The largest suite's pages (signed in as a staff user; the cookie is added later)
+    and its targets file (a read token): {name: (path, headers)}."""
+    slug = largest.suite.slug
+    flaky = next(pk for pk, role in zip(largest.node_pks, largest.roles, strict=True)
+                 if role == "flaky")
+    key = Node.objects.get(pk=flaky).key
+    return {
+        "flaky-tests page": (f"/suites/{slug}/flaky/", {}),
+        "targets file": (f"/api/v1/suites/{slug}/targets", {"Authorization": f"Bearer {read}"}),
+        "node page (a flaky test)": (f"/suites/{slug}/nodes/{key}/", {}),
+        "overview": (f"/suites/{slug}/", {}),
+    }
+
+
+def _queries(pages: dict[str, tuple[str, dict]]) -> tuple[dict[str, int], str]:
+    """Each page's queries, counted in this process on a second request; the session
+    cookie of the staff user the pages were fetched as."""
+    client = Client()
+    client.force_login(data.staff_user())
+    counts = {}
+    for name, (path, headers) in pages.items():
+        if (status := client.get(path, headers=headers).status_code) != 200:
+            raise RuntimeError(f"{path} answered {status}")
+        with CaptureQueriesContext(connection) as queries:
+            client.get(path, headers=headers)
+        counts[name] = len(queries)
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME]
+    return counts, f"{cookie.key}={cookie.value}"
+
+
+def _ingest(server: Gunicorn, companies: list[Company], pages: dict, ledger: tuple,
+            seconds: float) -> dict:
+    """The uploads, and beside them the ledger's and the pages' samplers and the CPU watch."""
+    samplers = {name: Sampler(server.url(path), headers)
+                for name, (path, headers) in {"ledger": ledger, **pages}.items()}
+    watch = CpuWatch(server)
+    watch.start()
+    for sampler in samplers.values():
+        sampler.start()
+    uploaders = Uploaders(server, companies)
+    try:
+        wall = uploaders.run(seconds)
+    finally:
+        for sampler in samplers.values():
+            sampler.stop.set()
+        for sampler in samplers.values():
+            sampler.join()
+        cpu = watch.finish()
+    return {"wall": wall, "uploads": uploaders.done, "answers": uploaders.answers,
+            "samplers": samplers, "cpu": cpu}
+
+
+def _profiled_ingest(largest: Company, today: date) -> dict:
+    """One more file of the largest suite (a new commit's first shard), through
+    ``junit_ingest`` in this process, under cProfile."""
+    body = largest.bodies[0][0]
+    return profiling.profile(lambda: b7_junit.ingest(largest.suite, body, 10**6, today, 0))
+
+
+def p95_text(seconds: list[float]) -> str:
+    return (f"p95 {fmt_seconds(percentile(seconds, 0.95))}, "
+            f"p50 {fmt_seconds(percentile(seconds, 0.5))}")
+
+
+def run(scale: float, backend: str, workdir: Path) -> list[Row]:
+    if connection.vendor != "postgresql":
+        return not_on_sqlite(backend)
+    today = timezone.now().date()
+    companies, made = _world(scale, today)
+    sizes = _sizes(made)
+    largest = companies[0]
+    _, read = token_create(suite=largest.suite, scope="read", actor="bench", name="bench")
+    progress(f"{ID}: two files of every shard ({shard_counts(scale)[0]:,} testcases each)")
+    xml_per_testcase = _bodies(companies)
+    pages = _pages(largest, read)
+    queries, cookie = _queries(pages)
+    pages = {name: (path, headers or {"Cookie": cookie}) for name, (path, headers) in
+             pages.items()}
+    ledger = (f"/api/v1/suites/{largest.suite.slug}/ledger", {"Authorization": f"Bearer {read}"})
+    seconds = INGEST_S * min(1.0, max(scale, 4.0 / INGEST_S))
+    connections.close_all()
+    with Gunicorn(workdir / f"gunicorn-{ID}.log", workers=WORKERS) as server:
+        server.warm_up(ledger[0])
+        if (status := fetch(server.url(ledger[0]), ledger[1])[0]) != 200:
+            raise RuntimeError(f"{ledger[0]} answered {status}")
+        idle, _ = sampled(server, *ledger, lambda: time.sleep(2.0 if scale >= 1 else 0.5))
+        progress(f"{ID}: {UPLOADERS} uploaders for {seconds:.0f} s; the ledger, the pages and "
+                 "the targets file read beside them")
+        load = _ingest(server, companies, pages, ledger, seconds)
+        progress(f"{ID}: {len(load['uploads']):,} uploads in {load['wall']:.1f} s; one more "
+                 "in this process, under cProfile")
+        profile = _profiled_ingest(largest, today)
+        connections.close_all()
+        kept = made["raw_days"] - 1
+        progress(f"{ID}: the prune of the oldest raw day (JUNIT_RETENTION_DAYS={kept}), the "
+                 "ledger read beside it")
+
+        def prune():
+            started = time.perf_counter()
+            pruned = prune_junit(days=kept, today=today)
+            return time.perf_counter() - started, pruned
+
+        pruning, (prune_s, pruned) = sampled(server, *ledger, prune)
+    world = {**made, "bytes": sizes, "xml_bytes_per_testcase": round(xml_per_testcase, 1)}
+    rows = [
+        *_ingest_rows(backend, load, profile, world),
+        *_page_rows(backend, load["samplers"], queries, world),
+        *_prune_rows(backend, prune_s, pruned, pruning, idle, world),
+        *_size_rows(backend, sizes, made, xml_per_testcase),
+    ]
+    bad = {name: sampler.bad for name, sampler in
+           {**load["samplers"], "ledger (prune)": pruning, "ledger (idle)": idle}.items()
+           if sampler.bad}
+    refused = {status: n for status, n in load["answers"].items() if status != 201}
+    if bad or refused:
+        for row in rows:
+            row.status, row.detail = ERROR, f"bad answers: uploads {refused}, reads {bad}"
+    return rows
+
+
+def _latency_row(backend: str, what: str, seconds: list[float], limit_s: float, *,
+                 detail: str, figures: dict, baseline: str = "") -> Row:
+    """A row judged on the 95th percentile of ``seconds`` against ``limit_s``."""
+    p95 = percentile(seconds, 0.95)
+    return Row(ID, backend, what, subject=p95_text(seconds), baseline=baseline,
+               goal=f"p95 ≤ {fmt_seconds(limit_s)}", ratio=p95 / limit_s, limit=1.0,
+               detail=detail, figures=figures).judge()
+
+
+def _rate_row(backend: str, what: str, count: int, seconds: float, unit: str, least: int, *,
+              detail: str, figures: dict) -> Row:
+    """A row judged on ``count`` things done in ``seconds``, at least ``least`` a second."""
+    rate = count / seconds
+    return Row(ID, backend, what, subject=f"{rate:,.0f} {unit}/s", goal=f"≥ {least:,} {unit}/s",
+               ratio=rate / least, limit=1.0, at_most=False, detail=detail,
+               figures=figures).judge(count > 0)
+
+
+def _ingest_rows(backend: str, load: dict, profile: dict, world: dict) -> list[Row]:
+    uploads, wall, cpu = load["uploads"], load["wall"], load["cpu"]
+    testcases = sum(upload.testcases for upload in uploads)
+    latencies = [upload.seconds for upload in uploads]
+    per_k = {name: seconds / testcases * 1000 for name, seconds in cpu.items()}
+    busy = (cpu["gunicorn"] + cpu["postgresql"]) / wall
+    size = max(upload.testcases for upload in uploads)
+    what = f"{UPLOADERS} uploaders of {size:,}-testcase JUnit files, {WORKERS} workers"
+    figures = {**world, "uploads": len(uploads), "testcases": testcases, "wall_s": wall,
+               "upload_s": latencies, "cpu_s": cpu, "cpu_s_per_1000": per_k}
+    return [
+        _rate_row(backend, f"{what}: testcases stored a second", testcases, wall, "testcases",
+                  RATE_GOAL, figures={**figures, "profile": profile},
+                  detail=f"{len(uploads):,} uploads, {testcases:,} testcases in {wall:.1f} s; "
+                         f"CPU per 1,000 testcases: gunicorn {per_k['gunicorn'] * 1000:.0f} "
+                         f"ms, PostgreSQL {per_k['postgresql'] * 1000:.0f} ms; the two kept "
+                         f"{busy:.2f} of this machine's {os.cpu_count()} CPUs busy, the "
+                         f"uploaders and readers (this process) {cpu['client'] / wall:.2f}"),
+        _latency_row(backend, f"{what}: upload latency (p95)", latencies, UPLOAD_P95_S,
+                     detail=f"each upload from its first byte sent to its answer's last, "
+                            f"queueing for a worker included; slowest "
+                            f"{fmt_seconds(max(latencies))}", figures=figures),
+    ]
+
+
+def _page_rows(backend: str, samplers: dict, queries: dict, world: dict) -> list[Row]:
+    ledger = samplers["ledger"].seconds
+    rows = [_latency_row(backend, "GET /ledger during the ingest (p95)", ledger,
+                         LEDGER_P95_MS / 1000, figures={"seconds": ledger},
+                         detail=f"{len(ledger):,} GETs one after another, "
+                                f"{world['largest']:,} tests in the suite")]
+    for name, count in queries.items():
+        seconds = samplers[name].seconds
+        mid = percentile(seconds, 0.5)
+        rows.append(Row(
+            ID, backend, f"{name} during the ingest",
+            subject=f"{fmt_seconds(mid)}, {count} queries",
+            goal=f"≤ {MS_LIMIT} ms, ≤ {QUERY_LIMIT} queries", ratio=mid * 1000 / MS_LIMIT,
+            limit=1.0,
+            detail=f"median over {len(seconds):,} GETs one after another over HTTP "
+                   f"({p95_text(seconds)}); query ratio {count / QUERY_LIMIT:.2f}, counted "
+                   "in process",
+            figures={"seconds": seconds, "queries": count}).judge(count <= QUERY_LIMIT))
+    return rows
+
+
+def _prune_rows(backend: str, seconds: float, pruned, pruning: Sampler, idle: Sampler,
+                world: dict) -> list[Row]:
+    deleted = pruned.results + pruned.job_outcomes
+    figures = {"prune_s": seconds, "deleted": {"results": pruned.results,
+                                               "job_outcomes": pruned.job_outcomes},
+               "get_s_during": pruning.seconds, "get_s_idle": idle.seconds}
+    return [
+        _rate_row(backend, "prune of one raw day of the largest suite: rows deleted a second",
+                  deleted, seconds, "rows", PRUNE_RATE_LIMIT, figures=figures,
+                  detail=f"{deleted:,} rows ({pruned.results:,} testcase results, "
+                         f"{pruned.job_outcomes:,} job counts) in {fmt_seconds(seconds)}; "
+                         f"{world['raw_days'] - 1} raw days kept"),
+        _latency_row(backend, "GET /ledger while the prune runs (p95)", pruning.seconds,
+                     LEDGER_P95_MS / 1000, baseline=f"{p95_text(idle.seconds)} idle",
+                     detail=f"{len(pruning.seconds):,} GETs one after another during the "
+                            f"prune, {len(idle.seconds):,} idle before the ingest",
+                     figures=figures),
+    ]
+
+
+def _size_rows(backend: str, sizes: dict, made: dict, xml: float) -> list[Row]:
+    """Bytes per million testcases, raw and rolled up, each against the XML's."""
+    retention = settings.JUNIT_RETENTION_DAYS
+    figures = {"bytes": sizes, "xml_bytes_per_testcase": xml, **made}
+    raw = sizes["raw"] / made["case_results"]
+    tables = sizes["tables"]
+    shares = ", ".join(f"{model.__name__} {tables[model._meta.db_table] / sizes['raw']:.0%}"
+                       for model in RAW)
+    kinds = {
+        "raw": (raw, f"files, testcase results and job counts with their indexes: "
+                     f"{fmt_bytes(sizes['raw'])} ({shares}) for {made['case_results']:,} results "
+                     f"({made['raw_days']} days of the largest suite); at the issue's "
+                     f"{COMPANY_DAY / 1e6:.0f}M testcases a day kept {retention} days "
+                     f"(JUNIT_RETENTION_DAYS): {fmt_bytes(raw * COMPANY_DAY * retention)}"),
+        "rolled up": (sizes["rolled_up"] / made["rolled_up_testcases"],
+                      f"NodeDay and SignatureDay with their indexes: "
+                      f"{fmt_bytes(sizes['rolled_up'])} for {made['rolled_up_testcases']:,} "
+                      f"testcases ({made['tests']:,} tests run {RUNS_PER_DAY} times a day for "
+                      f"{ROLLUP_DAYS} days); the database {fmt_bytes(sizes['database'])}"),
+    }
+    return [Row(ID, backend, f"database bytes per million testcases, {kind}",
+                subject=fmt_bytes(per_testcase * 1e6), baseline=f"{fmt_bytes(xml * 1e6)} of XML",
+                goal=f"≤ 1{TIMES} the XML", ratio=per_testcase / xml, limit=1.0, detail=detail,
+                figures=figures).judge()
+            for kind, (per_testcase, detail) in kinds.items()]

@@ -41,8 +41,9 @@ and request_finished signals (each checks the database connection) and the respo
 headers. WhiteNoise answers second in the middleware chain, after SecurityMiddleware
 alone; the ledger's fast path answers after common, clickjacking and CSP, so it also pays
 their work and the headers they set, which keeps both of the ledger's paths answering
-alike. Its own part is small: one indexed SELECT that checks the token and reads its
-suite's row (it must run on every request, or a revoked token or a new revision would be
+alike. Its own part is small: the token and its suite as this process last read them
+(read again only after a token or a suite changed: ledger/changes.py, SQLite's data
+version or PostgreSQL's notifications, so a revoked token or a new revision is not
 missed), the ETag from a memo, and the 304 itself. Under gunicorn each of these costs
 several times its in-process figure (cold caches between requests), so the last
 microseconds count for more than the in-process profile suggests. The goal (0.9) would

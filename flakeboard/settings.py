@@ -99,13 +99,10 @@ TEMPLATES = [
     },
 ]
 
-# Persistent connections: each gunicorn worker (one thread each, the sync default) keeps
-# its own connection for CONN_MAX_AGE seconds instead of opening one per request, which on
-# SQLite also means running the PRAGMAs below once. A worker holds no transaction between
-# requests, so on SQLite a kept connection blocks neither writers nor WAL checkpoints; on
-# PostgreSQL, size max_connections for workers times threads (plus the management commands).
-# Behind PgBouncer in transaction mode a cursor may not outlive its transaction: the CSV
-# exports' server-side cursors are then turned off (DISABLE_SERVER_SIDE_CURSORS).
+# Persistent connections: each gunicorn worker thread keeps its own connection for
+# CONN_MAX_AGE seconds (on SQLite, the PRAGMAs below run once) and holds no transaction
+# between requests. Connection counts and PgBouncer: docs/deployment.md. Behind PgBouncer in
+# transaction mode, DISABLE_SERVER_SIDE_CURSORS turns off the CSV exports' cursors.
 DATABASES = {
     "default": dj_database_url.parse(
         env("DATABASE_URL", f"sqlite:///{BASE_DIR / 'flakeboard.sqlite3'}"),
@@ -145,6 +142,9 @@ def _cache(url: str) -> dict:
 # Local memory by default: each worker process caches on its own. A shared cache (Redis,
 # memcached) lets the workers and servers build each ledger revision once between them.
 CACHES = {"default": _cache(env("CACHE_URL", "locmem://"))}
+
+# Where each worker listens for changes to tokens and suites: see ledger/changes.py.
+LISTEN_URL = env("LISTEN_URL", "")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

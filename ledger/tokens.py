@@ -13,6 +13,7 @@ from django.db import connections, router, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from . import changes
 from .audit import record_event
 from .models import ApiToken, AuditEvent, Suite
 
@@ -114,11 +115,13 @@ class _TokenQuery:
     expiry and its suite's whole row, raw; ``build`` reads both rows whole, and
     they are made into models with the ORM's converters. Making models costs more than the
     check, so the models are kept (``KNOWN_TOKENS`` tokens, in this process) with the row
-    the check read, and given out again while it reads the same row. The check runs on
-    every call, so a revoked token, a new ledger revision and a changed setting are all
-    seen on the next call, in every process; a call that finds a changed row (or a token
-    first seen here) builds the models again. The models given out are shared: callers
-    only read them (``suite_for_token`` hands views a copy of the suite).
+    the check read, and given out again while it reads the same row. The check itself is
+    skipped while no row of a token or a suite has changed since it ran (``ledger.changes``:
+    exact on SQLite; on PostgreSQL, until the notification of a change arrives, within
+    milliseconds of its commit). So a revoked token, a new ledger revision and a changed
+    setting are all seen on the next call, in every process; a call that finds a changed
+    row (or a token first seen here) builds the models again. The models given out are
+    shared: callers only read them (``suite_for_token`` hands views a copy of the suite).
     """
 
     STAND_IN = "fbr_stand-in"
@@ -140,7 +143,8 @@ class _TokenQuery:
         suite_info = compiler.klass_info["related_klass_infos"][0]
         self.token_fields = self._layout(columns, compiler.klass_info["select_fields"])
         self.suite_fields = self._layout(columns, suite_info["select_fields"])
-        self.known: dict[str, tuple[tuple, ApiToken]] = {}  # prefix -> (checked row, models)
+        # prefix -> (the checked row, its models, the change marker taken before the check)
+        self.known: dict[str, tuple[tuple, ApiToken, object]] = {}
 
     @classmethod
     def _sql(cls, query, alias: str, compiler=None) -> str:
@@ -159,11 +163,15 @@ class _TokenQuery:
 
     def fetch(self, alias: str, prefix: str) -> ApiToken | None:
         connection = connections[alias]
+        seen = changes.marker(connection)  # before the check, so a change during it counts
+        known = self.known.get(prefix)
+        if seen is not None and known is not None and known[2] == seen:
+            return known[1]  # no row of a token or a suite has changed since
         with connection.cursor() as cursor:
             cursor.execute(self.check_sql, {"prefix": prefix})
             checked = cursor.fetchone()
-            known = self.known.get(prefix)
             if checked is not None and known is not None and known[0] == checked:
+                self.known[prefix] = (checked, known[1], seen)
                 return known[1]
             self.known.pop(prefix, None)
             if checked is None:
@@ -175,7 +183,7 @@ class _TokenQuery:
         token = self._models(connection, alias, list(row))
         if len(self.known) >= KNOWN_TOKENS:
             self.known.pop(next(iter(self.known)))  # the longest known
-        self.known[prefix] = (checked, token)
+        self.known[prefix] = (checked, token, seen)
         return token
 
     def _models(self, connection, alias: str, row: list) -> ApiToken:
@@ -204,8 +212,9 @@ def token_authenticate(raw: str) -> ApiToken | None:
 
     One indexed query (the token with its suite, so the caller has the suite's ledger
     revision too; a token first seen by this process, or whose row changed, takes a second),
-    and a write of ``last_used_at`` at most once a LAST_USED_RESOLUTION. The query runs on
-    every call: a revoked token is refused on its next request, in every worker.
+    none while no token or suite changed since (``_TokenQuery``), and a write of
+    ``last_used_at`` at most once a LAST_USED_RESOLUTION. A revoked token is refused on its
+    next request, in every worker.
     """
     if not isinstance(raw, str) or not TOKEN_SHAPE.fullmatch(raw):
         return None

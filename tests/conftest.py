@@ -152,6 +152,16 @@ def world(suite, other_suite, lead, owner, viewer, outsider, staff, today):
 
 
 @pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """pytest-django's test database, whose teardown first closes this process's connection
+    listening for row changes (ledger/changes.py): PostgreSQL drops no database in use."""
+    from ledger.changes import stop_listening
+
+    yield
+    stop_listening()
+
+
+@pytest.fixture(scope="session")
 def _one_request_at_a_time():
     """On an in-memory SQLite database, the live server answers one request at a time.
     Its request threads would share the one connection, and a page and the panel it

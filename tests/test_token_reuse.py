@@ -1,8 +1,9 @@
 """A token's models are made once per process and reused while its row is unchanged
 (``ledger.tokens._TokenQuery``); the check that runs on every call still sees at once what
 another process changed: a revocation, a new ledger revision, a renamed suite, a changed
-setting. Changes here are written with ``QuerySet.update``, as another process's would be:
-nothing in this process is told of them."""
+setting. Changes here are written with ``QuerySet.update``, as another process's would be.
+Inside a test's transaction the check runs on every call (``ledger.changes`` gives no
+marker there); tests/test_row_changes.py has the calls that skip it."""
 
 from __future__ import annotations
 

@@ -1,12 +1,15 @@
 """Scratch databases for the benchmarks: migrated once per backend into a template, then
 copied for each benchmark, and removed at the end.
 
-SQLite: files in a temporary directory. PostgreSQL: databases named ``flakeboard_bench_*``
-on the server DATABASE_URL names, created from a migrated template and dropped afterwards.
+SQLite: files in a temporary directory. PostgreSQL: databases named
+``flakeboard_bench_<pid>_*`` on the server DATABASE_URL names, created from a migrated
+template and dropped afterwards. The process id keeps two runs on one server (a bench and
+the bench smoke test, say) out of each other's databases.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -82,7 +85,8 @@ class PostgresScratch:
         self.psycopg = psycopg
         self.server = urlsplit(server_url)._replace(scheme="postgresql")
         self.created: list[str] = []
-        self.template = f"{PREFIX}_template"
+        self.prefix = f"{PREFIX}_{os.getpid()}"
+        self.template = f"{self.prefix}_template"
         self._execute(f'DROP DATABASE IF EXISTS "{self.template}" WITH (FORCE)')
         self._execute(f'CREATE DATABASE "{self.template}"')
         self.created.append(self.template)
@@ -100,7 +104,7 @@ class PostgresScratch:
             return conn.execute("SHOW server_version").fetchone()[0]
 
     def create(self, label: str) -> str:
-        dbname = f"{PREFIX}_{label.lower()}"
+        dbname = f"{self.prefix}_{label.lower()}"
         self._execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
         self._execute(f'CREATE DATABASE "{dbname}" TEMPLATE "{self.template}"')
         self.created.append(dbname)

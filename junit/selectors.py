@@ -195,17 +195,16 @@ class PassiveHistory:
 def passive_history(node: Node, today: date, latest: int = 10) -> PassiveHistory | None:
     """None when no JUnit file has named the node in the window or among its kept rows."""
     window = Window(today, DEFAULT_WINDOW)
-    days = window.rows(NodeDay, node=node)
-    total = days.aggregate(runs=Sum("runs"), failures=Sum("failures"),
-                           flaky_failures=Sum("flaky_failures"),
-                           flaky_commits=Sum("flaky_commits"))
+    sums = ("runs", "failures", "flaky_failures", "flaky_commits")
+    # A row a day (a few dozen at most): the window's figures are their sums.
+    days = list(window.rows(NodeDay, node=node).values("day").annotate(
+        **{name: Sum(name) for name in sums}).order_by())
     results = list(CaseResult.objects.filter(node=node).select_related("file").order_by(
         "-day", "-file__created_at", "-pk")[:latest])
-    if total["runs"] is None and not results:
+    if not days and not results:
         return None
-    figures = FlakyFigures(*(total[k] or 0 for k in ("runs", "failures", "flaky_failures",
-                                                     "flaky_commits")))
-    per_day = dict(days.values_list("day").annotate(flaky=Sum("flaky_failures")))
+    figures = FlakyFigures(*(sum(day[name] for day in days) for name in sums))
+    per_day = {day["day"]: day["flaky_failures"] for day in days}
     spark = Spark(window.today - timedelta(days=SPARK_DAYS - 1),
                   [per_day.get(window.today - timedelta(days=SPARK_DAYS - 1 - i), 0)
                    for i in range(SPARK_DAYS)])

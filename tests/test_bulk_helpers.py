@@ -1,19 +1,22 @@
 """The mechanics of large uploads (``web.bulk``): the cycle collector paused for an ingest
 and restored as it was found, whatever the order in which overlapping ingests end; and rows
-read without the ORM's converters."""
+read without the ORM's converters; and rows updated each with its own values."""
 
 from __future__ import annotations
 
 import gc
 import threading
+from datetime import date
 
 import pytest
 
+from junit.models import JobOutcome
 from ledger.models import Node
 from runs.ingest import signals_ingest
 from runs.wire import UploadInvalid
 from tests.helpers import body, record
-from web.bulk import cycle_collector_paused, plain_rows
+from web import bulk
+from web.bulk import cycle_collector_paused, plain_rows, update_rows
 
 
 @pytest.fixture(autouse=True)
@@ -79,3 +82,21 @@ def test_plain_rows_are_the_drivers_values(suite):
     rows = list(plain_rows(Node.objects.order_by("nodeid").values_list("nodeid", "pk"), 1))
     assert rows == list(Node.objects.order_by("nodeid").values_list("nodeid", "pk"))
     assert list(plain_rows(Node.objects.filter(pk__in=[]).values_list("pk"), 10)) == []
+
+
+def test_update_rows_sets_each_row_its_own_values_in_every_chunk(suite, monkeypatch):
+    monkeypatch.setattr(bulk, "UPDATE_ROWS", 2)  # five rows: three statements on PostgreSQL
+    signals_ingest(suite=suite, body=body([record(f"t.py::t{i}") for i in range(6)]),
+                   actor="ci")
+    outcomes = [JobOutcome.objects.create(suite=suite, node=node, commit="c0ffee", job="j",
+                                          last_day=date(2026, 12, 1))
+                for node in Node.objects.order_by("nodeid")]
+    *changed, untouched = outcomes
+    update_rows(JobOutcome, ("passes", "failures", "flaky", "last_day"),
+                [(i, 10 * i, i % 2 == 1, date(2026, 12, 2 + i), outcome.pk)
+                 for i, outcome in enumerate(changed)])
+    rows = {pk: rest for pk, *rest in JobOutcome.objects.values_list(
+        "pk", "passes", "failures", "flaky", "last_day")}
+    assert [rows[outcome.pk] for outcome in changed] == [
+        [i, 10 * i, i % 2 == 1, date(2026, 12, 2 + i)] for i in range(5)]
+    assert rows[untouched.pk] == [0, 0, False, date(2026, 12, 1)]

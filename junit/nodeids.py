@@ -41,6 +41,9 @@ from __future__ import annotations
 import re
 from functools import cache, lru_cache
 
+# How many known nodes' written forms each process keeps (a few MiB at 50,000 nodes).
+WRITTEN_KEPT = 200_000
+
 SEPARATOR = "::"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _NAMED_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
@@ -89,6 +92,7 @@ def pytest_nodeid(classname: str, name: str, file: str = "") -> str:
     return _head(classname, file.replace("\\", "/")) + SEPARATOR + escaped(name)
 
 
+@lru_cache(maxsize=WRITTEN_KEPT)  # every upload asks again for each of a suite's known nodes
 def pytest_written(nodeid: str) -> tuple[str, str]:
     """(classname, name) as pytest writes a node id in JUnit XML: pytest 9's
     ``mangle_test_address`` (the parameters set aside before the id is split on ``::``,

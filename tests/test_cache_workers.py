@@ -1,7 +1,9 @@
 """Workers that share one Redis cache (CACHE_URL=redis://) never serve a stale ledger: two
 gunicorn workers answer the ledger, cache it between them, and after a change made from
-outside them (another host's manage.py) every answer is the new ledger. A real gunicorn
-and a real redis-server on 127.0.0.1, each stopped after."""
+outside them (another host's manage.py) every answer is the new ledger, and a token revoked
+there is refused by both. A real gunicorn and a real redis-server on 127.0.0.1, each
+stopped after, on the database DATABASE_URL selects (on PostgreSQL, the workers learn of
+the changes by notification: ledger/changes.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tests.throwaway import deployed_board
+from tests.throwaway import configured_backend, deployed_board
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +32,7 @@ def ledgers(board) -> set[str]:
 
 
 def test_workers_sharing_a_redis_cache_never_serve_a_stale_ledger(tmp_path, redis_url):
-    with deployed_board(tmp_path, CACHE_URL=redis_url) as board:
+    with deployed_board(tmp_path, backend=configured_backend(), CACHE_URL=redis_url) as board:
         # Room for the one entry whatever the test set: the cap is not under test here.
         board.manage("shell", "-c", "from ledger.models import Suite; "
                      "Suite.objects.filter(slug='acme').update(max_quarantined_share=1.0)")
@@ -46,3 +48,11 @@ def test_workers_sharing_a_redis_cache_never_serve_a_stale_ledger(tmp_path, redi
         # A tier rule drops it from the served ledger (it becomes a tier violation).
         board.manage("add_tier_rule", "acme", "tests/test_ingest.py::*", "0")
         assert ledgers(board) == {"{}"}
+        # Revoked from outside: each worker had the token, and neither serves it again.
+        board.manage("shell", "-c", "from ledger.models import ApiToken; "
+                     "from ledger.tokens import token_revoke; "
+                     f"token_revoke(token=ApiToken.objects.get(prefix='{board.token[:12]}'), "
+                     "actor='ops')")
+        refused = {board.call("/api/v1/suites/acme/ledger", board.token)[0]
+                   for _ in range(READS)}
+        assert refused == {401}

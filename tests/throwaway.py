@@ -127,11 +127,12 @@ def free_port() -> int:
 
 @contextmanager
 def deployed_board(tmp_path: Path, *, workers: int = 2, options: tuple[str, ...] = (),
-                   **environ: str) -> Iterator[Board]:
+                   backend: str = "sqlite", **environ: str) -> Iterator[Board]:
     """A board served as deployed: gunicorn with its settings (flakeboard/gunicorn.py, which
-    makes /metrics count across workers), on an SQLite file of its own, with the suite
-    ``acme`` and a write token of it (``board.token``); stopped after."""
-    board = Board(tmp_path, "sqlite")
+    makes /metrics count across workers), on a database of its own (an SQLite file unless
+    ``backend`` says otherwise), with the suite ``acme`` and a write token of it
+    (``board.token``); stopped after."""
+    board = Board(tmp_path, backend)
     board.env.pop("PROMETHEUS_MULTIPROC_DIR", None)  # gunicorn's settings make the folder
     board.env.update(environ)
     try:

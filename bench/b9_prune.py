@@ -58,11 +58,12 @@ def _world(scale: float):
 
 class Sampler(threading.Thread):
     """Ledger GETs one after another until ``stop`` is set and LEAST_SAMPLES are taken; the
-    seconds of each, and any answer that was not 200."""
+    seconds of each, and any answer that was not 200. ``every``: the seconds from one GET's
+    start to the next's, at least (0: each at once after the last)."""
 
-    def __init__(self, url: str, headers: dict):
+    def __init__(self, url: str, headers: dict, every: float = 0.0):
         super().__init__(daemon=True)
-        self.url, self.headers = url, headers
+        self.url, self.headers, self.every = url, headers, every
         self.stop = threading.Event()
         self.seconds: list[float] = []
         self.bad: list[int] = []
@@ -74,6 +75,8 @@ class Sampler(threading.Thread):
             self.seconds.append(time.perf_counter() - started)
             if status != 200:
                 self.bad.append(status)
+            if (rest := self.every - (time.perf_counter() - started)) > 0:
+                self.stop.wait(rest)
 
 
 def percentile(values: list[float], share: float) -> float:

@@ -39,9 +39,11 @@ def free_port() -> int:
 class Gunicorn:
     """``with Gunicorn(log) as server:`` serves the project; ``server.url(path)``."""
 
-    def __init__(self, log: Path, workers: int = WORKERS, timeout: int = 600):
+    def __init__(self, log: Path, workers: int = WORKERS, timeout: int = 600,
+                 threads: int = 1):
         self.log_path = log
         self.workers = workers
+        self.threads = threads  # above 1: gunicorn's gthread workers
         self.timeout = timeout  # gunicorn's worker timeout, in seconds (its own default: 30)
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
@@ -54,7 +56,8 @@ class Gunicorn:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "flakeboard.wsgi:application",
              "--bind", f"127.0.0.1:{self.port}", "--workers", str(self.workers),
-             "--timeout", str(self.timeout), "--log-level", "warning"],
+             "--timeout", str(self.timeout), "--log-level", "warning",
+             "--threads", str(self.threads)],
             cwd=ROOT, env=os.environ.copy(), stdout=self.log, stderr=self.log,
         )
         deadline = time.monotonic() + 60

@@ -98,39 +98,39 @@ COMPANY_DAY = 50_000_000  # the issue's company: testcases a day
 SHARED = "ledger (uploads' workers)"
 
 GAP = """
-The ingest meets its rate only by using the whole machine: at scale 1, gunicorn's 4 workers
-and the PostgreSQL backends serving them kept 1.85 of the 2 CPUs busy, at 53 ms of
-gunicorn's CPU and 94 ms of PostgreSQL's per 1,000 testcases, so two CPUs top out near
-13,600 testcases/s and the database does two thirds of the work. The profile of one
-5,000-test file of the largest suite (1.0 s in process, half of it waiting on PostgreSQL)
-puts nearly half of an upload in finding its testcases' nodes: ``junit/nodes.py``'s
-``_vouched_fits`` reads all 50,000 of the suite's known node ids and writes each as pytest
-would (``pytest_written``) on every upload, ten times the file's own tests, about 40% of
-the time; looking up only the names the file's testcases carry (5,000, through an index
-of the written form) or keeping the map between uploads would cut most of it. Adding the
-file to the day's rollups is the next quarter (``detect._add_day``: one UPDATE per test on
-NodeDay, an executemany of about 4,900 statements; in a scale-0.02 run only a third of
-them were HOT updates, the rest also wrote a new entry into each of NodeDay's five
-indexes): one UPDATE from a set of rows (unnest of arrays) in web/bulk.py's update_rows,
-and a fillfactor under 100 on NodeDay, would cut that.
+The ingest meets its rate by using most of the machine: gunicorn's 4 upload workers and
+the PostgreSQL backends serving them kept 1.66 of the 2 CPUs busy, at 53 ms of gunicorn's
+CPU and 75 ms of PostgreSQL's per 1,000 testcases (PostgreSQL's was 94 ms while an
+upload's rollups took one UPDATE a test; web/bulk.py's update_rows now sends one
+UPDATE … FROM (VALUES …) per 2,000 rows), so two CPUs top out near 15,600 testcases/s.
+The profile of one 5,000-test file of the largest suite (1.1 s, taken in the bench's own
+process, so with cold caches) puts half of an upload in finding its testcases' nodes
+(``junit/nodes.py``'s ``nodes_for_cases``, 0.53 s): ``_vouched_fits`` reads all 50,000 of
+the suite's known node ids and writes each as pytest would (``pytest_written``, 0.2 s
+here; a gunicorn worker keeps those forms between uploads, so it pays that once). Reading
+only the names the file's testcases carry, through an index of the written form, would
+cut the rest. Adding the file to the day's rollups (``detect._add_day``, 0.29 s) is the
+next quarter, most of it turning rows into tuples for the bulk statements (``plain_rows``).
 
 The latencies are queueing, not slow queries. 8 uploaders on 4 sync workers keep every
-worker busy with an upload and four more waiting in the listen backlog, so an upload's
-p95 (4.7 s; p50 3.0 s, none under 1.9 s) is mostly its wait, as Little's law has it (8
-uploads in flight at 2.5 a second: 3.2 s). A GET waits in the same queue: the ledger's p95
-is 2.5 s during the ingest against 2 ms idle and 9 ms during the prune, and each page about
-2 s (their own time is B4's and B7's). A p95 of 2 s for uploads at this concurrency needs
-twice the throughput, so more CPUs; fast reads need them served apart from the uploads (a
-gunicorn of their own behind the load balancer, uploads routed to other workers, or a
-cap on concurrent uploads per host). The node page makes 13 queries (goal 12) for a test
-with an open entry and JUnit history.
+worker busy with an upload and four more waiting, so an upload's p95 (4.48 s; p50 2.94 s)
+is mostly its wait, as Little's law has it (8 uploads in flight at 2.6 a second: 3.1 s).
+A p95 of 2 s at this concurrency needs twice the throughput, so more CPUs, or fewer
+uploads in flight per host. Reads sent to the uploads' workers wait in the same queue:
+the ledger's p95 there is 2.66 s. Served by a gunicorn of their own (docs/deployment.md),
+the ledger's p95 is 32 ms during the ingest. The pages on those workers (medians 162 to
+486 ms; 10, 6, 12 and 10 queries, within the goal) miss 150 ms because they share the two
+CPUs with the ingest and their suite has 50,000 tests: B7's flaky page on 10,000 tests
+takes 65 ms on an idle machine. This run did not time B10's pages idle; more CPUs, or the
+reads' gunicorn on a host of its own, is the remedy, not fewer queries.
 
-The prune deletes about 128,000 rows a second (a day of the largest suite, 2M rows, in 16 s)
-and the ledger does not notice. The raw rows take 3.8 times the XML they came from, about
-400 bytes a testcase: JobOutcome (a row per test and job of each commit, with its unique
-(suite, commit, job, node) index) more than half of it, CaseResult most of the rest; at the
-issue's 50M testcases a day kept 30 days that is about 560 GiB. The rollups take 11 MiB per
-million testcases: a NodeDay row of about 240 bytes per test and day, however often it ran.
+The prune deletes about 117,000 rows a second (a day of the largest suite, 2M rows, in
+17 s) and the ledger does not notice (p95 4.3 ms). The raw rows take 3.8 times the XML
+they came from, about 400 bytes a testcase: JobOutcome (a row per test and job of each
+commit, with its unique (suite, commit, job, node) index) more than half of it, CaseResult
+most of the rest; at the issue's 50M testcases a day kept 30 days that is about 560 GiB.
+The rollups take 11 MiB per million testcases: a NodeDay row of about 240 bytes per test
+and day, however often it ran.
 """
 
 

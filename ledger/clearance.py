@@ -125,11 +125,15 @@ def ready_flags_refresh(*, suite: Suite, now: datetime) -> int:
 def clearing_note(entry: QuarantineEntry, k: int, report_url: Callable[[int], str]) -> str:
     """The note of a one-click clearance: the measurements that made the entry ready, each
     with a link to its report, as the evidence the audit keeps."""
-    cited = entry.trail[-k:]
+    # A ready entry's last k steps are its clean measurements; one that is not ready any
+    # more (CI saw its node fail since the page was read) is refused by the clear, and
+    # its sighting, which cites no report, is no evidence here.
+    cited = [(seen, report) for seen in entry.trail[-k:]
+             if (report := rules.step_report(seen)) is not None]
     lines = [f"Ready to clear: the last {rules.plural(len(cited), 'measurement')} since the "
              "entry was made were each within budget."]
-    lines += [f"- {seen['fails']} of {seen['n']} runs failed: {report_url(seen['report'])}"
-              for seen in cited]
+    lines += [f"- {seen['fails']} of {seen['n']} runs failed: {report_url(report)}"
+              for seen, report in cited]
     return "\n".join(lines)
 
 

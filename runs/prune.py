@@ -4,7 +4,8 @@ per-day rollups the trends read, the ledger's entries (their trails included) an
 events are kept whole, so the trends and every entry's history stay true.
 
 An upload an entry cites is kept at any age: its address in an entry's evidence, now or in
-an audit event's before or after (an earlier evidence), or its report in an entry's trail.
+an audit event's before or after (an earlier evidence), or its report in an entry's trail
+(read by ``rules.trail_reports``: a failure CI saw, the trail's other kind of step, cites none).
 
 Deleting goes in chunks (``ledger.locks.delete_in_chunks``, as ``prune_junit`` does), each
 its own transaction under its suite's write lock, so the board keeps serving and an
@@ -20,7 +21,7 @@ from datetime import date, datetime
 
 from django.utils import timezone
 
-from flakeboard.rules import retention_window
+from flakeboard.rules import retention_window, trail_reports
 from ledger.locks import delete_in_chunks
 from ledger.models import AuditEvent, QuarantineEntry
 from ledger.predicates import window_q
@@ -55,7 +56,7 @@ def cited_uploads(*, suite_id: int | None = None, since: datetime | None = None)
     if since is None:
         for evidence, trail in QuarantineEntry.objects.values_list("evidence", "trail").iterator():
             _cite(cited, evidence)
-            cited[Report].update(seen["report"] for seen in trail)
+            cited[Report].update(trail_reports(trail))
     else:
         events = events.filter(suite_id=suite_id, at__gte=since)
     for before, after in events.values_list("before__evidence", "after__evidence").iterator():

@@ -165,3 +165,42 @@ def test_an_entry_renewed_during_the_prune_keeps_its_new_evidence(suite, today, 
     monkeypatch.setattr(prune, "cited_uploads", renewed_meanwhile)
     prune_command()
     assert kept_ages(history) == [0, 399, 450]
+
+
+def test_a_trail_with_failures_ci_saw_prunes_and_keeps_the_reports_it_cites(suite, today,
+                                                                             history):
+    """The demo's shape: a quarantined node measured, then seen failing by the gate (a
+    sighting cites no report). The dry run and the prune read its trail alike."""
+    entry = _entry(suite, today, "ci/run-1")
+    nodeid = entry.node.nodeid
+    measured = report_ingest(suite=suite, body=body([measurement(nodeid, fails=9)]),
+                             actor="ci", now=at(today, 450) + timedelta(hours=1))
+    signals_ingest(suite=suite, body=body([record(nodeid, prop="fail")]), actor="ci",
+                   now=at(today, 1))
+    trail = QuarantineEntry.objects.get(pk=entry.pk).trail
+    assert [seen.get("ci") for seen in trail] == [None, "gate"]
+    assert prune_command("--dry-run") == (
+        "Would delete 2 reports (4 measurements) and 2 verdict batches (4 verdicts) older "
+        "than 400 days; kept 1 older uploads that entries cite.\n")
+    assert prune_command() == (
+        "Deleted 2 reports (4 measurements) and 2 verdict batches (4 verdicts) older than "
+        "400 days; kept 1 older uploads that entries cite.\n")
+    assert Report.objects.filter(pk=measured.upload.pk).exists()
+    assert kept_ages(history) == [0, 399]
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_prune_runs_on_the_demo_board(settings):
+    """The board ``make run`` loads: its entries' trails hold failures CI saw. A dry run
+    counts what the prune then deletes, and a second prune deletes nothing."""
+    call_command("demo", stdout=StringIO())
+    trails = QuarantineEntry.objects.values_list("trail", flat=True)
+    assert any(seen.get("ci") for trail in trails for seen in trail)
+    cited = {seen["report"] for trail in trails for seen in trail if "report" in seen}
+    settings.RETENTION_DAYS = 30
+    would = prune_command("--dry-run").removeprefix("Would delete ")
+    assert prune_command().removeprefix("Deleted ") == would
+    assert not would.startswith("0 reports")
+    assert cited <= set(Report.objects.values_list("pk", flat=True))
+    assert prune_command().startswith("Deleted 0 reports (0 measurements) and 0 verdict")

@@ -314,6 +314,18 @@ def test_a_failure_ci_saw_after_the_clean_measurements_unsets_ready(
     assert fresh(entry).ready_to_clear
 
 
+def test_one_click_after_ci_saw_the_node_fail_refuses_it(client_for, owner, suite, entry):
+    """A page read while the entry was ready, clicked after CI saw its node fail: the trail
+    ends in a sighting (no report, no runs), and the answer is the clear's refusal."""
+    measure(suite, 0, 0, 0)
+    junit(suite, "failed", commit="c-fail-1")
+    response = client_for(owner).post(reverse("entry_clear_ready", args=[suite.slug, entry.pk]),
+                                      follow=True)
+    assert response.status_code == 200
+    assert "not ready to clear" in response.content.decode()
+    assert fresh(entry).cleared_at is None
+
+
 def test_a_failure_in_a_broken_runners_file_is_no_sighting(suite, entry):
     measure(suite, 0, 0, 0)
     # Every test failed: the file is an infrastructure failure, and says nothing of the node.

@@ -262,3 +262,48 @@ def test_a_backfilled_failure_takes_its_place_by_time():
     trail, _ = trail_of([False, True, True, True, ("junit", 0)])
     assert [seen.get("ci") for seen in trail] == [None, "junit", None, None, None]
     assert rules.ready_to_clear([seen["clean"] for seen in trail], 3)
+
+
+# A trail's steps as uploads leave them: a measurement of a report (or one kept without
+# its report's id, as older trails and hand-made ones hold), or a failure CI saw.
+steps = st.lists(st.one_of(
+    st.tuples(st.just("measured"), st.booleans()),
+    st.just(("measured without report", True)),
+    st.tuples(st.sampled_from(["junit", "gate"]), st.integers(0, 60)),
+), max_size=60)
+
+
+def trail_with_reports(history) -> tuple[list[dict], list[int]]:
+    """The trail a history leaves, and the reports its measurements came in, in order."""
+    trail: list[dict] = []
+    reports = []
+    for arrival, (kind, detail) in enumerate(history):
+        if kind == "measured":
+            reports.append(1000 + arrival)
+            seen = {"report": reports[-1], "n": 200, "fails": 0 if detail else 9,
+                    "classification": None, "clean": detail, "at": instant(arrival)}
+            trail = rules.trail_after(trail, seen)
+        elif kind == "measured without report":
+            trail = rules.trail_after(trail, {"n": 200, "fails": 0, "clean": True})
+        else:
+            trail = rules.trail_after_ci_failure(trail, kind, f"c{arrival}",
+                                                 instant(min(detail, arrival)))
+    return trail, reports
+
+
+@PROPERTY
+@given(steps)
+def test_every_report_a_trail_cites_is_found_whatever_its_steps(history):
+    trail, reports = trail_with_reports(history)
+    found = rules.trail_reports(trail)
+    assert found == [seen["report"] for seen in trail if "report" in seen]
+    # the latest reports measured, in order: a failure CI saw, kept among them, cites none
+    assert found == (reports[-len(found):] if found else [])
+    assert all(rules.step_report(seen) is None for seen in trail if "ci" in seen)
+
+
+def test_a_failure_ci_saw_cites_no_report():
+    trail, _ = trail_of([True, ("junit", 1), ("gate", 2)])
+    assert [rules.step_report(seen) for seen in trail] == [None, None]
+    assert rules.trail_reports(trail) == []
+    assert rules.step_report({"report": 7, "n": 200, "fails": 0, "clean": True}) == 7

@@ -92,8 +92,10 @@ from .clearance import (
     pass_chance,
     ready_to_clear,
     recent_rate,
+    step_report,
     trail_after,
     trail_after_ci_failure,
+    trail_reports,
 )
 from .codeowners import (
     CODEOWNERS_MAX_BYTES,

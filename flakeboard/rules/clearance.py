@@ -99,6 +99,23 @@ def is_measurement(seen) -> bool:
     return not seen.get("ci")
 
 
+def step_report(seen) -> int | None:
+    """The report a step of an entry's trail cites. A measurement cites the report it came
+    in; a failure CI saw cites none, since it came in a JUnit file or a gate batch, which
+    the step names by its commit only. A measurement kept without its report (a trail
+    older than reports' ids in it) cites none either. The one reader that knows each kind
+    of step, so that whatever follows a trail's citations (retention, a clearance's note)
+    reads every kind alike."""
+    if not is_measurement(seen):
+        return None
+    return seen.get("report")
+
+
+def trail_reports(trail: Iterable) -> list[int]:
+    """The reports an entry's trail cites, oldest first."""
+    return [report for report in map(step_report, trail) if report is not None]
+
+
 def allowed_failures(n: int, max_upper_rate: float) -> int | None:
     """The most failures a measurement of ``n`` runs may hold and stay within the budget's
     bound, or None when even none would not (``n`` is too small)."""

@@ -63,6 +63,24 @@ def _check_fields(errors: _Errors, *, owner, evidence, expires, today, max_days,
         )
 
 
+CAP_EXCEEDED = "cap_exceeded"  # the code of a refusal over the share cap, one or many
+
+
+def over_cap_message(after: rules.ShareFigures, doing: str) -> str | None:
+    """Why ``doing`` is refused when it would leave the share at ``after``, over the cap;
+    None when ``after`` is within it. The one cap check of every path that adds to the
+    share: a new entry, and a renewal that brings an expired entry back, one or many."""
+    if not after.over_cap:
+        return None
+    return (f"{doing} would put {after.quarantined} of {after.size_words} in quarantine "
+            f"({after.share:.1%}), over the suite's cap of {after.cap:.1%}.")
+
+
+def _check_cap(errors: _Errors, after: rules.ShareFigures, doing: str) -> None:
+    if message := over_cap_message(after, doing):
+        errors.add(NON_FIELD_ERRORS, message, CAP_EXCEEDED)
+
+
 def _recorded(entry: QuarantineEntry, *, action, actor: str, note: str, at: datetime,
               before: dict | None = None) -> QuarantineEntry:
     """The audit event of a change to what the served ledger holds, and the revision bump
@@ -114,14 +132,7 @@ def quarantine_create(
             # The node joins the test set by holding the new entry, if it is not known yet.
             known = node is not None and known_nodes(suite, today).filter(pk=node.pk).exists()
             after = share_figures(suite, today, joining=0 if known else 1).with_one_more()
-            if after.over_cap:
-                errors.add(
-                    NON_FIELD_ERRORS,
-                    f"Quarantining this node would put {after.quarantined} of "
-                    f"{after.size_words} in quarantine ({after.share:.1%}), "
-                    f"over the suite's cap of {after.cap:.1%}.",
-                    "cap_exceeded",
-                )
+            _check_cap(errors, after, "Quarantining this node")
         errors.raise_if_any()
         now = now or timezone.now()
         if node is None:
@@ -158,7 +169,9 @@ def quarantine_renew(
     note: str = "",
     now: datetime | None = None,
 ) -> QuarantineEntry:
-    """Push an open entry's expiry out, on new evidence; counted as a renewal."""
+    """Push an open entry's expiry out, on new evidence; counted as a renewal. An expired
+    entry comes back into the share, so it is refused over the cap as a new entry is; a
+    live one is in the share already, and its renewal changes no share."""
     errors = _Errors()
     with transaction.atomic():
         entry = _locked_open_entry(entry, errors)
@@ -172,6 +185,9 @@ def quarantine_renew(
                 "evidence_unchanged",
             )
         _check_tier(errors, entry.suite, entry.node.nodeid, entry.node)
+        if rules.renewal_revives(entry.facts, today):
+            after = share_figures(entry.suite, today).with_one_more()
+            _check_cap(errors, after, "Renewing this expired entry")
         errors.raise_if_any()
         before = entry_snapshot(entry)
         entry.expires = expires

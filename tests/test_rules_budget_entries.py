@@ -11,6 +11,8 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from flakeboard.rules import (
     EXPIRING_WITHIN_DAYS,
@@ -26,6 +28,7 @@ from flakeboard.rules import (
     expiry_problem,
     nodeid_problem,
     owner_problem,
+    renewal_revives,
 )
 from tests.helpers import (
     ACTIVE,
@@ -39,6 +42,7 @@ from tests.helpers import (
     YESTERDAY,
     named,
 )
+from tests.properties import PROPERTY
 from tests.test_rules_budget_gate import VIOLATING_EXPIRED
 
 # --- entry states (SPEC 4) -----------------------------------------------------------------
@@ -80,6 +84,33 @@ def test_entry_state(expires: date, cleared: bool, violation: bool, state: str) 
 )
 def test_which_entries_count_towards_the_share(facts: EntryFacts, counts: bool) -> None:
     assert entry_is_live(facts, TODAY) is counts
+
+
+@pytest.mark.parametrize(
+    ("facts", "revives"),
+    [
+        pytest.param(ACTIVE, False, id="active"),
+        pytest.param(LAST_DAY, False, id="expires-today"),
+        pytest.param(EXPIRED, True, id="expired"),
+        pytest.param(VIOLATING, False, id="violating"),
+        pytest.param(VIOLATING_EXPIRED, False, id="violating-expired"),
+    ],
+)
+def test_which_renewals_bring_an_entry_back_into_the_share(facts: EntryFacts,
+                                                           revives: bool) -> None:
+    assert renewal_revives(facts, TODAY) is revives
+
+
+@PROPERTY
+@given(st.integers(-400, 400), st.integers(1, 365), st.booleans())
+def test_a_renewal_revives_exactly_when_it_adds_the_entry_to_the_share(
+        expires_in: int, renewed_for: int, violation: bool) -> None:
+    """Whatever the entry's expiry, a renewal within the bounds leaves it live unless it is
+    a tier violation: it adds to the share exactly when the entry was not live before."""
+    before = EntryFacts(TODAY + timedelta(days=expires_in), violation)
+    after = EntryFacts(TODAY + timedelta(days=renewed_for), violation)
+    added = entry_is_live(after, TODAY) and not entry_is_live(before, TODAY)
+    assert renewal_revives(before, TODAY) is added
 
 
 # --- quarantine bounds (SPEC 4) ----------------------------------------------------------

@@ -121,6 +121,7 @@ from .entries import (
     expiry_bounds,
     expiry_problem,
     expiry_window,
+    renewal_revives,
 )
 from .limits import (
     CAUSE_NODES_MAX,

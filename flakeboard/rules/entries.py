@@ -49,6 +49,14 @@ def entry_is_live(facts: EntryFacts, today: date) -> bool:
     return not facts.tier_violation and LIVE.contains(facts.expires, today)
 
 
+def renewal_revives(facts: EntryFacts, today: date) -> bool:
+    """Whether renewing an open entry brings it back into the quarantined share: an
+    expired one does, since a renewal's expiry is after today, so it is refused over the
+    cap as a new entry is (SPEC 4). A live entry is in the share already, and a tier
+    violation is never renewed."""
+    return not facts.tier_violation and not entry_is_live(facts, today)
+
+
 def entry_age_days(created: date, today: date, cleared: date | None = None) -> int:
     """Whole days an entry has been in the ledger: to today while it is open, and to the day
     it was cleared once it is (a cleared entry's age stops there)."""

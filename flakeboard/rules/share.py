@@ -9,7 +9,7 @@ which, the nodes seen in an upload within the known-node window, or holding an o
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from enum import StrEnum
 from fractions import Fraction
@@ -134,6 +134,11 @@ class ShareFigures:
     def with_one_more(self) -> ShareFigures:
         """The figures once one more entry is counted."""
         return ShareFigures(self.quarantined + 1, self.size, self.cap, self.source, self.run)
+
+    def with_more(self, count: int) -> ShareFigures:
+        """The figures once ``count`` more entries are counted (renewals that bring
+        expired entries back, many at once)."""
+        return replace(self, quarantined=self.quarantined + count)
 
     @property
     def size_words(self) -> str:

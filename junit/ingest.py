@@ -39,7 +39,7 @@ from ledger.models import Suite
 from ledger.refusals import Code, problems, refusal
 from ledger.stored_once import stored_once
 from ledger.test_set import ci_run_add
-from ledger.wire import Meta, OptionalMeta
+from ledger.wire import Commit, OptionalMeta
 from web.bulk import cycle_collector_paused, insert_plain
 from web.metrics import observed
 
@@ -60,7 +60,7 @@ class UploadMeta(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    commit: Meta
+    commit: Commit
     branch: OptionalMeta = ""
     job: OptionalMeta = ""
     attempt: Annotated[int, Strict(), Field(ge=1, le=gate_rules.COUNT_MAX)] = 1

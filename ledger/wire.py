@@ -68,6 +68,17 @@ Meta = Annotated[
     str, Strict(), _label(rules.META_MAX_LENGTH),
     WithJsonSchema({"type": "string", "maxLength": rules.META_MAX_LENGTH}),
 ]
+# A commit: its one canonical form (``rules.commits``), then checked as any label, wherever
+# one is read (an upload's metadata, a JUnit file's query, the queries that name one).
+Commit = Annotated[
+    str, Strict(), AfterValidator(rules.canonical_commit), _label(rules.META_MAX_LENGTH),
+    WithJsonSchema({
+        "type": "string", "maxLength": rules.META_MAX_LENGTH,
+        "description": "The commit: read trimmed, and in lower case when it is hex (git's "
+                       "hex is case-insensitive), so one commit is one gate however it is "
+                       "spelled.",
+    }),
+]
 Evidence = Annotated[
     str, Strict(), _label(rules.EVIDENCE_MAX_LENGTH),
     WithJsonSchema({"type": "string", "maxLength": rules.EVIDENCE_MAX_LENGTH}),
@@ -97,6 +108,7 @@ Manifest = Annotated[
 ]
 # Upload metadata and an import's owner and evidence: missing or null is blank.
 OptionalMeta = Annotated[Meta | None, AfterValidator(_blank_if_null)]
+OptionalCommit = Annotated[Commit | None, AfterValidator(_blank_if_null)]
 OptionalEvidence = Annotated[Evidence | None, AfterValidator(_blank_if_null)]
 OptionalText = Annotated[Annotated[str, Strict()] | None, AfterValidator(_blank_if_null)]
 

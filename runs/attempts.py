@@ -90,17 +90,18 @@ def prior_records(batch: VerdictBatch | None) -> dict[int, PriorRecord]:
     return prior
 
 
-def earlier_attempts(upload: Report | VerdictBatch) -> list[dict]:
+def earlier_attempts(upload: Report | VerdictBatch, *, replay: bool = False) -> list[dict]:
     """The uploads stored before ``upload`` at its commit (and patch), first first: each
-    one's number, id, page and answer (which judged the evidence up to it)."""
-    if not upload.commit or upload.attempt <= 1:
+    one's number, id, page and answer (which judged the evidence up to it). For a replay
+    of ``upload``, every other one stored at its gate: it is judged with all of them."""
+    if not upload.commit or (upload.attempt <= 1 and not replay):
         return []
     model = type(upload)
     page, outcome = ("report", "status") if model is Report else ("batch", "verdict")
     slug = upload.suite.slug
-    earlier = (_same_gate(model, upload.suite_id, upload.commit, getattr(upload, "patch", ""))
-               .filter(attempt__lt=upload.attempt)
-               .order_by("attempt", "pk").values_list("attempt", "pk", outcome))
+    same = _same_gate(model, upload.suite_id, upload.commit, getattr(upload, "patch", ""))
+    others = same.exclude(pk=upload.pk) if replay else same.filter(attempt__lt=upload.attempt)
+    earlier = others.order_by("attempt", "pk").values_list("attempt", "pk", outcome)
     return [{"attempt": attempt, "id": pk, "url": reverse(page, args=[slug, pk]),
              outcome: said} for attempt, pk, said in earlier]
 

@@ -1,8 +1,12 @@
 """Ingest services: validate an upload whole, evaluate it against the ledger, and store it
 with its rollups in one transaction. ``dry_run`` evaluates the same way and stores nothing.
 
-The same body (with the same metadata) uploaded twice is stored once: the second upload
-answers with the stored result, marked as a duplicate.
+The same body (with the same metadata) uploaded twice is stored once. The second upload,
+a replay, is judged again as the gate stands now, over every attempt at its patch and
+commit (a report: its measurements pooled over every report at its commit), and stores
+nothing: it is marked a duplicate and names the attempt it repeats. Never the stored
+verdict: a byte-identical rerun after a REJECT would otherwise answer an earlier ACCEPT
+(SPEC 2.4a).
 """
 
 from __future__ import annotations
@@ -47,6 +51,10 @@ class IngestOutcome:
     rows: list[dict]  # each row's answer, as the API shows it (runs.results)
     duplicate: bool = False
     dry_run: bool = False
+    # The stored attempt whose body this is: a replay's, or a stored upload read back.
+    repeats: int | None = None
+    # A replay: judged with every other attempt at its gate, later ones included.
+    replay: bool = False
 
 
 def upload_digest(kind: str, body: bytes, meta: dict) -> str:
@@ -128,30 +136,51 @@ def _stored_rows(model, upload) -> list[dict]:
 
 
 def stored_outcome(upload: Report | VerdictBatch) -> IngestOutcome:
-    """A stored upload as the same body uploaded again finds it: its answer, a duplicate
-    (the read API's GET of a report or batch answers exactly this)."""
-    return IngestOutcome(upload, _stored_rows(type(upload), upload), duplicate=True)
+    """A stored upload's answer as it was given, read back from its rows (the read API's
+    GET of a report or batch): a duplicate of the attempt it is. A replay of its body
+    answers the same while no later attempt or ledger change judges it otherwise."""
+    return IngestOutcome(upload, _stored_rows(type(upload), upload), duplicate=True,
+                         repeats=upload.attempt)
 
 
-def _stored(model, suite: Suite, digest: str) -> IngestOutcome | None:
+def _rolled_back(suite: Suite, evaluate) -> IngestOutcome:
+    """``evaluate()`` under the suite's lock, its writes rolled back."""
+    with transaction.atomic():
+        lock_suite(suite.pk)
+        outcome = evaluate()
+        transaction.set_rollback(True)
+    return outcome
+
+
+def _replayed(model, suite: Suite, digest: str, evaluate_and_store) -> IngestOutcome | None:
+    """The answer to a body stored before: judged again now as a replay of it (which
+    stores nothing); None when no upload has this digest."""
     upload = model.objects.filter(suite=suite, digest=digest).first()
-    return None if upload is None else stored_outcome(upload)
+    if upload is None:
+        return None
+    return _rolled_back(suite, lambda: evaluate_and_store(replay_of=upload))
 
 
 def _ingest(model, suite, digest, dry_run, evaluate_and_store) -> IngestOutcome:
     """Shared frame: the upload stored once (``ledger.stored_once``), or a dry run.
 
     A dry run takes exactly the upload's path, its writes and its lock included, and then
-    rolls them back: it answers what the upload would, because it is the upload.
+    rolls them back: it answers what the upload would, because it is the upload. A replay
+    takes the same path, as the attempt it repeats, and rolls it back too.
     """
     if dry_run:
-        with transaction.atomic():
-            lock_suite(suite.pk)
-            outcome = evaluate_and_store()
-            transaction.set_rollback(True)
-        return outcome
-    return stored_once(suite, lambda: _stored(model, suite, digest),
+        return _rolled_back(suite, evaluate_and_store)
+    return stored_once(suite, lambda: _replayed(model, suite, digest, evaluate_and_store),
                        lambda _locked: evaluate_and_store())
+
+
+def _replay_answer(upload: Report | VerdictBatch, replay_of, answers: list[dict],
+                   ) -> IngestOutcome:
+    """A replay's outcome: ``upload``, judged now and never saved, answers as the stored
+    upload it repeats (its id, page and attempt)."""
+    upload.pk, upload.attempt = replay_of.pk, replay_of.attempt
+    return IngestOutcome(upload, answers, duplicate=True, repeats=replay_of.attempt,
+                         replay=True)
 
 
 class Decision(NamedTuple):
@@ -181,7 +210,11 @@ def _received(kind: str, parse, names: tuple[str, ...], body: bytes, query: dict
     """The upload parsed whole (a bare list takes the metadata ``names`` from the query),
     and its digest: the same body with the same metadata is stored once."""
     query = {k: v for k, v in (query or {}).items() if k in names}
-    return parse(body, query, settings.UPLOAD_MAX_RECORDS), upload_digest(kind, body, query)
+    parsed = parse(body, query, settings.UPLOAD_MAX_RECORDS)
+    # One commit in any spelling is one upload's metadata (``rules.commits``).
+    meta = {k: rules.canonical_commit(v) if k == "commit" and isinstance(v, str) else v
+            for k, v in query.items()}
+    return parsed, upload_digest(kind, body, meta)
 
 
 def _judging(suite: Suite, stated: dict[str, int | None], today: date, commit: str, also=()):
@@ -206,7 +239,9 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
     now = now or timezone.now()
     today = now.date()
 
-    def evaluate_and_store() -> IngestOutcome:
+    def evaluate_and_store(replay_of: Report | None = None) -> IngestOutcome:
+        """The report judged and stored; or, ``replay_of`` a stored report of this body,
+        judged again now and not stored."""
         nodes, judged, entries = _judging(
             suite, {row.nodeid: row.tier for row in parsed.measurements}, today, parsed.commit)
         named_nodes_create(suite, {nodeid for row in parsed.measurements if row.cause
@@ -231,7 +266,12 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
             if entry_id is not None:
                 measured[entry_id] = (row.n, row.fails, row.classification)
             pooled, stored_pool = rules.PooledCounts(row.n, row.fails), None
-            if before := earlier.get(node_pk):
+            before = earlier.get(node_pk, [])
+            if replay_of is not None:
+                # Its own stored measurement is this row: pooled with every other, now.
+                before = [(report, counts) for report, counts in before
+                          if report != replay_of.pk]
+            if before:
                 pooled = pool((rules.SeededCounts(row.n, row.fails, row.seed_base),
                                *(counts for _, counts in before)))
                 stored_pool = {"n": pooled.n, "fails": pooled.fails,
@@ -274,6 +314,8 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
             warn_count=sum(o.status is rules.GateStatus.WARN for o in outcomes),
         )
         report.judge(judged)
+        if replay_of is not None:
+            return _replay_answer(report, replay_of, answers)
         if not dry_run:
             report.save()
             insert_chunked(Measurement, MEASUREMENT_COLUMNS,
@@ -299,10 +341,16 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
     now = now or timezone.now()
     today = now.date()
 
-    def evaluate_and_store() -> IngestOutcome:
+    def evaluate_and_store(replay_of: VerdictBatch | None = None) -> IngestOutcome:
+        """The batch judged and stored; or, ``replay_of`` a stored batch of this body,
+        judged again now and not stored."""
         # An attempt of the gate at its patch and commit: judged over every attempt so far
         # (SPEC 2.4a), the latest stored one holding each earlier node's merged evidence.
         latest = latest_attempt(VerdictBatch, suite.pk, parsed.commit, parsed.patch)
+        if replay_of is not None:
+            # A replay adds no attempt: every one stored, the replayed one among them
+            # (without a commit, a batch is a gate of its own).
+            latest = latest or replay_of
         attempt = next_attempt(latest)
         prior = prior_records(latest)
         nodes, judged, entries = _judging(
@@ -357,10 +405,14 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
                 failed.append(node_pk)
             entry_id, facts, state, entry_answer = entries.get(node_pk, NO_ENTRY)
             before = prior.pop(node_pk, None)
-            decided = decide((
-                record.property_check, record.fixture_lock, record.flake_status,
-                record.fixture_manifest, record.seed, record.freeze_expires, record.tier,
-            ), facts, before and before.merged)
+            if replay_of is not None and before is not None:
+                # Its record is among the attempts already: the node as they leave it.
+                decided = carry(before.signals, facts, before.merged)
+            else:
+                decided = decide((
+                    record.property_check, record.fixture_lock, record.flake_status,
+                    record.fixture_manifest, record.seed, record.freeze_expires, record.tier,
+                ), facts, before and before.merged)
             judged_rows.append((node_pk, decided, entry_id, state, True))
             answers.append({"node": record.node, **decided.answer, "sent": True,
                             "entry": entry_answer})
@@ -384,6 +436,8 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
             attempt=attempt,
         )
         batch.judge(judged)
+        if replay_of is not None:
+            return _replay_answer(batch, replay_of, answers)
         if not dry_run:
             batch.save()
             stored_at = connection.ops.adapt_datetimefield_value(now)

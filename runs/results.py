@@ -54,6 +54,7 @@ def _upload_answer(outcome: IngestOutcome, page: str) -> dict:
         "id": upload.pk,
         "url": reverse(page, args=[upload.suite.slug, upload.pk]) if upload.pk else None,
         "duplicate": outcome.duplicate,
+        "repeats_attempt": outcome.repeats,
         "dry_run": outcome.dry_run,
         "reason": upload.reason,
         "exit_code": upload.exit_code,
@@ -83,7 +84,7 @@ def report_answer(outcome: IngestOutcome) -> dict:
                   "size_commit": report.size_commit or None},
         "counts": gate_counts(report),
         "attempt": report.attempt,
-        "earlier_attempts": earlier_attempts(report),
+        "earlier_attempts": earlier_attempts(report, replay=outcome.replay),
         "measurements": link_nodes(_explained(outcome.rows, report.suite), "measurements",
                                    report.suite.slug),
     }
@@ -101,7 +102,7 @@ def batch_answer(outcome: IngestOutcome) -> dict:
         "reason_counts": batch.reason_counts,
         "patch_url": _patch_page(batch),
         "attempt": batch.attempt,
-        "earlier_attempts": earlier_attempts(batch),
+        "earlier_attempts": earlier_attempts(batch, replay=outcome.replay),
         "records": link_nodes(_explained(outcome.rows, batch.suite), "records", batch.suite.slug),
     }
 
@@ -138,12 +139,13 @@ def summary_lines(outcome: IngestOutcome) -> list[str]:
             lines.append(f"{v['verdict'].upper():<6} {v['node']}: {v['reason']}")
         u = outcome.upload
         lines.append(f"batch {u.verdict.upper()} {u.reason}: exit {u.exit_code}")
-    if outcome.upload.attempt > 1:
-        gate = "patch and commit" if isinstance(outcome.upload, VerdictBatch) else "commit"
+    gate = "patch and commit" if isinstance(outcome.upload, VerdictBatch) else "commit"
+    if outcome.replay:
+        lines.append(f"(a replay of attempt {outcome.repeats}: nothing stored; judged with "
+                     f"every attempt at this {gate} now)")
+    elif outcome.upload.attempt > 1:
         lines.append(f"(attempt {outcome.upload.attempt} at this {gate}: judged with the "
                      f"earlier ones)")
-    if outcome.duplicate:
-        lines.append("(a duplicate of an earlier upload: the stored result)")
     if outcome.dry_run:
         lines.append("(dry run: nothing stored)")
     return lines

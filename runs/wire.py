@@ -40,6 +40,7 @@ from ledger.wire import (
     Manifest,
     MomentDate,
     NodeId,
+    OptionalCommit,
     OptionalEvidence,
     OptionalMeta,
     RunCount,
@@ -145,7 +146,7 @@ class _Envelope(BaseModel):
     ROWS: ClassVar[str]
     NODE: ClassVar[str]
 
-    commit: OptionalMeta = ""
+    commit: OptionalCommit = ""
     evidence: OptionalEvidence = Field("", description="A CI run reference or an http(s) URL.")
 
     @model_validator(mode="after")

@@ -1,8 +1,9 @@
 """Reading back what CI uploaded, and an entry's audit trail, over the API (read scope).
 
 The lists are paged newest first: ``{"total", "page", "per_page", "next", "items"}``, where
-``next`` is the following page's address, null on the last. One upload's GET answers what
-the same body uploaded again answers, byte for byte: its stored result, ``duplicate`` true.
+``next`` is the following page's address, null on the last. One upload's GET answers its
+stored result, ``duplicate`` true: what the same body uploaded again answers, byte for byte,
+while no later attempt or ledger change judges it otherwise.
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ def test_verdicts_are_paged_and_filtered_by_patch(board, suite):
 )
 def test_an_uploads_get_answers_what_its_upload_answered(board, suite, kind, rows):
     """The GET answers the stored result: byte for byte what the same body uploaded again
-    answers (``duplicate`` true); the first upload's answer differs only in that flag."""
+    answers while nothing since judges it otherwise (``duplicate`` true, ``repeats_attempt``
+    its attempt); the first upload's answer differs only in those."""
     write = new_token(suite, "write")
     path = f"{API}/suites/{suite.slug}/{kind}"
     first = board.post(path, body(rows), token=write)
@@ -102,7 +104,7 @@ def test_an_uploads_get_answers_what_its_upload_answered(board, suite, kind, row
 
     assert got.status == 200
     assert got.raw == again.raw
-    assert got.json == {**first.json, "duplicate": True}
+    assert got.json == {**first.json, "duplicate": True, "repeats_attempt": 1}
 
 
 @pytest.mark.parametrize("kind", ["reports", "verdicts", "entries"])

@@ -128,9 +128,11 @@ def test_the_same_body_twice_is_stored_once(board, suite, token):
     second = board.report(suite.slug, token, payload, query={"commit": "abc"})
     assert (first.status, second.status) == (201, 200)
     assert (first.json["duplicate"], second.json["duplicate"]) == (False, True)
+    assert (first.json["repeats_attempt"], second.json["repeats_attempt"]) == (None, 1)
     assert second.json["id"] == first.json["id"]
-    assert {k: v for k, v in second.json.items() if k != "duplicate"} == {
-        k: v for k, v in first.json.items() if k != "duplicate"}
+    flags = ("duplicate", "repeats_attempt")
+    assert {k: v for k, v in second.json.items() if k not in flags} == {
+        k: v for k, v in first.json.items() if k not in flags}
     assert Report.objects.count() == 1 and Measurement.objects.count() == 5
     other_commit = board.report(suite.slug, token, payload, query={"commit": "def"})
     assert other_commit.status == 201 and Report.objects.count() == 2

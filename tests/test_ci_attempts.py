@@ -9,6 +9,7 @@ import json
 import pytest
 
 from runs.models import Report, VerdictBatch
+from tests.ci_client_view import load_client
 from tests.measure_projects import make_project, seed_test
 
 NODE = "test_io.py::test_retry"
@@ -93,3 +94,38 @@ def test_a_lucky_second_measurement_still_fails_and_names_the_first(measure_at):
     assert f"/suites/acme/reports/{report.pk}/" in lucky.stdout
     first_row = report.measurements.get()
     assert f"{first_row.fails}/{first_row.n + 200} failed" in lucky.stdout, lucky.stdout
+
+
+GITHUB = {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "acme/pay",
+          "GITHUB_RUN_ID": "88213"}
+
+
+@pytest.mark.parametrize(("environ", "evidence"), [
+    ({**GITHUB, "GITHUB_RUN_ATTEMPT": "2"},
+     "https://github.com/acme/pay/actions/runs/88213/attempts/2"),
+    ({**GITHUB, "GITHUB_RUN_ATTEMPT": "1"},
+     "https://github.com/acme/pay/actions/runs/88213/attempts/1"),
+    (GITHUB, "https://github.com/acme/pay/actions/runs/88213"),  # no attempt said
+    # GitLab's job URL ends in CI_JOB_ID, which a retried job gets anew.
+    ({"CI_JOB_URL": "https://gitlab.com/acme/pay/-/jobs/4410", "CI_JOB_ID": "4410"},
+     "https://gitlab.com/acme/pay/-/jobs/4410"),
+    ({"CI_SERVER_URL": "https://gitlab.example", "CI_PROJECT_PATH": "acme/pay",
+      "CI_JOB_ID": "4411"}, "https://gitlab.example/acme/pay/-/jobs/4411"),
+    ({}, ""),
+])
+def test_the_evidence_names_the_ci_runs_attempt(environ, evidence):
+    assert load_client().ci_run_url(environ) == evidence
+
+
+def test_a_rerun_of_a_github_job_is_a_new_attempt_not_a_replay(gate):
+    """GitHub's "Re-run failed jobs" keeps the run's id and counts its attempt: the second
+    upload is attempt 2, judged with the first, not the first's stored answer."""
+    first = gate(PASSING, **GITHUB, GITHUB_RUN_ATTEMPT="1")
+    assert first.returncode == 0, first.stderr
+    again = gate(PASSING, **GITHUB, GITHUB_RUN_ATTEMPT="2")
+    assert again.returncode == 0, again.stderr
+    assert "attempt 2 at this patch and commit" in again.stdout
+    assert "uploaded before" not in again.stdout
+    assert [b.evidence for b in VerdictBatch.objects.order_by("attempt")] == [
+        "https://github.com/acme/pay/actions/runs/88213/attempts/1",
+        "https://github.com/acme/pay/actions/runs/88213/attempts/2"]

@@ -149,7 +149,7 @@ def test_json_prints_the_boards_answer_and_nothing_else(run, tmp_path, board, su
     assert done.returncode == 1, done.stderr
     assert done.stdout.endswith("}\n") and done.stdout.count("\n") == 1
     again = board.report(suite.slug, token, (tmp_path / name).read_bytes()).json
-    assert json.loads(done.stdout) == {**again, "duplicate": False}
+    assert json.loads(done.stdout) == {**again, "duplicate": False, "repeats_attempt": None}
 
 
 def test_markdown_puts_the_verdict_first_and_failing_rows_in_a_table(run, tmp_path):

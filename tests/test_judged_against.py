@@ -12,7 +12,7 @@ from flakeboard import rules
 from ledger.models import Suite
 from ledger.quarantine import quarantine_clear, quarantine_create
 from ledger.settings_services import fixture_pin_set, policy_update
-from runs.ingest import report_ingest, signals_ingest
+from runs.ingest import report_ingest, signals_ingest, stored_outcome
 from runs.models import Report
 from runs.results import answer
 from tests.helpers import body, measurement, node_page, record
@@ -68,13 +68,17 @@ def test_a_report_keeps_its_own_policy_and_states_after_the_suite_changes(
     suite = Suite.objects.get(pk=suite.pk)
     assert rules.policy_hash(suite.policy) != old_hash
 
-    again = upload(suite)  # the same body: the stored answer
-    assert again.duplicate
-    said = answer(again)
+    said = answer(stored_outcome(Report.objects.get(pk=report.pk)))  # its GET
     assert said["judged_against"]["policy_hash"] == old_hash
     assert said["judged_against"]["policy"]["max_upper_rate"] == 0.02
     flaky = next(m for m in said["measurements"] if m["nodeid"] == FLAKY)
     assert flaky["entry"]["state"] == "active"
+    # The same body again is judged as the gate stands now, and stores nothing.
+    again = upload(suite)
+    assert again.duplicate and Report.objects.count() == 2
+    now = answer(again)
+    assert now["judged_against"]["policy_hash"] == rules.policy_hash(suite.policy)
+    assert next(m for m in now["measurements"] if m["nodeid"] == FLAKY)["entry"] is None
 
     page = client_for(viewer).get(f"/suites/{suite.slug}/reports/{report.pk}/").content.decode()
     assert old_hash in page and "budget 0.02" in page

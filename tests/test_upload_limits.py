@@ -62,6 +62,7 @@ def test_a_duplicate_answers_exactly_what_the_upload_answered(suite, held):
     first = answer(report_ingest(suite=suite, body=body(rows), actor="ci"))
     again = answer(report_ingest(suite=suite, body=body(rows), actor="ci"))
     assert again.pop("duplicate") and not first.pop("duplicate")
+    assert (again.pop("repeats_attempt"), first.pop("repeats_attempt")) == (1, None)
     assert again == first
     assert [m["entry"]["state"] if m["entry"] else None for m in first["measurements"]] == [
         "active", "expired", None, None]
@@ -72,6 +73,7 @@ def test_a_duplicate_answers_exactly_what_the_upload_answered(suite, held):
     first = answer(signals_ingest(suite=suite, body=body(records), actor="ci"))
     again = answer(signals_ingest(suite=suite, body=body(records), actor="ci"))
     assert again.pop("duplicate") and not first.pop("duplicate")
+    assert (again.pop("repeats_attempt"), first.pop("repeats_attempt")) == (1, None)
     assert again == first
     stored = NodeVerdict.objects.get(node__nodeid="t.py::held")
     assert stored.freeze_expires == date(2099, 1, 1) and stored.entry_state == "active"

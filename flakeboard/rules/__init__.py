@@ -19,8 +19,9 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``new_tests``: which nodes are new at a commit (2.4b);
 - ``status``: whether the suite's gate passes now, and why not;
 - ``text``: counts in words (one plural rule);
-- ``checks``: node id, label, owner and evidence checks.
-- ``digests``: a fixture manifest digest in its one canonical form (2.3).
+- ``checks``: node id, label, owner and evidence checks;
+- ``digests``: a fixture manifest digest in its one canonical form (2.3);
+- ``commits``: a commit in its one canonical form (2.4a).
 
 Nothing here reads the clock: callers pass ``today`` (a UTC date).
 """
@@ -108,6 +109,7 @@ from .codeowners import (
     owner_listed,
     parse_codeowners,
 )
+from .commits import canonical_commit
 from .digests import DIGEST_PREFIX, canonical_digest, digest_key, digest_problem, same_digest
 from .entries import (
     EXPIRING_WITHIN_DAYS,

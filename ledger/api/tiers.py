@@ -19,19 +19,20 @@ from web.api.openapi import json_body
 
 from .. import refusals
 from ..selectors import tiers_and_births
-from ..wire import Meta, NodeId
+from ..wire import Commit, NodeId
 
 router = Router(tags=["ledger"])
 
 NodeIds = TypeAdapter(list[NodeId])
-Commit = TypeAdapter(Meta)
+CommitQuery = TypeAdapter(Commit)
 
 
 def commit_query(commit: str) -> str:
-    """A commit given in the query, checked as an upload's is: UploadInvalid naming the
-    field ``commit`` when it is not a label (too long, a control character)."""
+    """A commit given in the query, read as an upload's is (its canonical form, so that
+    ``ABC123`` asks of the commit stored as ``abc123``): UploadInvalid naming the field
+    ``commit`` when it is not a label (too long, a control character)."""
     try:
-        return Commit.validate_python(commit)
+        return CommitQuery.validate_python(commit)
     except ValidationError as exc:
         found = [refusals.WireProblem(p.code, p.message, None, "commit")
                  for p in refusals.problems(exc, limit=refusals.MAX_ERRORS)]

@@ -1,9 +1,10 @@
 """Reading back what CI uploaded: the suite's reports and verdict batches, newest first, a
 page at a time, and each one's answer, exactly as its upload answered it.
 
-An upload of a body stored before answers the stored result, marked ``duplicate``; the GET
-of an upload answers that same answer, byte for byte: ``duplicate`` is true, since the
-upload is stored and this is its stored result.
+The GET of an upload answers its stored result: ``duplicate`` true and ``repeats_attempt``
+its attempt, since the upload is stored and this is its stored result. Uploading its body
+again answers the gate as it stands now (``runs.ingest``): the same, byte for byte, until
+a later attempt or a change of the ledger judges it otherwise.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ def _summary(request, upload, page: str, api: str) -> dict:
 def _listed(request, slug: str, model, filters: dict, page: int, per_page: int, item):
     """A page of the suite's uploads of ``model``, newest first, those of each filter given."""
     suite = suite_for_token(request, slug, Scope.READ)
+    # A commit is stored in its canonical form: ``ABC123`` finds the uploads of abc123.
+    filters = {**filters, "commit": rules.canonical_commit(filters["commit"])}
     # No stored commit, branch or patch holds a control character (PostgreSQL could not
     # even compare a NUL): such a filter is refused, naming it.
     odd = [name for name, value in filters.items() if rules.has_control_chars(value)]
@@ -131,8 +134,10 @@ def verdicts(
     url_name="report",
     summary="One report's answer, as its upload answered it",
     description=(
-        "Exactly what uploading the report's body again answers: the stored result, "
-        "`duplicate` true. 404 for an id of no report of this suite. " + READ
+        "The stored result, as its upload answered it: `duplicate` true, `repeats_attempt` "
+        "its attempt. Uploading its body again answers the same until a later report at "
+        "its commit or a change of the ledger judges it otherwise. 404 for an id of no "
+        "report of this suite. " + READ
     ),
 )
 def report(request, suite: str, id: int):
@@ -147,8 +152,10 @@ def report(request, suite: str, id: int):
     url_name="batch",
     summary="One verdict batch's answer, as its upload answered it",
     description=(
-        "Exactly what uploading the batch's body again answers: the stored result, "
-        "`duplicate` true. 404 for an id of no batch of this suite. " + READ
+        "The stored result, as its upload answered it: `duplicate` true, `repeats_attempt` "
+        "its attempt. Uploading its body again answers the same until a later attempt at "
+        "its patch and commit or a change of the ledger judges it otherwise. 404 for an id "
+        "of no batch of this suite. " + READ
     ),
 )
 def batch(request, suite: str, id: int):

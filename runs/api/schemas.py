@@ -120,10 +120,23 @@ class MeasurementOut(Answer):
     url: NodePageUrl
 
 
+DUPLICATE = (
+    "The same body was uploaded before, and is stored once: this upload stored nothing. "
+    "Its answer is the gate as it stands now, over every attempt at the same patch and "
+    "commit (a report: its measurements pooled over every report at the commit), never "
+    "the verdict the body had when first stored."
+)
+REPEATS_ATTEMPT = (
+    "For a duplicate, the stored attempt whose body it is (its `id`, `url` and `attempt`); "
+    "null for an upload stored now and for a dry run."
+)
+
+
 class ReportAnswer(Answer):
     id: int | None = Field(description="null in a dry run.")
     url: str | None = Field(description="The report on the board; null in a dry run.")
-    duplicate: bool = Field(description="The same body was uploaded before: its result.")
+    duplicate: bool = Field(description=DUPLICATE)
+    repeats_attempt: int | None = Field(description=REPEATS_ATTEMPT)
     dry_run: bool
     status: rules.GateStatus
     reason: rules.Reason
@@ -136,7 +149,8 @@ class ReportAnswer(Answer):
                     "its measurements in all of them, pooled: see each row's `pooled`."
     )
     earlier_attempts: list[EarlierReportOut] = Field(
-        description="The reports before this one at the same commit, first first."
+        description="The reports before this one at the same commit, first first; for a "
+                    "replay, every other report at the commit (it is pooled with them all)."
     )
     measurements: list[MeasurementOut]
 
@@ -168,7 +182,8 @@ class RecordOut(Answer):
 class BatchAnswer(Answer):
     id: int | None = Field(description="null in a dry run.")
     url: str | None = Field(description="The batch on the board; null in a dry run.")
-    duplicate: bool
+    duplicate: bool = Field(description=DUPLICATE)
+    repeats_attempt: int | None = Field(description=REPEATS_ATTEMPT)
     dry_run: bool
     verdict: rules.Verdict
     reason: rules.Reason
@@ -187,7 +202,9 @@ class BatchAnswer(Answer):
                     "that failed in any of them still fails."
     )
     earlier_attempts: list[EarlierBatchOut] = Field(
-        description="The attempts before this one at the same patch and commit, first first."
+        description="The attempts before this one at the same patch and commit, first "
+                    "first; for a replay, every other attempt there (it is judged with them "
+                    "all)."
     )
     records: list[RecordOut]
 

@@ -118,8 +118,10 @@ def answered(status: int, answer: dict, schema: type[ReportAnswer | BatchAnswer]
         "as it is now; the report fails on any FAIL, on no measurements (`no_evidence`) "
         "or on a quarantined share over the cap. Reports at one `commit` pool per node, "
         "each seed counted once (`pooled`): a luckier second measurement never replaces "
-        "the first. 201 when stored; 200 for a dry run or a "
-        "body uploaded before (`duplicate`: the stored result). Needs a write token."
+        "the first. 201 when stored; 200 for a dry run or a body uploaded before "
+        "(`duplicate`, naming the report it repeats in `repeats_attempt`: stored once, and "
+        "answered with its measurements pooled over every report at the commit now). "
+        "Needs a write token."
     ),
     openapi_extra=json_body(
         ReportUpload,
@@ -153,7 +155,10 @@ def upload_report(
         "ACCEPT, and an empty batch holds (`no_evidence`). Batches at one `patch` and "
         "`commit` are attempts of one gate: attempt k judges each node over attempts 1..k "
         "(`attempts`), so a retry never turns a failure into an ACCEPT; a dry run answers "
-        "as the next attempt. exit_code: accept 0, reject 1, hold 2. Needs a write token."
+        "as the next attempt. 201 when stored; 200 for a dry run or a body uploaded before "
+        "(`duplicate`, naming the attempt it repeats in `repeats_attempt`: stored once, and "
+        "answered with the verdict over every attempt at the patch and commit now). "
+        "exit_code: accept 0, reject 1, hold 2. Needs a write token."
     ),
     openapi_extra=json_body(
         SignalsUpload,

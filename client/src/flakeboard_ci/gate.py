@@ -28,12 +28,23 @@ PYTEST_INTERNAL_ERROR, PYTEST_USAGE_ERROR = 3, 4
 
 
 def ci_run_url(environ):
-    """The CI run's page, when the CI says where it is (GitHub Actions, GitLab CI)."""
+    """The CI run's page, when the CI says where it is, naming the run's attempt: a rerun
+    then sends other evidence, so the board takes it as the gate's next attempt, not as a
+    replay of the first (whose answer would be the first's body judged again). GitHub
+    Actions keeps a run's id over "Re-run jobs" and counts GITHUB_RUN_ATTEMPT: the page of
+    that attempt. GitLab CI gives a retried job a new CI_JOB_ID: the job's page."""
     parts = [environ.get(name, "") for name in
              ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")]
     if all(parts):
-        return f"{parts[0].rstrip('/')}/{parts[1]}/actions/runs/{parts[2]}"
-    return environ.get("CI_JOB_URL", "")
+        run = f"{parts[0].rstrip('/')}/{parts[1]}/actions/runs/{parts[2]}"
+        attempt = environ.get("GITHUB_RUN_ATTEMPT", "")
+        return f"{run}/attempts/{attempt}" if attempt.isascii() and attempt.isdigit() else run
+    if environ.get("CI_JOB_URL"):
+        return environ["CI_JOB_URL"]
+    parts = [environ.get(name, "") for name in ("CI_SERVER_URL", "CI_PROJECT_PATH", "CI_JOB_ID")]
+    if all(parts):
+        return f"{parts[0].rstrip('/')}/{parts[1]}/-/jobs/{parts[2]}"
+    return ""
 
 
 def patch_seed(environ):

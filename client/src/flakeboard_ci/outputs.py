@@ -192,7 +192,13 @@ def _print_lines(lines):
 
 def _finish(answer):
     if answer.get("duplicate"):
-        print("This body was uploaded before: the board answered its stored result.")
+        repeats = answer.get("repeats_attempt")
+        if repeats:
+            print(f"This body was uploaded before (attempt {repeats}): nothing new was "
+                  f"stored, and the answer judges every attempt at this commit as they "
+                  f"stand now.")
+        else:  # a board older than replays answers the stored result
+            print("This body was uploaded before: the board answered its stored result.")
     if answer.get("dry_run"):
         print("Dry run: nothing was stored.")
     if answer.get("url"):

@@ -92,21 +92,19 @@ def share_figures(
     suite: Suite,
     today: date,
     *,
-    selected_total: int | None = None,
     joining: int = 0,
 ) -> rules.ShareFigures:
     """The quarantined share of the test set (SPEC 2.2 as docs/test-set.md amends it), the
-    one computation every path uses: the report's ``selected_total``; else CI's last
-    complete run on the default branch; else the known nodes.
+    one computation every path uses: CI's last complete run on the default branch; else the
+    known nodes. Always the board's own figure: a number a report states (its
+    ``selected_total``) is stored beside it and never decides, since any write token could
+    state one that moves the cap either way.
 
     ``joining`` counts the nodes an upload or a new entry is about to bring into the known
     nodes (nodes it names that are not known yet): they belong to them from that moment.
     """
     live = QuarantineEntry.objects.filter(suite=suite).live(today)
     cap = suite.max_quarantined_share
-    if selected_total is not None:
-        return rules.ShareFigures(live.count(), selected_total, cap,
-                                  rules.SizeSource.SELECTED_TOTAL)
     if run := ci_sizing_run(suite, today):
         return rules.ShareFigures(live.count(), run.tests, cap, rules.SizeSource.CI_RUN, run)
     # Both counts in one query: every path reads the share in two.

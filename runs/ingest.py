@@ -212,7 +212,7 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
         named_nodes_create(suite, {nodeid for row in parsed.measurements if row.cause
                                    for nodeid in row.cause.nodes} - nodes.keys())
         # Judged against the test set with this upload's nodes in it, counted once.
-        share = share_figures(judged, today, selected_total=parsed.selected_total)
+        share = share_figures(judged, today)
         policy = judged.policy
         gate = cache(lambda n, fails, facts, new: rules.gate_measurement(
             n=n, fails=fails, entry=facts, policy=policy, today=today, new=new))

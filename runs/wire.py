@@ -159,7 +159,8 @@ class ReportEnvelope(_Envelope):
 
     branch: OptionalMeta = ""
     selected_total: RunCount | None = Field(
-        None, description="The size of the selected test set, for the quarantined share."
+        None, description="How many tests the job selected: stored and shown beside the "
+        "board's own test set, never the quarantined share's denominator."
     )
     measurements: list[MeasurementIn]
 

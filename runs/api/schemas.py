@@ -71,7 +71,8 @@ class EntryRef(Answer):
     )
     tier_rule: str | None = Field(
         description="For a tier violation: the glob of the tier rule that makes the node "
-                    "tier 0 or 1; null when an upload stated the tier, and otherwise."
+                    "tier 0 or 1; null otherwise (and in an answer stored while a stated tier "
+                    "still decided)."
     )
 
 

@@ -139,8 +139,9 @@ class SuiteAdmin(admin.ModelAdmin):
 
 @admin.register(Node)
 class NodeAdmin(ReadOnlyAdmin):
-    """Nodes come from uploads, and their tier from uploads and tier rules: a node edited
-    or deleted here would leave its entries, measurements and the ledger revision behind."""
+    """Nodes come from uploads, and their tier from the tier rules (an upload's stated tier
+    is kept beside it, never deciding): a node edited or deleted here would leave its
+    entries, measurements and the ledger revision behind."""
 
     list_display = ["nodeid", "suite", "tier", "stated_tier", "last_seen"]
     list_filter = ["suite", "tier"]

@@ -102,8 +102,7 @@ def ledger_full(suite: Suite, *, today: date, now: datetime) -> dict:
     for entry in entries:
         facts = _entry_facts(entry, today)
         if entry.tier_violation:
-            facts.update(violation_facts(entry.node.nodeid, entry.node.tier,
-                                         entry.node.stated_tier, specs))
+            facts.update(violation_facts(entry.node.nodeid, entry.node.tier, specs))
             violations.append(facts)
         else:
             served.append(facts)

@@ -35,7 +35,7 @@ def nodes_create(suite: Suite, nodeids: Iterable[str], specs: list, *,
                  stated: Mapping[str, int | None] | None = None,
                  seen: date | None = None, evidence_at: str | None = None) -> None:
     """New nodes of ``suite``, none of them stored yet, each with the tier the suite's tier
-    rules (``specs``) give it; a stated tier 0 or 1 sticks (``rules.sticky_tier``).
+    rules (``specs``) give it, and the tier its upload ``stated`` kept beside it.
     ``seen``: the day a gate upload named them, their first and last seen; None for a node
     a JUnit file names first, which has been seen by no gate upload. ``evidence_at``: the
     commit of the evidence they are created for, their first (``rules.is_new``); None
@@ -43,9 +43,9 @@ def nodes_create(suite: Suite, nodeids: Iterable[str], specs: list, *,
     day = None if seen is None else connection.ops.adapt_datefield_value(seen)
     rows = []
     for nodeid in nodeids:
-        sticky = rules.sticky_tier(None, (stated or {}).get(nodeid))
-        tier = rules.resolve_tier(nodeid, specs, sticky).tier
-        rows.append((suite.pk, nodeid, text_key(nodeid), sticky, tier, day, day,
+        tier = rules.resolve_tier(nodeid, specs).tier
+        rows.append((suite.pk, nodeid, text_key(nodeid), (stated or {}).get(nodeid), tier,
+                     day, day,
                      rules.first_commit_after(None, evidence_at) if evidence_at else None))
     insert_chunked(Node, NODE_COLUMNS, rows)
 

@@ -32,18 +32,14 @@ class _Errors:
             raise ValidationError(self.by_field)
 
 
-def _check_tier(errors: _Errors, suite: Suite, nodeid: str, node: Node | None) -> None:
-    resolution = tier_resolution(suite, nodeid, node)
+def _check_tier(errors: _Errors, suite: Suite, nodeid: str) -> None:
+    resolution = tier_resolution(suite, nodeid)
     if rules.quarantinable(resolution.tier):
         return
-    if resolution.rule is not None:
-        why = f"the tier rule “{resolution.rule.glob}” makes it tier {resolution.tier}"
-    else:
-        why = f"an upload stated it is tier {resolution.tier}"
     errors.add(
         "node",
-        f"{nodeid} cannot be quarantined: {why}, and only tier-2 (repeat-budget) "
-        "nodes may be quarantined.",
+        f"{nodeid} cannot be quarantined: the tier rule “{resolution.rule.glob}” makes it "
+        f"tier {resolution.tier}, and only tier-2 (repeat-budget) nodes may be quarantined.",
         "tier_refused",
     )
 
@@ -125,7 +121,7 @@ def quarantine_create(
         # One writer per suite at a time: the share cap and the one-open-entry rule hold.
         suite = lock_suite(suite.pk)
         node = Node.objects.filter(suite=suite).named(nodeid).first()
-        _check_tier(errors, suite, nodeid, node)
+        _check_tier(errors, suite, nodeid)
         if node is not None and QuarantineEntry.objects.open().filter(node=node).exists():
             errors.add("node", f"{nodeid} already has an open quarantine entry.", "already_open")
         if not imported:
@@ -184,7 +180,7 @@ def quarantine_renew(
                 "A renewal needs new evidence: this is the entry's current evidence.",
                 "evidence_unchanged",
             )
-        _check_tier(errors, entry.suite, entry.node.nodeid, entry.node)
+        _check_tier(errors, entry.suite, entry.node.nodeid)
         if rules.renewal_revives(entry.facts, today):
             after = share_figures(entry.suite, today).with_one_more()
             _check_cap(errors, after, "Renewing this expired entry")

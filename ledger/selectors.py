@@ -20,38 +20,33 @@ def tier_rule_specs(suite: Suite) -> list[rules.TierRuleSpec]:
     return [rules.TierRuleSpec(glob, tier) for glob, tier in pairs]
 
 
-def tier_resolution(suite: Suite, nodeid: str, node: Node | None = None) -> rules.TierResolution:
-    stated = node.stated_tier if node is not None else None
-    return rules.resolve_tier(nodeid, tier_rule_specs(suite), stated)
+def tier_resolution(suite: Suite, nodeid: str) -> rules.TierResolution:
+    return rules.resolve_tier(nodeid, tier_rule_specs(suite))
 
 
 def tiers_and_births(suite: Suite, nodeids: list[str]) -> tuple[
         list[rules.TierResolution], list[str | None]]:
-    """Each node id's tier by the suite's rules, a known node's stated tier counting, and
-    its first evidence commit (None for an unknown node, or one with no evidence yet: what
-    ``rules.is_new`` reads), in the order given; one read of the nodes for both. Reads
-    only: an unknown id is not stored for having been asked about."""
+    """Each node id's tier by the suite's rules (and only by them: a tier an upload stated
+    decides nothing), and its first evidence commit (None for an unknown node, or one with
+    no evidence yet: what ``rules.is_new`` reads), in the order given. Reads only: an
+    unknown id is not stored for having been asked about."""
     specs = tier_rule_specs(suite)
-    known: dict[str, tuple[int | None, str | None]] = {}
+    known: dict[str, str | None] = {}
     wanted = sorted(set(nodeids))
     for start in range(0, len(wanted), ID_CHUNK):
         found = Node.objects.filter(suite=suite).named(*wanted[start : start + ID_CHUNK])
-        known.update((nodeid, (stated, first)) for nodeid, stated, first in
-                     found.values_list("nodeid", "stated_tier", "first_commit"))
-    unknown = (None, None)
-    return ([rules.resolve_tier(nodeid, specs, known.get(nodeid, unknown)[0])
-             for nodeid in nodeids],
-            [known.get(nodeid, unknown)[1] for nodeid in nodeids])
+        known.update(found.values_list("nodeid", "first_commit"))
+    return ([rules.resolve_tier(nodeid, specs) for nodeid in nodeids],
+            [known.get(nodeid) for nodeid in nodeids])
 
 
-def violation_facts(nodeid: str, tier: int, stated_tier: int | None,
-                    specs: list[rules.TierRuleSpec]) -> dict:
+def violation_facts(nodeid: str, tier: int, specs: list[rules.TierRuleSpec]) -> dict:
     """Why an entry is a tier violation: the node's tier now and the glob of the rule that
-    made it so (None when an upload stated the tier). Both None when the node is
-    quarantinable again (a rule removed since the answer was first made)."""
+    made it so. Both None when the node is quarantinable again (a rule removed since the
+    answer was first made)."""
     if rules.quarantinable(tier):
         return {"tier": None, "tier_rule": None}
-    resolution = rules.resolve_tier(nodeid, specs, stated_tier)
+    resolution = rules.resolve_tier(nodeid, specs)
     return {"tier": tier, "tier_rule": resolution.rule.glob if resolution.rule else None}
 
 
@@ -66,10 +61,10 @@ def explain_violations(suite: Suite, entries: list[dict]) -> None:
     ids = sorted(violating)
     for start in range(0, len(ids), ID_CHUNK):
         nodes = QuarantineEntry.objects.filter(pk__in=ids[start : start + ID_CHUNK]).values_list(
-            "pk", "node__nodeid", "node__tier", "node__stated_tier"
+            "pk", "node__nodeid", "node__tier"
         )
-        for pk, nodeid, tier, stated in nodes:
-            violating[pk].update(violation_facts(nodeid, tier, stated, specs))
+        for pk, nodeid, tier in nodes:
+            violating[pk].update(violation_facts(nodeid, tier, specs))
 
 
 def known_nodes(suite: Suite, today: date):
@@ -92,21 +87,19 @@ def share_figures(
     suite: Suite,
     today: date,
     *,
-    selected_total: int | None = None,
     joining: int = 0,
 ) -> rules.ShareFigures:
     """The quarantined share of the test set (SPEC 2.2 as docs/test-set.md amends it), the
-    one computation every path uses: the report's ``selected_total``; else CI's last
-    complete run on the default branch; else the known nodes.
+    one computation every path uses: CI's last complete run on the default branch; else the
+    known nodes. Always the board's own figure: a number a report states (its
+    ``selected_total``) is stored beside it and never decides, since any write token could
+    state one that moves the cap either way.
 
     ``joining`` counts the nodes an upload or a new entry is about to bring into the known
     nodes (nodes it names that are not known yet): they belong to them from that moment.
     """
     live = QuarantineEntry.objects.filter(suite=suite).live(today)
     cap = suite.max_quarantined_share
-    if selected_total is not None:
-        return rules.ShareFigures(live.count(), selected_total, cap,
-                                  rules.SizeSource.SELECTED_TOTAL)
     if run := ci_sizing_run(suite, today):
         return rules.ShareFigures(live.count(), run.tests, cap, rules.SizeSource.CI_RUN, run)
     # Both counts in one query: every path reads the share in two.

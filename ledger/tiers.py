@@ -24,8 +24,8 @@ def refresh_node_tiers(suite: Suite) -> int:
     """Re-resolve the effective tier of every node of the suite; returns how many changed."""
     specs = tier_rule_specs(suite)
     changed = []
-    for node in Node.objects.filter(suite=suite).only("pk", "nodeid", "stated_tier", "tier"):
-        tier = rules.resolve_tier(node.nodeid, specs, node.stated_tier).tier
+    for node in Node.objects.filter(suite=suite).only("pk", "nodeid", "tier"):
+        tier = rules.resolve_tier(node.nodeid, specs).tier
         if tier != node.tier:
             node.tier = tier
             changed.append(node)

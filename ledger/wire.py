@@ -154,7 +154,9 @@ Upper95 = Annotated[
 ]
 StatedTier = Annotated[
     Literal[rules.Tier.ALL], BeforeValidator(_tier),
-    Field(description="A stated 0 or 1 sticks to the node; a stated 2 never loosens it."),
+    Field(description="The client's word for the node's tier: stored, and flagged "
+                      "tier_disagrees where the suite's tier rules give another. It decides "
+                      "nothing: the rules alone set a node's tier."),
 ]
 
 # --- dates ---------------------------------------------------------------------------------

@@ -195,8 +195,8 @@ class Decision(NamedTuple):
 
 MEASUREMENT_COLUMNS = (
     "suite_id", "report_id", "node_id", "position", "created_at", "n", "fails", "upper95",
-    "reported_upper95", "seed_base", "classification", "status", "reason", "flags", "entry_id",
-    "entry_state", "pooled", "cause",
+    "reported_upper95", "seed_base", "stated_tier", "classification", "status", "reason",
+    "flags", "entry_id", "entry_state", "pooled", "cause",
 )
 VERDICT_COLUMNS = (
     "suite_id", "batch_id", "node_id", "position", "created_at", "property_check",
@@ -247,7 +247,7 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
         named_nodes_create(suite, {nodeid for row in parsed.measurements if row.cause
                                    for nodeid in row.cause.nodes} - nodes.keys())
         # Judged against the test set with this upload's nodes in it, counted once.
-        share = share_figures(judged, today, selected_total=parsed.selected_total)
+        share = share_figures(judged, today)
         policy = judged.policy
         gate = cache(lambda n, fails, facts, new: rules.gate_measurement(
             n=n, fails=fails, entry=facts, policy=policy, today=today, new=new))
@@ -276,18 +276,24 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
                                *(counts for _, counts in before)))
                 stored_pool = {"n": pooled.n, "fails": pooled.fails,
                                "reports": sorted({report for report, _ in before})}
-            new = row.new_test and rules.is_new(nodes[row.nodeid].first_commit, parsed.commit)
+            node = nodes[row.nodeid]
+            new = row.new_test and rules.is_new(node.first_commit, parsed.commit)
             outcome = gate(pooled.n, pooled.fails, facts, new)
             outcomes.append(outcome)
             flags = [rules.Flag.UPPER95_MISMATCH.value] if mismatch(
                 row.upper95, row.fails, row.n) else []
+            # A stated tier is the client's word: flagged where the rules differ, and the
+            # row judged by the rules' tier (its entry's state says which).
+            if rules.tier_disagrees(row.tier, node.tier):
+                flags.append(rules.Flag.TIER_DISAGREES.value)
             upper95 = bound(row.fails, row.n)
             status, reason = outcome.status.value, outcome.reason.value
             kind = None if row.classification is None else row.classification.value
             cause = None if row.cause is None else cause_answer(row.cause)
             rows.append((
                 suite.pk, None, node_pk, position, stored_at, row.n, row.fails, upper95,
-                row.upper95, row.seed_base, kind or "", status, reason, flags_text(flags),
+                row.upper95, row.seed_base, row.tier, kind or "", status, reason,
+                flags_text(flags),
                 entry_id, state, None if stored_pool is None else json.dumps(stored_pool),
                 None if cause is None else json.dumps(cause),
             ))
@@ -380,39 +386,42 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
 
         @cache
         def decide(signals: tuple, facts: rules.EntryFacts | None,
-                   before: rules.NodeAttempts | None) -> Decision:
-            """A record of this attempt, added to the node's earlier ones."""
+                   before: rules.NodeAttempts | None, tier: int) -> Decision:
+            """A record of this attempt, added to the node's earlier ones; ``tier`` is the
+            node's by the tier rules, which a stated one is only compared with."""
             record = rules.SignalRecord("", *signals)
             own = rules.evaluate_record(record, ledger_entry=facts, pin=pin, today=today)
             merged = rules.add_attempt(before, attempt, record.property_check,
                                        own.fixture_lock)
             return decision(signals, rules.judge_attempts(
-                record, merged, ledger_entry=facts, today=today), merged)
+                record, merged, ledger_entry=facts, today=today, tier=tier), merged)
 
         @cache
         def carry(signals: tuple, facts: rules.EntryFacts | None,
-                  merged: rules.NodeAttempts) -> Decision:
-            """A node of earlier attempts that this one does not name, judged again now."""
+                  merged: rules.NodeAttempts, tier: int | None = None) -> Decision:
+            """A node of earlier attempts judged again now, as they leave it: one this
+            attempt does not name, or a replay's own (then ``tier``, the node's by the
+            rules, is compared with the tier its record stated)."""
             return decision(signals, rules.judge_attempts(
-                rules.SignalRecord("", *signals), merged, ledger_entry=facts, today=today),
-                merged)
+                rules.SignalRecord("", *signals), merged, ledger_entry=facts, today=today,
+                tier=tier), merged)
 
         judged_rows, answers = [], []  # judged_rows: (node pk, decision, entry id, state, sent)
         failed = []  # the nodes whose property check failed in this attempt
         for record in parsed.records:
-            node_pk = nodes[record.node].pk
+            node_pk, tier = nodes[record.node].pk, nodes[record.node].tier
             if record.property_check is rules.PropertyCheck.FAIL:
                 failed.append(node_pk)
             entry_id, facts, state, entry_answer = entries.get(node_pk, NO_ENTRY)
             before = prior.pop(node_pk, None)
             if replay_of is not None and before is not None:
                 # Its record is among the attempts already: the node as they leave it.
-                decided = carry(before.signals, facts, before.merged)
+                decided = carry(before.signals, facts, before.merged, tier)
             else:
                 decided = decide((
                     record.property_check, record.fixture_lock, record.flake_status,
                     record.fixture_manifest, record.seed, record.freeze_expires, record.tier,
-                ), facts, before and before.merged)
+                ), facts, before and before.merged, tier)
             judged_rows.append((node_pk, decided, entry_id, state, True))
             answers.append({"node": record.node, **decided.answer, "sent": True,
                             "entry": entry_answer})

@@ -168,6 +168,11 @@ class Measurement(UploadRow):
     upper95 = models.FloatField(help_text="The server's Wilson bound.")
     reported_upper95 = models.FloatField(null=True, blank=True)
     seed_base = models.BigIntegerField(null=True, blank=True)
+    stated_tier = models.PositiveSmallIntegerField(
+        null=True, blank=True,
+        help_text="The tier the row stated for its node: kept, flagged tier_disagrees where "
+                  "the tier rules give another, never deciding (null: not said).",
+    )
     classification = models.CharField(
         max_length=20, blank=True, choices=CLASSIFICATION_CHOICES,
         help_text="What the client's measure command found the test to be (empty: not said).",

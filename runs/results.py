@@ -75,13 +75,15 @@ def gate_counts(report: Report) -> dict:
 def report_answer(outcome: IngestOutcome) -> dict:
     report = outcome.upload
     # The figures it was judged with, as stored; where the size came from is said as
-    # stored too (empty for a report stored before it was kept).
+    # stored too (empty for a report stored before it was kept), and the size the report
+    # stated beside them, which decided nothing.
     share = rules.ShareFigures(report.quarantined, report.test_set_size, report.max_share)
     return {
         **_upload_answer(outcome, "report"),
         "status": report.status,
         "share": {**share.answer(), "size_source": report.size_source or None,
-                  "size_commit": report.size_commit or None},
+                  "size_commit": report.size_commit or None,
+                  "selected_total": report.selected_total},
         "counts": gate_counts(report),
         "attempt": report.attempt,
         "earlier_attempts": earlier_attempts(report, replay=outcome.replay),
@@ -132,8 +134,9 @@ def summary_lines(outcome: IngestOutcome) -> list[str]:
             lines.append(f"{m['status']:<4} {m['nodeid']}: {m['reason']} "
                          f"(upper95={m['upper95']:.4f} over {m['n']} runs{said})")
         u = outcome.upload
+        selected = "" if u.selected_total is None else f"; the report selected {u.selected_total}"
         lines.append(f"report {u.status} {u.reason}: exit {u.exit_code}; quarantined share "
-                     f"{u.share:.1%} of {u.test_set_size} (cap {u.max_share:.1%})")
+                     f"{u.share:.1%} of {u.test_set_size} (cap {u.max_share:.1%}){selected}")
     else:
         for v in outcome.rows:
             lines.append(f"{v['verdict'].upper():<6} {v['node']}: {v['reason']}")

@@ -86,6 +86,11 @@ class ReportRow:
         return rules.Flag.UPPER95_MISMATCH.value in self.measurement.flags
 
     @property
+    def tier_disagrees(self) -> bool:
+        """The row stated a tier the tier rules did not give its node at upload."""
+        return rules.Flag.TIER_DISAGREES.value in self.measurement.flags
+
+    @property
     def birth(self) -> str:
         """What the new-test guard's runs showed, on its rows ("new: 0/30 failed, rate ≤
         11.4% at 95%"): judged on the counts pooled at the commit, when there are some."""
@@ -105,7 +110,7 @@ def report_rows(suite: Suite, measurements) -> list[ReportRow]:
         ReportRow(
             measurement=m,
             entry=open_entries.get(m.node_id) or m.entry,
-            tier=rules.resolve_tier(m.node.nodeid, specs, m.node.stated_tier),
+            tier=rules.resolve_tier(m.node.nodeid, specs),
         )
         for m in measurements
     ]
@@ -214,7 +219,7 @@ def node_history(suite: Suite, node: Node, today: date) -> NodeHistory:
     )
     periods = quarantine_periods(entries, today)
     return NodeHistory(
-        resolution=rules.resolve_tier(node.nodeid, tier_rule_specs(suite), node.stated_tier),
+        resolution=rules.resolve_tier(node.nodeid, tier_rule_specs(suite)),
         measurements=measurements,
         entries=entries,
         periods=periods,

@@ -1,6 +1,7 @@
-"""An upload's nodes: each uploaded node id's node, stored, marked seen, its stated tier
-made sticky; and the nodes its rows name besides (a cause's tests), stored unseen. Every
-writer of a suite's nodes holds the suite's lock (``ledger.locks``)."""
+"""An upload's nodes: each uploaded node id's node, stored, marked seen, the tier its
+upload stated kept beside the tier its rules give it (never instead of it); and the nodes
+its rows name besides (a cause's tests), stored unseen. Every writer of a suite's nodes
+holds the suite's lock (``ledger.locks``)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ from typing import NamedTuple
 
 from django.db.models import BooleanField, ExpressionWrapper, Q
 
-from flakeboard import rules
-from ledger.audit import bump_ledger_revision
 from ledger.models import Node, Suite
 from ledger.nodes import evidence_stored, nodes_create, nodes_named
 from ledger.selectors import tier_rule_specs
@@ -22,13 +21,14 @@ class SeenNode(NamedTuple):
     """A node as an upload needs it: read as plain values, not as a model instance."""
 
     pk: int
-    stated_tier: int | None
+    stated_tier: int | None  # the latest an upload stated, before this one
+    tier: int  # by the suite's tier rules: the only tier that decides
     never_seen: bool  # by any upload: quarantined by hand only
     seen_today: bool | None
     first_commit: str | None  # of its first evidence, before this upload (rules.is_new)
 
 
-NODE_VALUES = ("pk", "stated_tier", "never_seen", "seen_today", "first_commit")
+NODE_VALUES = ("pk", "stated_tier", "tier", "never_seen", "seen_today", "first_commit")
 
 
 def fetch_nodes(suite: Suite, nodeids: list[str], today: date) -> dict[str, SeenNode]:
@@ -44,29 +44,29 @@ def fetch_nodes(suite: Suite, nodeids: list[str], today: date) -> dict[str, Seen
 def nodes_for_upload(suite: Suite, stated: dict[str, int | None], today,
                      commit: str) -> dict[str, SeenNode]:
     """Every uploaded node id's node, stored: new ones created, all marked seen today and
-    with evidence at ``commit``, and a stated tier 0 or 1 made sticky (re-tiering a node
-    changes the served ledger)."""
+    with evidence at ``commit``, and the tier the upload stated for each kept as the node's
+    latest stated tier. A stated tier decides nothing (``rules.tier_disagrees``): the
+    node's tier, its entries' states and the served ledger stay as the tier rules make
+    them."""
     nodeids = sorted(stated)
     existing = fetch_nodes(suite, nodeids, today)
-    specs = tier_rule_specs(suite)
-    new_nodes, retiered = [], defaultdict(list)
+    new_nodes, restated = [], defaultdict(list)
     for nodeid in nodeids:
         node = existing.get(nodeid)
         if node is None:
             new_nodes.append(nodeid)
-        elif (sticky := rules.sticky_tier(node.stated_tier, stated[nodeid])) != node.stated_tier:
-            retiered[sticky, rules.resolve_tier(nodeid, specs, sticky).tier].append(node.pk)
+        elif stated[nodeid] is not None and stated[nodeid] != node.stated_tier:
+            restated[stated[nodeid]].append(node.pk)
 
-    nodes_create(suite, new_nodes, specs, stated=stated, seen=today, evidence_at=commit)
+    nodes_create(suite, new_nodes, tier_rule_specs(suite), stated=stated, seen=today,
+                 evidence_at=commit)
     existing.update(fetch_nodes(suite, new_nodes, today))
     evidence_stored([n.pk for n in existing.values() if n.first_commit is None], commit)
     update_pks(Node, sorted(n.pk for n in existing.values() if n.never_seen), first_seen=today)
     update_pks(Node, sorted(n.pk for n in existing.values() if not n.seen_today),
                last_seen=today)
-    for (sticky, tier), pks in sorted(retiered.items()):
-        update_pks(Node, sorted(pks), stated_tier=sticky, tier=tier)
-    if retiered:
-        bump_ledger_revision(suite)
+    for tier, pks in sorted(restated.items()):
+        update_pks(Node, sorted(pks), stated_tier=tier)
     return existing
 
 

@@ -116,9 +116,10 @@ class MeasurementIn:
     )
     new_test: Annotated[bool, Strict()] = Field(
         False, description="Optional: the new-test guard's runs of a node new at the "
-        "report's commit (gate --measure; docs/new-tests.md). Judged by the guard while the "
-        "board finds the node new: a flip FAILs new_test_flaky, a clean short measurement "
-        "passes as new_test_clean. Otherwise the row is gated as any other."
+        "report's commit (gate --measure; docs/new-tests.md), which it needs: in a report "
+        "without a commit it is refused. Judged by the guard while the board finds the "
+        "node new: a flip FAILs new_test_flaky, a clean short measurement passes as "
+        "new_test_clean. Otherwise the row is gated as any other."
     )
 
 
@@ -160,9 +161,18 @@ class ReportEnvelope(_Envelope):
 
     branch: OptionalMeta = ""
     selected_total: RunCount | None = Field(
-        None, description="The size of the selected test set, for the quarantined share."
+        None, description="How many tests the job selected: stored and shown beside the "
+        "board's own test set, never the quarantined share's denominator."
     )
     measurements: list[MeasurementIn]
+
+    @model_validator(mode="after")
+    def _new_tests_need_a_commit(self):
+        """A node is new at a commit (SPEC 2.4b): a new-test row in a report without one
+        is refused where it stands, since no later report could tell its birth apart."""
+        if not self.commit:
+            refuse_new_tests_without_a_commit(self.measurements, self.ROWS)
+        return self
 
 
 class SignalsEnvelope(_Envelope):
@@ -183,6 +193,18 @@ class SignalsEnvelope(_Envelope):
         None, description="The patch's added source lines that touch concurrency or time.",
     )
     records: list[SignalRecordIn]
+
+
+def refuse_new_tests_without_a_commit(rows: list[MeasurementIn], rows_key: str) -> None:
+    """Every ``new_test`` row of a report without a commit, refused at its row and field."""
+    refused = [{
+        "type": refusal(Code.INVALID_VALUE, "true needs the report's commit (the envelope's "
+                                            "commit, or ?commit=): a node is new at a commit"),
+        "loc": (rows_key, index, "new_test"),
+        "input": True,
+    } for index, row in enumerate(rows) if row.new_test]
+    if refused:
+        raise ValidationError.from_exception_data("upload", refused)
 
 
 # What the OpenAPI document shows: the bare list, or the envelope.

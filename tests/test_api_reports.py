@@ -59,14 +59,15 @@ def test_the_seeds_bare_list_is_gated_per_node(board, suite, token, live_server)
     assert not result["duplicate"] and not result["dry_run"]
 
 
-def test_the_envelope_carries_metadata_and_the_test_set_size(board, suite, token):
+def test_the_envelope_carries_metadata_and_the_selected_total(board, suite, token):
     envelope = {"measurements": known(3), "commit": "c1", "branch": "b1",
                 "evidence": "https://ci.example.com/run/1", "selected_total": 120}
     result = board.report(suite.slug, token, body(envelope)).json
     assert (result["status"], result["exit_code"]) == ("OK", 0)
-    assert result["share"] == {"quarantined": 0, "test_set_size": 120, "share": 0.0,
-                               "cap": 0.05, "over_cap": False, "size_source": "selected_total",
-                               "size_commit": None}
+    # The board's own test set sizes the share; the stated selection is said beside it.
+    assert result["share"] == {"quarantined": 0, "test_set_size": 3, "share": 0.0,
+                               "cap": 0.05, "over_cap": False, "size_source": "known_nodes",
+                               "size_commit": None, "selected_total": 120}
     assert Report.objects.get().evidence == "https://ci.example.com/run/1"
 
 
@@ -104,13 +105,14 @@ def test_an_empty_report_is_no_evidence_and_fails(board, suite, token):
 def test_a_share_over_the_cap_fails_the_report(board, suite, token, today):
     board.report(suite.slug, token, body(known()))
     quarantine(suite, FLAKY, today)
-    envelope = {"measurements": known(2), "selected_total": 10}
-    result = board.report(suite.slug, token, body(envelope)).json
+    suite.max_quarantined_share = 0.02
+    suite.save()
+    result = board.report(suite.slug, token, body(known(2))).json
     assert (result["status"], result["reason"], result["exit_code"]) == (
         "FAIL", "quarantine_cap_exceeded", 1)
-    assert result["share"] == {"quarantined": 1, "test_set_size": 10, "share": 0.1,
-                               "cap": 0.05, "over_cap": True, "size_source": "selected_total",
-                               "size_commit": None}
+    assert result["share"] == {"quarantined": 1, "test_set_size": 41, "share": 0.02439,
+                               "cap": 0.02, "over_cap": True, "size_source": "known_nodes",
+                               "size_commit": None, "selected_total": None}
 
 
 def test_the_gate_reads_the_ledger_as_it_is_at_upload(board, suite, token, today):

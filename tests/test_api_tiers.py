@@ -58,15 +58,15 @@ def test_the_answer_gives_the_suites_new_test_guard(ask, suite):
     assert answer.json["tiers"][0]["new"] is True
 
 
-def test_a_known_nodes_stated_tier_counts(ask, suite, rules):
+def test_a_known_nodes_stated_tier_does_not_count(ask, suite, rules):
     stated = [record("tests/test_io.py::test_parse", tier=1),
               record("tests/test_props.py::test_sum", tier=1)]
     signals_ingest(suite=suite, body=body(stated), actor="ci")
     answer = ask(["tests/test_io.py::test_parse", "tests/test_props.py::test_sum"])
     assert answer.json["tiers"] == [
-        {"node": "tests/test_io.py::test_parse", "tier": 1, "rule": None, "stated": True,
+        {"node": "tests/test_io.py::test_parse", "tier": 2, "rule": None, "stated": False,
          "new": None},
-        # A rule of a lower tier still decides.
+        # The rules alone decide.
         {"node": "tests/test_props.py::test_sum", "tier": 0,
          "rule": "tests/test_props.py::*", "stated": False, "new": None},
     ]

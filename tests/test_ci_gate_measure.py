@@ -12,6 +12,7 @@ import pytest
 from ledger.models import Suite
 from ledger.tiers import tier_rule_add
 from runs.models import Report, VerdictBatch
+from tests.helpers import quarantined
 from tests.measure_projects import make_project, seed_test
 from tests.test_ci_gate_diff import GIT_ENV, git
 
@@ -96,3 +97,16 @@ def test_no_tier_2_node_selected_means_no_report(gate, project):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "no tier-2 node was selected" in done.stdout
     assert not Report.objects.exists()
+
+
+def test_a_pull_request_that_selects_one_test_is_judged_by_the_boards_test_set(
+        gate, project, suite, today):
+    """The share counts the board's own test set, not the one test the job selected: two
+    entries among the board's 40 known nodes (and the selected one) are within a 5% cap."""
+    quarantined(suite, today, {"tests/test_pay.py::test_a": 10, "tests/test_pay.py::test_b": 10})
+    done = gate("test_io.py::test_retry", "--upload")
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = Report.objects.latest("pk")
+    assert (report.status, report.selected_total, report.test_set_size) == ("OK", 1, 83)
+    assert "quarantined share 2.4% of 83 known nodes (cap 5.0%; this run selected 1)" in \
+        done.stdout

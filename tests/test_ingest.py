@@ -107,10 +107,13 @@ def test_fixture_pin_overrides_the_claim(suite):
     assert [v["reason"] for v in outcome.rows] == ["clean", "fixture_drifted", "fixture_missing"]
 
 
-def test_stated_tier_sticks(suite):
+def test_a_stated_tier_is_kept_and_never_sticks(suite):
     signals_ingest(suite=suite, body=body([record("a::x", tier=1)]), actor="ci")
+    node = Node.objects.get(nodeid="a::x")
+    assert (node.tier, node.stated_tier) == (2, 1)
     signals_ingest(suite=suite, body=body([record("a::x", tier=2, prop="fail")]), actor="ci")
-    assert Node.objects.get(nodeid="a::x").tier == 1
+    node.refresh_from_db()
+    assert (node.tier, node.stated_tier) == (2, 2)
 
 
 def test_rollups_match_raw_rows_and_rebuild(suite):

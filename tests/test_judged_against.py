@@ -117,10 +117,10 @@ def test_a_report_over_the_cap_stores_it(suite, today):
         expires=today + timedelta(days=5), today=today, imported=True,
     )
     report = report_ingest(
-        suite=suite, body=body({"measurements": [measurement(FLAKY)], "selected_total": 10}),
+        suite=suite, body=body({"measurements": [measurement(FLAKY)], "selected_total": 1000}),
         actor="ci",
     ).upload
-    assert (report.size_source, report.over_cap, report.reason) == (
-        "selected_total", True, "quarantine_cap_exceeded",
+    assert (report.size_source, report.test_set_size, report.over_cap, report.reason) == (
+        "known_nodes", 1, True, "quarantine_cap_exceeded",
     )
     assert Report.objects.get().over_cap

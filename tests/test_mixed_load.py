@@ -41,7 +41,7 @@ LATE = [5 * r for r in range(20)]
 SLOTS = 24  # the mixed load: six seconds of writes
 CAP = 0.2  # the mixed suite's cap binds part-way through the load
 BASE = [f"tests/test_base.py::test_{i}" for i in range(30)]
-PROPS = [f"tests/test_props.py::test_{i}" for i in range(3)]  # CI states they are tier 0
+PROPS = [f"tests/test_props.py::test_{i}" for i in range(3)]  # tier 0 by a rule; CI says so too
 SEEDS = [f"tests/test_seed_{i}.py::test_flaky" for i in range(6)]
 OWNERS = ["finley", "robin"]
 EXPIRES = (datetime.now(UTC).date() + timedelta(days=14)).isoformat()
@@ -54,6 +54,7 @@ from django.utils import timezone
 from ledger.models import Membership, Role
 from ledger.quarantine import quarantine_create
 from ledger.suites import suite_create
+from ledger.tiers import tier_rule_add
 from ledger.tokens import token_create
 from runs.ingest import report_ingest, signals_ingest
 people = {"finley": Role.OWNER, "robin": Role.OWNER, "lea": Role.LEAD}
@@ -69,6 +70,7 @@ for slug, cap in (("first", 1.0), ("mix", %(cap)r)):
     tokens[slug] = token_create(suite=suite, scope="write", actor="@setup")[1]
 rows = [{"nodeid": node, "n": 200, "fails": 0} for node in %(base)r]
 report_ingest(suite=suite, body=json.dumps(rows).encode(), actor="setup")
+tier_rule_add(suite=suite, glob="tests/test_props.py::test_*", tier=0, actor="@setup")
 records = [{"node": node, "property_check": "pass", "fixture_lock": "match",
             "flake_status": "stable", "tier": 0} for node in %(props)r]
 signals_ingest(suite=suite, body=json.dumps(records).encode(), actor="setup")
@@ -96,7 +98,7 @@ print(json.dumps({
                 "note": e.note} for e in events.order_by("at", "pk")],
     "entries": {e.pk: {"renewals": e.renewals, "cleared": e.cleared_at is not None,
                        "evidence": e.evidence} for e in entries},
-    "nodes": {n.nodeid: {"tier": n.tier, "resolved": tier_resolution(suite, n.nodeid, n).tier,
+    "nodes": {n.nodeid: {"tier": n.tier, "resolved": tier_resolution(suite, n.nodeid).tier,
                          "stated": n.stated_tier} for n in Node.objects.filter(suite=suite)},
     "served": sorted(ledger_for_gate(suite)),
     "open_per_node": sorted({row["c"] for row in
@@ -318,10 +320,10 @@ def mixed_plan(board) -> list[tuple[str, dict]]:
     return jobs
 
 
-def tiers_when_quarantined(events: list[dict], nodes: dict):
+def tiers_when_quarantined(events: list[dict]):
     """Replays the audit trail: each new entry's node's tier at that moment, under the
-    tier rules then in force and its stated tier. Each service stamps its event under the
-    suite's lock, so the events' order is the order of the changes."""
+    tier rules then in force (a stated tier never counts). Each service stamps its event
+    under the suite's lock, so the events' order is the order of the changes."""
     in_force: dict[str, int] = {}
     for event in events:
         if event["action"] == "tier_rule" and event["note"] == "added":
@@ -330,7 +332,7 @@ def tiers_when_quarantined(events: list[dict], nodes: dict):
             del in_force[event["before"]["glob"]]
         elif event["action"] == "create":
             specs = [rules.TierRuleSpec(*rule) for rule in in_force.items()]
-            yield rules.resolve_tier(event["node"], specs, nodes[event["node"]]["stated"]).tier
+            yield rules.resolve_tier(event["node"], specs).tier
 
 
 @pytest.mark.parametrize("served", ["postgresql"], indirect=True)
@@ -382,7 +384,7 @@ def test_owners_a_lead_and_ci_at_once_on_postgresql(served, load_summary):
     # served; each node's tier is what the rules in force say; at most one open entry per
     # node; the share within the cap; the rollups equal the raw rows.
     nodes = final["nodes"]
-    assert all(map(rules.quarantinable, tiers_when_quarantined(final["events"], nodes)))
+    assert all(map(rules.quarantinable, tiers_when_quarantined(final["events"])))
     token = {"Authorization": f"Bearer {board.seeded['tokens']['mix']}"}
     request = urllib.request.Request(f"{board.url}/api/v1/suites/mix/ledger", headers=token)
     gate = json.loads(answer(urllib.request.build_opener(), request, [])[2])  # as CI reads it

@@ -17,6 +17,7 @@ from ledger.models import Node
 from ledger.quarantine import quarantine_create
 from ledger.selectors import tiers_and_births
 from runs.ingest import report_ingest, signals_ingest
+from runs.models import Report
 from runs.results import summary_lines
 from tests.api_http import API, new_token
 from tests.helpers import body, measurement, record
@@ -31,6 +32,8 @@ A, B, C = (f"tests/test_birth.py::test_{name}" for name in "abc")
     ("c1", "c1", True),  # its first evidence came at this commit: a rerun of its birth
     ("c1", "c2", False),  # evidence from another, earlier commit
     ("", "c1", False),  # evidence from before first commits were kept
+    ("", "", False),  # evidence without a commit: a node with evidence is never new
+    (None, "", True),  # no evidence at all
 ])
 def test_the_rule(first, commit, new):
     assert rules.is_new(first, commit) is new
@@ -189,3 +192,35 @@ def test_the_report_page_says_what_the_guards_runs_show(roomy, client_for, lead)
     page = client_for(lead).get(f"/suites/{roomy.slug}/reports/{outcome.upload.pk}/")
     assert page.status_code == 200
     assert "new: 0/30 failed, rate ≤ 11.4% at 95%: not a budget claim" in page.content.decode()
+
+
+def test_a_guard_row_without_a_commit_is_refused(board, roomy):
+    """A node is new at a commit: without one, a node first measured at no commit would be
+    "new" at every later report without one, a known flaky node passing as new_test_clean."""
+    write = new_token(roomy)
+    flaky = board.report(roomy.slug, write, body([measurement(A, n=200, fails=10)]),
+                         query={"branch": "main"})
+    assert (flaky.json["status"], flaky.json["reason"]) == ("FAIL", "over_budget")
+    stored = Report.objects.count()
+    again = board.report(roomy.slug, write, body([measurement(B), guard_row(A, 3, 0)]),
+                         query={"branch": "main"})
+    assert (again.status, again.error) == (422, "validation_failed")
+    detail = again.json["details"][0]
+    assert (detail["row"], detail["field"], detail["code"]) == (1, "new_test", "invalid_value")
+    assert "commit" in detail["message"]
+    assert "row 1" in again.json["message"]
+    assert Report.objects.count() == stored
+    # The envelope's commit, or the query's, is what the row needs.
+    envelope = {"measurements": [guard_row(C, 3, 0)], "commit": "pr-1"}
+    rows = board.report(roomy.slug, write, body(envelope)).json["measurements"]
+    assert [row["reason"] for row in rows] == ["new_test_clean"]
+
+
+def test_a_node_with_evidence_at_no_commit_is_never_new(roomy):
+    report_ingest(suite=roomy, body=body([measurement(A, n=200, fails=10)]), actor="ci")
+    assert Node.objects.get(nodeid=A).first_commit == ""
+    _, births = tiers_and_births(roomy, [A])
+    assert rules.is_new(births[0], "") is False
+    outcome = report_ingest(suite=roomy, body=body([guard_row(A, 30, 0)]), actor="ci",
+                            query={"commit": "pr-1"})
+    assert judged(outcome)[A] == ("FAIL", "too_few_runs")  # not new: no budget claim

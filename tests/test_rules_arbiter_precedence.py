@@ -190,7 +190,9 @@ def test_every_arbiter_reason_is_reachable() -> None:
         ),
         pytest.param(vocab.GateStatus, {"OK", "WARN", "FAIL"}, id="GateStatus"),
         pytest.param(
-            vocab.Flag, {"upper95_mismatch", "freeze_without_expiry", "ledger_disagrees"}, id="Flag"
+            vocab.Flag,
+            {"upper95_mismatch", "freeze_without_expiry", "ledger_disagrees", "tier_disagrees"},
+            id="Flag",
         ),
         pytest.param(
             vocab.EntryState,

@@ -7,7 +7,9 @@ Gate order, first match wins:
      upper95(fails, max(n, min_runs)) > max_upper_rate (not even a full-size measurement
      with these failures could pass); else too_few_runs (n < min_runs is the only reason)
   4. otherwise                                             -> WARN quarantined
-A tier-violating entry counts as no entry; failing step 3 then gives tier_violation.
+An expired entry FAILs at step 1 whatever else is true of its node, a tier violation
+included. Otherwise a tier-violating entry counts as no entry; failing step 3 then gives
+tier_violation.
 
 The report fails on no evidence, on any FAIL row, or when the quarantined share is over the
 cap. Entry states and the quarantine bounds of SPEC 4 are in test_rules_budget_entries.py.
@@ -115,10 +117,11 @@ GATE_TABLE = [
     pytest.param(VIOLATING, 60, 0, FAIL, "tier_violation", False, id="violation-too-few-runs"),
     pytest.param(VIOLATING, 20, 3, FAIL, "tier_violation", False, id="violation-short-and-decided"),
     pytest.param(VIOLATING, 200, 0, OK, "within_budget", False, id="violation-within-budget"),
-    pytest.param(VIOLATING_EXPIRED, 200, 5, FAIL, "tier_violation", False, id="violation-expired"),
-    pytest.param(
-        VIOLATING_EXPIRED, 200, 0, OK, "within_budget", False, id="violation-expired-within-budget"
-    ),
+    # ...but an expired one fails at step 1 all the same
+    pytest.param(VIOLATING_EXPIRED, 200, 5, FAIL, "quarantine_expired", False,
+                 id="violation-expired"),
+    pytest.param(VIOLATING_EXPIRED, 200, 0, FAIL, "quarantine_expired", False,
+                 id="violation-expired-within-budget"),
     # the new-test guard (2.4b): a flip FAILs even within budget, a clean short run passes
     pytest.param(NO_ENTRY, 30, 0, OK, "new_test_clean", True, id="new-clean-30"),
     pytest.param(NO_ENTRY, 3, 0, OK, "new_test_clean", True, id="new-clean-3-a-slow-test"),
@@ -248,7 +251,7 @@ def test_gate_measurement_agrees_with_the_four_steps(
 
     counts = entry is not None and not entry.tier_violation
     within = upper95(fails, n) <= POLICY.max_upper_rate and n >= POLICY.min_runs
-    if counts and entry.expires < TODAY:
+    if entry is not None and entry.expires < TODAY:
         assert outcome == BudgetOutcome(FAIL, Reason.QUARANTINE_EXPIRED)
     elif within:
         assert outcome == BudgetOutcome(OK, Reason.WITHIN_BUDGET)
@@ -354,6 +357,7 @@ def test_quarantined_share_against_the_cap(
         st.integers(min_value=1, max_value=5000),
         st.floats(min_value=0, max_value=1),
         st.integers(min_value=1, max_value=3650),  # expired this many days ago
+        st.booleans(),  # and a tier violation too
     ),
     position=st.integers(min_value=0, max_value=20),
     quarantined=st.integers(min_value=0, max_value=1000),
@@ -368,7 +372,7 @@ def test_quarantined_share_against_the_cap(
 )
 def test_a_report_never_passes_with_an_expired_entry_in_it(
     measurements: list[tuple[int, float, int | None, bool]],
-    expired: tuple[int, float, int],
+    expired: tuple[int, float, int, bool],
     position: int,
     quarantined: int,
     size: int,
@@ -383,8 +387,8 @@ def test_a_report_never_passes_with_an_expired_entry_in_it(
         outcome(n, share, None if d is None else EntryFacts(today + timedelta(d), violating))
         for n, share, d, violating in measurements
     ]
-    n, share, ago = expired
-    outcomes.insert(position, outcome(n, share, EntryFacts(today - timedelta(ago))))
+    n, share, ago, violating = expired
+    outcomes.insert(position, outcome(n, share, EntryFacts(today - timedelta(ago), violating)))
 
     report = gate_report(
         outcomes, share=ShareFigures(quarantined, size, policy.max_quarantined_share)

@@ -1,5 +1,6 @@
-"""SPEC 2.5 (tiers): fnmatch rules per suite, tier 0 over 1 over 2, no rule means tier 2,
-and a stated tier 0 or 1 sticks to the node (a stated 2 never loosens it).
+"""SPEC 2.5 (tiers): fnmatch rules per suite, tier 0 over 1 over 2, no rule means tier 2.
+Only the rules decide: a tier an upload states is compared with them (``tier_disagrees``)
+and changes nothing.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flakeboard.rules import Tier, TierResolution, TierRuleSpec, resolve_tier, sticky_tier
+from flakeboard.rules import Tier, TierResolution, TierRuleSpec, resolve_tier, tier_disagrees
 from tests.helpers import table
 from tests.properties import PROPERTY
 
@@ -34,14 +35,13 @@ def test_tier_constants() -> None:
 
 
 RESOLVE_TABLE = [
-    # node, rules, stated tier, expected tier, deciding rule (or "stated" / None)
-    pytest.param(ROUNDTRIP, [], None, 2, None, id="no-rules"),
-    pytest.param(ROUNDTRIP, [PINNED, INGEST_1], None, 2, None, id="no-rule-matches"),
-    pytest.param(ROUNDTRIP, [PROPS], None, 0, PROPS, id="property-glob"),
+    # node, rules, expected tier, deciding rule (None: no rule matched)
+    pytest.param(ROUNDTRIP, [], 2, None, id="no-rules"),
+    pytest.param(ROUNDTRIP, [PINNED, INGEST_1], 2, None, id="no-rule-matches"),
+    pytest.param(ROUNDTRIP, [PROPS], 0, PROPS, id="property-glob"),
     pytest.param(
         "tests/test_properties.py::TestCodec::test_roundtrip[utf-8]",
         [PROPS],
-        None,
         0,
         PROPS,
         id="glob-star-spans-class-and-params",
@@ -49,7 +49,6 @@ RESOLVE_TABLE = [
     pytest.param(
         "tests/test_properties_extra.py::test_a",
         [PROPS],
-        None,
         2,
         None,
         id="glob-does-not-match-a-longer-file-name",
@@ -57,64 +56,48 @@ RESOLVE_TABLE = [
     pytest.param(
         "tests/test_fixtures/deep/test_db.py::test_a",
         [PINNED],
-        None,
         1,
         PINNED,
         id="glob-star-spans-directories",
     ),
-    pytest.param("tests/test_shard_3.py::test_a", [ONE_CHAR], None, 1, ONE_CHAR, id="glob-?"),
-    pytest.param("tests/test_shard_12.py::test_a", [ONE_CHAR], None, 2, None, id="glob-?-one"),
-    pytest.param("tests/test_beta.py::test_a", [CHAR_CLASS], None, 0, CHAR_CLASS, id="glob-[]"),
-    pytest.param("tests/test_gamma.py::test_a", [CHAR_CLASS], None, 2, None, id="glob-[]-miss"),
+    pytest.param("tests/test_shard_3.py::test_a", [ONE_CHAR], 1, ONE_CHAR, id="glob-?"),
+    pytest.param("tests/test_shard_12.py::test_a", [ONE_CHAR], 2, None, id="glob-?-one"),
+    pytest.param("tests/test_beta.py::test_a", [CHAR_CLASS], 0, CHAR_CLASS, id="glob-[]"),
+    pytest.param("tests/test_gamma.py::test_a", [CHAR_CLASS], 2, None, id="glob-[]-miss"),
     pytest.param(
-        "tests/TEST_PROPERTIES.py::test_roundtrip", [PROPS], None, 2, None, id="case-sensitive"
+        "tests/TEST_PROPERTIES.py::test_roundtrip", [PROPS], 2, None, id="case-sensitive"
     ),
     # tier 0 wins over 1 over 2, whatever the order of the rules
-    pytest.param(BACKPRESSURE, [INGEST_1, INGEST_0], None, 0, INGEST_0, id="0-over-1"),
-    pytest.param(BACKPRESSURE, [INGEST_0, INGEST_1], None, 0, INGEST_0, id="0-over-1-reversed"),
-    pytest.param(BACKPRESSURE, [EVERYTHING_2, INGEST_1], None, 1, INGEST_1, id="1-over-2"),
-    pytest.param(BACKPRESSURE, [INGEST_1, EVERYTHING_2], None, 1, INGEST_1, id="1-over-2-rev"),
+    pytest.param(BACKPRESSURE, [INGEST_1, INGEST_0], 0, INGEST_0, id="0-over-1"),
+    pytest.param(BACKPRESSURE, [INGEST_0, INGEST_1], 0, INGEST_0, id="0-over-1-reversed"),
+    pytest.param(BACKPRESSURE, [EVERYTHING_2, INGEST_1], 1, INGEST_1, id="1-over-2"),
+    pytest.param(BACKPRESSURE, [INGEST_1, EVERYTHING_2], 1, INGEST_1, id="1-over-2-rev"),
     pytest.param(
-        BACKPRESSURE, [EVERYTHING_2, EVERYTHING_1, INGEST_0], None, 0, INGEST_0, id="0-over-all"
+        BACKPRESSURE, [EVERYTHING_2, EVERYTHING_1, INGEST_0], 0, INGEST_0, id="0-over-all"
     ),
     pytest.param(
         "tests/test_ingest.py::test_parse",
         [INGEST_1, INGEST_0],
-        None,
         1,
         INGEST_1,
         id="narrower-tier-0-glob-misses",
     ),
-    # a stated tier
-    pytest.param(ROUNDTRIP, [], 0, 0, "stated", id="stated-0"),
-    pytest.param(ROUNDTRIP, [], 1, 1, "stated", id="stated-1"),
-    pytest.param(ROUNDTRIP, [], 2, 2, None, id="stated-2"),
-    pytest.param(BACKPRESSURE, [INGEST_1], 0, 0, "stated", id="stated-0-over-rule-1"),
-    pytest.param(BACKPRESSURE, [EVERYTHING_2], 1, 1, "stated", id="stated-1-over-rule-2"),
-    pytest.param(BACKPRESSURE, [INGEST_0], 1, 0, INGEST_0, id="rule-0-over-stated-1"),
-    pytest.param(BACKPRESSURE, [INGEST_1], 2, 1, INGEST_1, id="stated-2-never-loosens"),
-    pytest.param(BACKPRESSURE, [INGEST_0], 2, 0, INGEST_0, id="stated-2-never-loosens-0"),
 ]
 
 
-@pytest.mark.parametrize(("nodeid", "rules", "stated", "tier", "decider"), RESOLVE_TABLE)
+@pytest.mark.parametrize(("nodeid", "rules", "tier", "decider"), RESOLVE_TABLE)
 def test_resolve_tier(
     nodeid: str,
     rules: list[TierRuleSpec],
-    stated: int | None,
     tier: int,
-    decider: TierRuleSpec | str | None,
+    decider: TierRuleSpec | None,
 ) -> None:
-    resolution = resolve_tier(nodeid, rules, stated)
+    resolution = resolve_tier(nodeid, rules)
     assert resolution.tier == tier
-    if decider == "stated":
-        assert resolution.stated is True
-        assert resolution.rule is None
-    elif decider is None:
+    if decider is None:
         assert resolution == TierResolution(Tier.REPEAT_BUDGET)
     else:
         assert resolution.rule == decider
-        assert resolution.stated is False
 
 
 @pytest.mark.parametrize("order", list(itertools.permutations([EVERYTHING_2, INGEST_1, INGEST_0])))
@@ -127,50 +110,26 @@ def test_rules_may_be_any_iterable() -> None:
     assert resolve_tier(BACKPRESSURE, (r for r in [PROPS])).tier == 2
 
 
-STICKY_TABLE = table("""
-    -   -   -   nothing-stated
-    -   2   -   stated-2-does-not-stick
-    -   1   1   stated-1-sticks
-    -   0   0   stated-0-sticks
-    1   -   1   kept-when-not-stated
-    0   -   0   0-kept-when-not-stated
-    1   2   1   stated-2-never-loosens-1
-    0   2   0   stated-2-never-loosens-0
-    0   1   0   stated-1-never-loosens-0
-    1   0   0   stated-0-tightens-1
-    1   1   1   same-again
-    2   1   1   stated-1-tightens-2
-    2   2   2   2-stays-2
-""", int, int, int)  # tier stored on the node, stated tier of an upload, tier stored afterwards
+DISAGREES_TABLE = table("""
+    -   2   no    nothing-stated
+    -   0   no    nothing-stated-tier-0
+    2   2   no    stated-as-the-rules-say
+    0   0   no    stated-0-as-a-rule-says
+    1   1   no    stated-1-as-a-rule-says
+    0   2   yes   stated-0-for-a-tier-2-node
+    1   2   yes   stated-1-for-a-tier-2-node
+    2   0   yes   stated-2-for-a-tier-0-node
+    1   0   yes   stated-1-for-a-tier-0-node
+    0   1   yes   stated-0-for-a-tier-1-node
+""", int, int, lambda cell: cell == "yes")  # stated tier, the rules' tier, flagged
 
 
-@pytest.mark.parametrize(("current", "stated", "after"), STICKY_TABLE)
-def test_sticky_tier(current: int | None, stated: int | None, after: int | None) -> None:
-    assert sticky_tier(current, stated) == after
+@pytest.mark.parametrize(("stated", "tier", "flagged"), DISAGREES_TABLE)
+def test_tier_disagrees(stated: int | None, tier: int, flagged: bool) -> None:
+    assert tier_disagrees(stated, tier) is flagged
 
 
-@PROPERTY
-@given(
-    st.one_of(st.none(), st.sampled_from(Tier.ALL)),
-    st.lists(st.one_of(st.none(), st.sampled_from(Tier.ALL)), max_size=6),
-)
-def test_sticky_tier_never_loosens(current: int | None, stated_tiers: list[int | None]) -> None:
-    tier = current
-    for stated in stated_tiers:
-        new = sticky_tier(tier, stated)
-        if tier is not None:
-            assert new is not None
-            assert new <= tier
-        if stated is not None and stated < Tier.REPEAT_BUDGET:
-            assert new is not None
-            assert new <= stated
-        tier = new
-    strict = [s for s in [current, *stated_tiers] if s is not None and s < Tier.REPEAT_BUDGET]
-    if strict:
-        assert tier == min(strict)
-
-
-# --- the resolved tier is the minimum over matching rules and the stated tier ---------------
+# --- the resolved tier is the minimum over matching rules -----------------------------------
 
 NODES = [
     BACKPRESSURE,
@@ -205,29 +164,24 @@ rule_specs = st.builds(TierRuleSpec, glob=globs, tier=st.sampled_from(Tier.ALL))
     rules=st.lists(rule_specs, max_size=8),
     stated=st.none() | st.sampled_from(Tier.ALL),
 )
-def test_resolved_tier_is_the_minimum_over_matching_rules_and_stated_tier(
+def test_resolved_tier_is_the_minimum_over_matching_rules(
     nodeid: str, rules: list[TierRuleSpec], stated: int | None
 ) -> None:
-    candidates = [r.tier for r in rules if fnmatchcase(nodeid, r.glob)]
-    if stated is not None:
-        candidates.append(stated)
-    expected = min([*candidates, Tier.REPEAT_BUDGET])
+    expected = min([*(r.tier for r in rules if fnmatchcase(nodeid, r.glob)),
+                    Tier.REPEAT_BUDGET])
 
-    resolution = resolve_tier(nodeid, rules, stated)
+    resolution = resolve_tier(nodeid, rules)
     assert resolution.tier == expected
 
-    # The resolution names what decided it.
-    assert not (resolution.stated and resolution.rule is not None)
+    # The resolution names the rule that decided it.
     if resolution.rule is not None:
         assert resolution.rule in rules
         assert fnmatchcase(nodeid, resolution.rule.glob)
         assert resolution.rule.tier == resolution.tier
-    if resolution.stated:
-        assert stated == resolution.tier
     if resolution.tier < Tier.REPEAT_BUDGET:
-        assert resolution.stated or resolution.rule is not None
+        assert resolution.rule is not None
 
-    # Neither the order of the rules nor a stated 2 changes the tier.
-    assert resolve_tier(nodeid, list(reversed(rules)), stated).tier == expected
-    if stated == Tier.REPEAT_BUDGET:
-        assert resolve_tier(nodeid, rules, None).tier == expected
+    # Neither the order of the rules nor a stated tier changes it; a stated tier is only
+    # flagged where it differs.
+    assert resolve_tier(nodeid, list(reversed(rules))).tier == expected
+    assert tier_disagrees(stated, resolution.tier) is (stated is not None and stated != expected)

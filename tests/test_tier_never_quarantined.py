@@ -1,7 +1,8 @@
 """A tier-0 or tier-1 node never gets a quarantine entry, by any path: the form, the API,
 the admin, the import command and the service itself. And a rule added afterwards turns
 an existing entry into a tier violation that leaves the served ledger and fails the gate,
-and that can be cleared but not renewed.
+and that can be cleared but not renewed. Only the lead's rules make a node tier 0 or 1: a
+tier an upload states changes nothing (tests/test_stated_tier.py).
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ PROPERTY = "tests/test_properties.py::test_roundtrip"
 PINNED = "tests/test_pinned.py::test_golden_file"
 FLAKY = "tests/test_flaky.py::test_once"
 
-# How a node comes to be tier 0 or 1: a lead's rule, or an upload that states it.
-HOW = ["rule", "stated"]
+# How a node comes to be tier 0 or 1: a lead's rule, and nothing else.
+HOW = ["rule"]
 
 
 @pytest.fixture
@@ -46,10 +47,8 @@ def sized(suite):
 
 
 def make_tier(suite, nodeid: str, tier: int, how: str) -> None:
-    if how == "rule":
-        tier_rule_add(suite=suite, glob=nodeid.split("::")[0] + "::*", tier=tier, actor="@lea")
-    else:
-        report_ingest(suite=suite, body=body([measurement(nodeid, tier=tier)]), actor="ci")
+    assert how == "rule"
+    tier_rule_add(suite=suite, glob=nodeid.split("::")[0] + "::*", tier=tier, actor="@lea")
 
 
 def form_data(nodeid: str, today) -> dict:
@@ -58,8 +57,7 @@ def form_data(nodeid: str, today) -> dict:
 
 
 # Why the service says a node is not tier 2, by how it came to be tier 0 or 1.
-WHY = {"rule": "the tier rule “tests/test_properties.py::*” makes it tier {tier}",
-       "stated": "an upload stated it is tier {tier}"}
+WHY = {"rule": "the tier rule “tests/test_properties.py::*” makes it tier {tier}"}
 CASES = [(tier, how) for tier in (0, 1) for how in HOW]
 IDS = [f"tier{tier}-{how}" for tier, how in CASES]
 
@@ -146,7 +144,8 @@ def test_an_entry_exists_only_for_a_tier_two_node(sized, today, stem, name, rule
         if stated is not None:
             report_ingest(suite=sized, body=body([measurement(nodeid, tier=stated)]),
                           actor="ci")
-        tier = min(t for t in (rule_tier, stated, 2) if t is not None)
+        # A stated tier is the client's word: the rule alone decides.
+        tier = min(t for t in (rule_tier, 2) if t is not None)
         try:
             quarantine_create(suite=sized, nodeid=nodeid, owner="@finley",
                               expires=today + timedelta(days=7), evidence="ci/run-42",

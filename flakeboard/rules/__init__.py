@@ -169,7 +169,7 @@ from .tiers import (
     TierRuleSpec,
     quarantinable,
     resolve_tier,
-    sticky_tier,
+    tier_disagrees,
 )
 from .vocab import (
     ARBITER_REASONS,

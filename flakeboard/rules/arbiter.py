@@ -8,6 +8,7 @@ from datetime import date
 
 from .digests import same_digest
 from .entries import EntryFacts, entry_is_live
+from .tiers import tier_disagrees
 from .vocab import FixtureLock, Flag, FlakeStatus, PropertyCheck, Reason, Verdict
 
 
@@ -108,26 +109,34 @@ def evaluate_record(
     ledger_entry: EntryFacts | None,
     pin: FixturePin | None,
     today: date,
+    tier: int | None = None,
 ) -> ArbiterOutcome:
+    """One record through the precedence table. ``tier`` is the node's tier by the suite's
+    tier rules, which the record's stated tier is compared with (None: not compared)."""
     lock = effective_fixture_lock(record.fixture_lock, record.fixture_manifest, record.seed, pin)
     status = effective_flake_status(
         record.flake_status, record.freeze_expires, ledger_entry, today
     )
     verdict, reason = arbitrate(record.property_check, lock, status)
-    return ArbiterOutcome(verdict, reason, lock, status, record_flags(record, ledger_entry, today))
+    return ArbiterOutcome(verdict, reason, lock, status,
+                          record_flags(record, ledger_entry, today, tier=tier))
 
 
 def record_flags(
-    record: SignalRecord, ledger_entry: EntryFacts | None, today: date
+    record: SignalRecord, ledger_entry: EntryFacts | None, today: date, *,
+    tier: int | None = None,
 ) -> tuple[Flag, ...]:
     """What a record's claims leave to note: a freeze without expiry, a ledger that
-    disagrees with the record's flake status."""
+    disagrees with the record's flake status, a stated tier that is not the one the tier
+    rules give the node (``tier``; None: not compared). None of them decides."""
     flags = []
     if record.flake_status is FlakeStatus.FROZEN and record.freeze_expires is None:
         flags.append(Flag.FREEZE_WITHOUT_EXPIRY)
     ledger_frozen = ledger_entry is not None and entry_is_live(ledger_entry, today)
     if (record.flake_status is FlakeStatus.FROZEN) != ledger_frozen:
         flags.append(Flag.LEDGER_DISAGREES)
+    if tier is not None and tier_disagrees(record.tier, tier):
+        flags.append(Flag.TIER_DISAGREES)
     return tuple(flags)
 
 

@@ -95,15 +95,17 @@ def judge_attempts(
     *,
     ledger_entry: EntryFacts | None,
     today: date,
+    tier: int | None = None,
 ) -> ArbiterOutcome:
     """The arbiter (2.3) on a node's merged evidence. Its flake status is as the ledger is
     now, with the claim of the node's latest record (``latest``): a freeze withholds every
-    attempt's evidence, both ways. Its flags are those of the latest record."""
+    attempt's evidence, both ways. Its flags are those of the latest record, its stated
+    tier compared with ``tier``, the node's by the tier rules."""
     status = effective_flake_status(latest.flake_status, latest.freeze_expires, ledger_entry,
                                     today)
     verdict, reason = arbitrate(merged.property_check, merged.fixture_lock, status)
     return ArbiterOutcome(verdict, reason, merged.fixture_lock, status,
-                          record_flags(latest, ledger_entry, today))
+                          record_flags(latest, ledger_entry, today, tier=tier))
 
 
 class SeededCounts(NamedTuple):

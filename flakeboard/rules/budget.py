@@ -61,13 +61,15 @@ def gate_measurement(
     passes as new_test_clean with at least NEW_TEST_MIN_RUNS runs. Over budget at full size
     stays over_budget.
 
-    The decision uses the server's own upper95 only, never a reported one.
+    The decision uses the server's own upper95 only, never a reported one. An expired
+    entry FAILs first, whatever else is true of its node (a tier violation included):
+    no path lets the gate pass a node whose quarantine has run out.
     """
+    if entry is not None and entry.expires < today:
+        return BudgetOutcome(GateStatus.FAIL, Reason.QUARANTINE_EXPIRED)
     violating = entry is not None and entry.tier_violation
     if violating:
         entry = None
-    if entry is not None and entry.expires < today:
-        return BudgetOutcome(GateStatus.FAIL, Reason.QUARANTINE_EXPIRED)
     if new and entry is None and not violating:
         full_size_fail = n >= policy.min_runs and not within_budget(n, fails, policy)
         if flaky_at_birth(n, fails) and not full_size_fail:

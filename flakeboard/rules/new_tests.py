@@ -16,8 +16,12 @@ BEFORE_RECORD = ""
 def is_new(first_commit: str | None, commit: str) -> bool:
     """Whether a node whose first evidence came at ``first_commit`` is new at ``commit``:
     it has none, or the first came at this very commit (a rerun of the commit that added
-    it is still its birth)."""
-    return first_commit is None or first_commit == commit
+    it is still its birth). A blank first commit is evidence all the same (from before
+    the record, or stored without a commit), so such a node is never new, not even at a
+    blank commit: else a node first measured without a commit would be new forever."""
+    if first_commit is None:
+        return True
+    return first_commit != BEFORE_RECORD and first_commit == commit
 
 
 def first_commit_after(first_commit: str | None, commit: str) -> str:

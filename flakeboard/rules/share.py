@@ -1,9 +1,11 @@
 """The quarantined share of the test set (SPEC 2.2, amended in docs/test-set.md) and its
 cap.
 
-The test set is the report's ``selected_total`` when it gives one; otherwise the tests of
-CI's most recent complete run on the default branch (``ci_run``); where no JUnit says
-which, the nodes seen in an upload within the known-node window, or holding an open entry.
+The test set is always the board's own figure: the tests of CI's most recent complete run
+on the default branch (``ci_run``); where no JUnit says which, the nodes seen in an upload
+within the known-node window, or holding an open entry. A report's ``selected_total`` is
+the client's word, shown beside it and never the denominator: a number any write token can
+state would move the cap both ways.
 """
 
 from __future__ import annotations
@@ -76,7 +78,9 @@ class CiRunFacts:
 
 
 class SizeSource(StrEnum):
-    SELECTED_TOTAL = "selected_total"  # stated by the report
+    # Stated by the report: only on reports stored while a stated size still decided, kept
+    # so that they are explained as they were judged. No figure is sized so now.
+    SELECTED_TOTAL = "selected_total"
     CI_RUN = "ci_run"  # CI's last complete run on the default branch (its JUnit)
     KNOWN_NODES = "known_nodes"  # the board's known nodes, with the upload's own
 

@@ -26,24 +26,20 @@ class TierRuleSpec:
 class TierResolution:
     tier: int
     rule: TierRuleSpec | None = None  # the rule that decided, when a rule did
-    stated: bool = False  # decided by a tier an upload stated for the node
 
 
-def resolve_tier(
-    nodeid: str, rules: Iterable[TierRuleSpec], stated_tier: int | None = None
-) -> TierResolution:
-    """The node's tier: the lowest tier among matching rules and a stated 0 or 1; else 2."""
+def resolve_tier(nodeid: str, rules: Iterable[TierRuleSpec]) -> TierResolution:
+    """The node's tier: the lowest tier among matching rules; else 2. Only the lead's rules
+    decide it: a tier an upload states is the client's word (``tier_disagrees``)."""
     best = TierResolution(Tier.REPEAT_BUDGET)
     for rule in rules:
         if rule.tier < best.tier and fnmatchcase(nodeid, rule.glob):
             best = TierResolution(rule.tier, rule=rule)
-    if stated_tier is not None and stated_tier < best.tier:
-        best = TierResolution(stated_tier, stated=True)
     return best
 
 
-def sticky_tier(current: int | None, stated: int | None) -> int | None:
-    """A stated tier 0 or 1 sticks to a node; a stated 2 never loosens it."""
-    if stated is None or quarantinable(stated):
-        return current
-    return stated if current is None else min(current, stated)
+def tier_disagrees(stated: int | None, tier: int) -> bool:
+    """A tier an upload stated for a node that is not the one its rules give it: stored and
+    flagged, and it changes nothing (a stated tier that decided would let any write token
+    void an entry, expired ones included, and drop it from the served ledger)."""
+    return stated is not None and stated != tier

@@ -70,6 +70,7 @@ class Flag(StrEnum):
     UPPER95_MISMATCH = "upper95_mismatch"
     FREEZE_WITHOUT_EXPIRY = "freeze_without_expiry"
     LEDGER_DISAGREES = "ledger_disagrees"
+    TIER_DISAGREES = "tier_disagrees"  # a stated tier the tier rules do not give the node
 
 
 class PropertyCheck(StrEnum):

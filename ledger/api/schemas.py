@@ -50,7 +50,8 @@ class TierViolation(LedgerEntryFull):
     tier: int = Field(ge=0, le=1)
     tier_rule: str | None = Field(
         description="The glob of the tier rule that made the node tier 0 or 1; null when "
-        "an upload stated the tier."
+        "no rule does any more (it was removed, or the tier dates from when a stated tier "
+        "still decided)."
     )
 
 

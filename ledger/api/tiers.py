@@ -44,9 +44,11 @@ class NodeTier(Schema):
     tier: int = Field(ge=0, le=2)
     rule: str | None = Field(
         description="The glob of the tier rule that decided the tier; null when no rule "
-        "matched (tier 2) or when a tier an upload stated for the node decided it."
+        "matched (tier 2)."
     )
-    stated: bool = Field(description="A tier 0 or 1 an upload stated for the node decided it.")
+    stated: bool = Field(description="Always false: a tier an upload states for a node is "
+                                     "stored and flagged (tier_disagrees), and never decides "
+                                     "its tier. Kept for the clients that read it.")
     new: bool | None = Field(
         description="With `commit`: the node is new at that commit, the board holding no "
         "evidence of it (measurement, signal record, JUnit result) from an earlier commit "
@@ -95,8 +97,8 @@ def parse_nodeids(body: bytes, max_records: int) -> list[str]:
     description=(
         "A JSON list of node ids in the body (at most as many as an upload's rows); each "
         "gets its tier by the suite's tier rules (tier 0 rules win over tier 1, tier 1 over "
-        "tier 2; no rule: tier 2), a tier 0 or 1 an upload stated for a known node counting "
-        "too, with the glob of the rule that decided it. With `?commit=`, each also says "
+        "tier 2; no rule: tier 2), with the glob of the rule that decided it: a tier an "
+        "upload stated for the node never counts. With `?commit=`, each also says "
         "whether the node is `new` at that commit. Nothing is stored. Needs a read "
         "(or write) token of the suite."
     ),
@@ -118,6 +120,6 @@ def tiers(
     resolved, births = tiers_and_births(suite, nodeids)
     return {"suite": suite.slug, "tiers": [
         {"node": nodeid, "tier": int(r.tier), "rule": r.rule.glob if r.rule else None,
-         "stated": r.stated, "new": rules.is_new(first, commit) if commit else None}
+         "stated": False, "new": rules.is_new(first, commit) if commit else None}
         for nodeid, r, first in zip(nodeids, resolved, births, strict=True)
     ], "new_tests": {"runs": suite.new_test_runs, "share": suite.new_test_share}}

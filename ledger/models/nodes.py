@@ -20,7 +20,8 @@ class Node(models.Model):
     suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="nodes")
     nodeid = models.CharField(max_length=rules.NODEID_MAX_LENGTH)
     key = KeyField(source="nodeid")
-    # A tier 0 or 1 stated by an upload sticks; the effective tier also follows the rules.
+    # The tier the latest upload that stated one stated: shown, never deciding. The tier is
+    # the suite's tier rules' alone (rules.resolve_tier).
     stated_tier = models.PositiveSmallIntegerField(null=True, blank=True)
     tier = models.PositiveSmallIntegerField(default=rules.Tier.REPEAT_BUDGET)
     # The first and last days an upload named the node; None for a node only quarantined

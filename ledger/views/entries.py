@@ -101,7 +101,7 @@ def _page_context(request, suite, entry, today, **extra) -> dict:
     context["events"] = list(entry.events.order_by("at", "pk"))
     context["code_owners"] = node_owners(suite, entry.node.nodeid)
     if context["row"].state is rules.EntryState.TIER_VIOLATION:
-        context["resolution"] = tier_resolution(suite, entry.node.nodeid, entry.node)
+        context["resolution"] = tier_resolution(suite, entry.node.nodeid)
     context["renew_form"] = _renew_form(suite, entry, today)
     context["clear_form"] = _clear_form(suite, entry, today)
     if context["row"].is_open:

@@ -30,12 +30,16 @@ class ShareOut(Answer):
     quarantined: int = Field(description="Open, unexpired, non-violating entries.")
     test_set_size: int
     size_source: rules.SizeSource | None = Field(
-        description="selected_total (stated by the report), ci_run (the tests of CI's last "
-                    "complete run on the suite's default branch, from its JUnit files) or "
-                    "known_nodes (the nodes the gate's uploads named, where no JUnit says)."
+        description="ci_run (the tests of CI's last complete run on the suite's default "
+                    "branch, from its JUnit files) or known_nodes (the nodes the gate's "
+                    "uploads named, where no JUnit says); selected_total only on a report "
+                    "stored while a stated size still decided."
     )
     size_commit: str | None = Field(
         default=None, description="The commit of the CI run that sized it (ci_run only).")
+    selected_total: int | None = Field(
+        default=None, description="The number of tests the report said its job selected, "
+                                  "as stated: shown beside the test set, never its size.")
     share: float
     cap: float
     over_cap: bool
@@ -67,7 +71,8 @@ class EntryRef(Answer):
     )
     tier_rule: str | None = Field(
         description="For a tier violation: the glob of the tier rule that makes the node "
-                    "tier 0 or 1; null when an upload stated the tier, and otherwise."
+                    "tier 0 or 1; null otherwise (and in an answer stored while a stated tier "
+                    "still decided)."
     )
 
 

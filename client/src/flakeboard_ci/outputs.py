@@ -31,8 +31,7 @@ def view(answer, kind):
                     m.get("url")) for m in answer["measurements"]]
         counts, share = answer["counts"], answer["share"]
         details = (f"{counts['measurements']} measurements, {counts['fail']} FAIL, "
-                   f"{counts['warn']} WARN, {counts['ok']} OK; quarantined share "
-                   f"{share['share']:.1%} of {share['test_set_size']} (cap {share['cap']:.1%})")
+                   f"{counts['warn']} WARN, {counts['ok']} OK; {share_words(share)}")
         head, passing = f"report {answer['status']}", "OK"
     else:
         rows = []
@@ -51,6 +50,21 @@ def view(answer, kind):
         same = "patch and commit" if kind != "report" else "commit"
         details = f"attempt {answer['attempt']} at this {same}; {details}"
     return rows, (head, answer["reason"], details), passing
+
+
+# What the board's test set counted, by where its size came from.
+SIZE_SOURCE_WORDS = {"ci_run": "tests CI ran", "known_nodes": "known nodes"}
+
+
+def share_words(share):
+    """The quarantined share as the board judged it: of the board's own test set, with the
+    number of tests this run selected beside it (which the board does not count by)."""
+    size = share["test_set_size"]
+    counted = SIZE_SOURCE_WORDS.get(share.get("size_source"))
+    selected = share.get("selected_total")
+    return (f"quarantined share {share['share']:.1%} of {size}{f' {counted}' if counted else ''}"
+            f" (cap {share['cap']:.1%}"
+            f"{'' if selected is None else f'; this run selected {selected}'})")
 
 
 NEXT_STEP = ("a retry will not change the verdict: measure it, and quarantine it if it is "

@@ -42,13 +42,15 @@ def test_the_cap_and_the_infrastructure_share_compare_alike(never_passed, ran, l
 
 
 def test_the_figures_are_spelled_as_both_answers_describe_them():
-    """The upload's answer adds where the size came from, as the report stored it; the
+    """The upload's answer adds where the size came from, as the report stored it, and
+    the size the report stated (shown, never deciding); the
     status endpoint's, where it comes from now and the headroom. The rest is the figures'
     one spelling."""
     spelled = ShareFigures(3, 40, 0.05).answer()
     assert spelled == {"quarantined": 3, "test_set_size": 40, "share": 0.075, "cap": 0.05,
                        "over_cap": True}
-    assert set(spelled) | {"size_source", "size_commit"} == set(ShareOut.model_fields)
+    assert set(spelled) | {"size_source", "size_commit", "selected_total"} == set(
+        ShareOut.model_fields)
     where = ShareFigures(3, 40, 0.05).source_answer()
     assert where == {"size_source": "known_nodes", "ci_run": None}
     assert set(spelled) | set(where) | {"headroom"} == set(ShareNowOut.model_fields)

@@ -10,7 +10,8 @@ import pytest
 
 from ledger.quarantine import quarantine_create
 from ledger.tiers import tier_rule_add, tier_rule_remove
-from runs.ingest import report_ingest, signals_ingest
+from runs.ingest import report_ingest, signals_ingest, stored_outcome
+from runs.models import Report
 from runs.results import answer
 from tests.helpers import body, measurement, record, write_upload
 
@@ -45,14 +46,18 @@ def test_a_rules_violation_names_the_rule_and_the_tier(quarantined):
     # A live entry explains nothing.
     assert (entries[CALM]["state"], entries[CALM]["tier"], entries[CALM]["tier_rule"]) == (
         "active", None, None)
-    # The same body again answers the same, from what was stored.
+    # The same body again, judged now, answers the same while nothing changed.
+    stored = Report.objects.filter(suite=quarantined).latest("pk")
     assert report_entries(quarantined, rows) == entries
     # Once the rule is gone, the stored answer still says the entry was void, but no rule
-    # makes the node tier 0 or 1 any more.
+    # makes the node tier 0 or 1 any more; a replay is judged as the ledger stands now.
     tier_rule_remove(rule=rule, actor="@lea")
+    kept = {m["nodeid"]: m["entry"] for m in answer(stored_outcome(stored))["measurements"]}
+    assert (kept[FLAKY]["state"], kept[FLAKY]["tier"], kept[FLAKY]["tier_rule"]) == (
+        "tier_violation", None, None)
     replayed = report_entries(quarantined, rows)[FLAKY]
     assert (replayed["state"], replayed["tier"], replayed["tier_rule"]) == (
-        "tier_violation", None, None)
+        "active", None, None)
 
 
 def test_a_stated_tier_voids_nothing(quarantined):

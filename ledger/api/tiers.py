@@ -29,13 +29,14 @@ Commit = TypeAdapter(Meta)
 
 def commit_query(commit: str) -> str:
     """A commit given in the query, checked as an upload's is: UploadInvalid naming the
-    field ``commit`` when it is not a label (too long, a control character)."""
+    field ``commit`` when it is not a label (too long, a control character), refused as any
+    query parameter is (``invalid_request``)."""
     try:
         return Commit.validate_python(commit)
     except ValidationError as exc:
         found = [refusals.WireProblem(p.code, p.message, None, "commit")
                  for p in refusals.problems(exc, limit=refusals.MAX_ERRORS)]
-        raise refusals.UploadInvalid("validation_failed", found) from None
+        raise refusals.UploadInvalid("invalid_request", found) from None
 
 
 class NodeTier(Schema):

@@ -17,6 +17,7 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``arbiter``: effective signals, the precedence table and the batch aggregate (2.3);
 - ``attempts``: evidence at one commit accumulates: attempts merge, measurements pool (2.4a);
 - ``new_tests``: which nodes are new at a commit (2.4b);
+- ``policy_bounds``: the range each policy number may take;
 - ``status``: whether the suite's gate passes now, and why not;
 - ``text``: counts in words (one plural rule);
 - ``checks``: node id, label, owner and evidence checks.
@@ -143,6 +144,7 @@ from .new_tests import (
     is_new,
     passes_the_guard,
 )
+from .policy_bounds import POLICY_BOUNDS, PolicyBound
 from .share import (
     KNOWN_NODE_WINDOW,
     KNOWN_NODE_WINDOW_DAYS,

@@ -107,7 +107,15 @@ from .codeowners import (
     owner_listed,
     parse_codeowners,
 )
-from .digests import DIGEST_PREFIX, canonical_digest, digest_key, digest_problem, same_digest
+from .digests import (
+    DIGEST_PREFIX,
+    SHA256_HEX_DIGITS,
+    canonical_digest,
+    digest_key,
+    digest_problem,
+    pin_problem,
+    same_digest,
+)
 from .entries import (
     EXPIRING_WITHIN_DAYS,
     LIVE,

@@ -23,7 +23,7 @@ from ledger.models import AuditEvent, Node, QuarantineEntry, Suite
 from runs.models import Measurement, NodeVerdict, ReasonRollup, Report, VerdictBatch
 
 SEED = 9137
-MANIFEST = "sha256:4be1c0de"
+MANIFEST = "sha256:4c052d28d4f9bb3d962a5276d091e03db9d1988a12609573ca2f3f826328e538"
 AREAS = ("ingest", "billing", "ledger", "export", "auth", "search", "queue", "render")
 VERBS = ("stream", "retry", "timeout", "batch", "cache", "lock", "merge", "page", "sort")
 OWNERS = ("@owner", "@finley", "@priya", "@sam", "qa-team@example.com")

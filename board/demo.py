@@ -28,6 +28,7 @@ from flakeboard import rules
 from junit.ingest import junit_ingest
 from ledger.models import ApiToken, QuarantineEntry, Role, Suite
 from ledger.quarantine import quarantine_clear, quarantine_create, quarantine_renew
+from ledger.settings_services import fixture_pin_set
 from ledger.suites import member_set, suite_create
 from ledger.tiers import tier_rule_add
 from ledger.tokens import token_create
@@ -35,7 +36,8 @@ from runs.ingest import report_ingest, signals_ingest
 
 DAYS = 90
 DEMO_PASSWORD = "flakeboard-demo"  # noqa: S105 - the documented local demo sign-in
-MANIFEST = "sha256:4be1c0de"
+# The pin as `flakeboard_ci.py pin` prints it: the SHA-256 of the demo's fixture manifest.
+MANIFEST = "sha256:4c052d28d4f9bb3d962a5276d091e03db9d1988a12609573ca2f3f826328e538"
 SEED = 9137
 
 AREAS = ["ingest", "billing", "ledger", "export", "auth", "search", "queue", "render"]
@@ -161,7 +163,7 @@ def _signals_body(nodes, day_index, rng, frozen: set[str]) -> bytes:
                  else "not_run" if not_run and i == len(touched) - 1 else "pass")
         records.append(_record(
             node, check, frozen, lock="missing" if lost else ("drifted" if drift else "match"),
-            manifest=None if lost else (f"sha256:{day_index:08x}" if drift else MANIFEST)))
+            manifest=None if lost else (f"sha256:{day_index:064x}" if drift else MANIFEST)))
     return json.dumps({"records": records, "patch": f"patch-{day_index}-{rng.randint(1, 999)}",
                        "commit": f"{rng.getrandbits(40):010x}"}).encode()
 
@@ -248,8 +250,8 @@ def _clock(today: date):
 def build_demo(today: date) -> Suite:
     suite = suite_create(slug="demo", name="Demo: payments service")
     suite.max_quarantined_share = 0.12
-    suite.fixture_manifest, suite.fixture_seed = MANIFEST, SEED
     suite.save()
+    suite = fixture_pin_set(suite=suite, actor="@lead", manifest=MANIFEST, seed=SEED)
     for user, role in _users().values():
         member_set(suite=suite, user=user, role=role, actor="demo")
     # CI's uploads come with a real token of the suite, as Settings lists it.

@@ -1,6 +1,12 @@
-"""Reading the settings' environment variables: each is optional, an empty value is unset."""
+"""Reading the settings' environment variables: each is optional, an empty value is unset.
+
+A value that cannot work is refused with ImproperlyConfigured, naming the variable: the
+board then stops at start-up with that one line (``flakeboard/start_up.py``).
+"""
 
 import os
+
+from django.core.exceptions import ImproperlyConfigured
 
 
 def env(name, default=None):
@@ -16,9 +22,35 @@ def envbool(name, default):
 
 def envint(name, default):
     value = os.environ.get(name)
-    return int(value) if value not in (None, "") else default
+    if value in (None, ""):
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} is “{value}”: it must be a whole number.") from None
 
 
 def envfloat(name, default):
     value = os.environ.get(name)
-    return float(value) if value not in (None, "") else default
+    if value in (None, ""):
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} is “{value}”: it must be a number.") from None
+
+
+def env_policy(defaults: dict, bounds: dict) -> dict:
+    """New suites' policy numbers: each of ``defaults`` from its variable, ``DEFAULT_`` and
+    its name in capitals (read as the default's type), and refused outside the range
+    ``bounds`` gives it, the same range a suite's own number may take."""
+    numbers = {}
+    for name, default in defaults.items():
+        variable = f"DEFAULT_{name.upper()}"
+        read = envint if isinstance(default, int) else envfloat
+        value = read(variable, default)
+        if value not in bounds[name]:
+            low, high = bounds[name]
+            raise ImproperlyConfigured(f"{variable} is {value}: it must be from {low} to {high}.")
+        numbers[name] = value
+    return numbers

@@ -16,6 +16,14 @@ import os
 import shutil
 import tempfile
 
+from flakeboard.start_up import settings_or_exit
+
+# A setting that cannot work stops the server as its settings are read, before it logs or
+# starts a worker (one that fails to boot would print a traceback), saying why in one line.
+# The settings import nothing of prometheus_client, which must wait for the variable below.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flakeboard.settings")
+settings_or_exit()
+
 # Before prometheus_client is imported, here and in every worker forked from this process:
 # the variable decides, at import, where its values are kept.
 OWN_FOLDER = "PROMETHEUS_MULTIPROC_DIR" not in os.environ

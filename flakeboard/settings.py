@@ -12,8 +12,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
 from flakeboard.email_url import mailer
-from flakeboard.environment import env, envbool, envfloat, envint
-from flakeboard.rules import NEW_TEST_RUNS, NEW_TEST_SHARE
+from flakeboard.environment import env, env_policy, envbool, envfloat, envint
+from flakeboard.rules import CLEAR_AFTER_DEFAULT, NEW_TEST_RUNS, NEW_TEST_SHARE, POLICY_BOUNDS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -251,16 +251,17 @@ WEBHOOKS_CA_FILE = env("WEBHOOKS_CA_FILE", "")
 if WEBHOOKS_CA_FILE and not Path(WEBHOOKS_CA_FILE).is_file():
     raise ImproperlyConfigured(f"WEBHOOKS_CA_FILE {WEBHOOKS_CA_FILE} is not a file.")
 
-# Default policy numbers for new suites (each suite's lead can change its own).
-FLAKEBOARD_DEFAULT_POLICY = {
-    "max_upper_rate": envfloat("DEFAULT_MAX_UPPER_RATE", 0.02),
-    "min_runs": envint("DEFAULT_MIN_RUNS", 200),
-    "max_quarantined_share": envfloat("DEFAULT_MAX_QUARANTINED_SHARE", 0.05),
-    "max_quarantine_days": envint("DEFAULT_MAX_QUARANTINE_DAYS", 30),
-    "clear_after_clean_measurements": envint("DEFAULT_CLEAR_AFTER_CLEAN_MEASUREMENTS", 3),
-    "new_test_runs": envint("DEFAULT_NEW_TEST_RUNS", NEW_TEST_RUNS),
-    "new_test_share": envfloat("DEFAULT_NEW_TEST_SHARE", NEW_TEST_SHARE),
-}
+# Default policy numbers for new suites (each suite's lead can change its own), from
+# DEFAULT_MAX_UPPER_RATE and the like: each refused outside the range a suite's own may take.
+FLAKEBOARD_DEFAULT_POLICY = env_policy({
+    "max_upper_rate": 0.02,
+    "min_runs": 200,
+    "max_quarantined_share": 0.05,
+    "max_quarantine_days": 30,
+    "clear_after_clean_measurements": CLEAR_AFTER_DEFAULT,
+    "new_test_runs": NEW_TEST_RUNS,
+    "new_test_share": NEW_TEST_SHARE,
+}, POLICY_BOUNDS)
 
 # Security headers. The CSP forbids inline scripts: every script is a static file.
 SECURE_CSP = {

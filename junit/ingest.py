@@ -83,7 +83,8 @@ def upload_meta(query: dict) -> UploadMeta:
     try:
         return UploadMeta.model_validate({k: v for k, v in query.items() if v is not None})
     except ValidationError as exc:
-        raise JUnitInvalid("validation_failed", "", problems(exc), exc.error_count()) from None
+        # The query's values, refused as every endpoint refuses a query parameter.
+        raise JUnitInvalid("invalid_request", "", problems(exc), exc.error_count()) from None
 
 
 def junit_digest(body: bytes, meta: UploadMeta) -> str:

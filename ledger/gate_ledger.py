@@ -1,4 +1,5 @@
-"""Reads behind the ledger endpoint: its version tag, the policy hash, and the full view.
+"""Reads behind the ledger endpoint: its version tag, the policy-and-pin hash, and the full
+view.
 
 The compact ledger itself is ``selectors.ledger_for_gate``. Its tag is derived from the
 suite's ``ledger_revision``, which every change to the served ledger bumps, so a client
@@ -38,7 +39,10 @@ def policy_document(suite: Suite) -> dict:
     }
 
 
-def policy_hash(suite: Suite) -> str:
+def policy_and_pin_hash(suite: Suite) -> str:
+    """The hash of ``policy_document``: the policy's numbers and the fixture pin. Not
+    ``rules.policy_hash``, the numbers' alone, which every upload's answer stores (its
+    ``judged_against``) and the full view gives beside this one to compare it with."""
     return "sha256:" + _sha256(policy_document(suite))
 
 
@@ -51,7 +55,7 @@ def ledger_etag(suite: Suite, *, full: bool, today: date) -> str:
     """
     identity = (suite.pk, suite.created_at, suite.ledger_revision)
     if full:
-        return _tag(*identity, today, policy_hash(suite), suite.slug, suite.title)
+        return _tag(*identity, today, policy_and_pin_hash(suite), suite.slug, suite.title)
     return _tag(*identity)
 
 
@@ -66,10 +70,10 @@ def _tag(pk: int, created_at: datetime, revision: int, *full) -> str:
 
 def ledger_cache_key(suite: Suite, *, full: bool, today: date) -> str:
     """Where the served bytes of one view of the ledger are cached: one key per suite,
-    ledger revision, policy hash and day (states and ages move at midnight), so a change
-    to any of them is a new key and a cached ledger is never served stale."""
+    ledger revision, policy-and-pin hash and day (states and ages move at midnight), so a
+    change to any of them is a new key and a cached ledger is never served stale."""
     view = "full" if full else "compact"
-    identity = _sha256([suite.created_at.isoformat(), policy_hash(suite), suite.slug,
+    identity = _sha256([suite.created_at.isoformat(), policy_and_pin_hash(suite), suite.slug,
                         suite.title])[:32]
     return (f"flakeboard:ledger:{suite.pk}:{suite.ledger_revision}:{view}:"
             f"{today.isoformat()}:{identity}")
@@ -77,6 +81,7 @@ def ledger_cache_key(suite: Suite, *, full: bool, today: date) -> str:
 
 def _entry_facts(entry: QuarantineEntry, today: date) -> dict:
     return {
+        "id": entry.pk,
         "node": entry.node.nodeid,
         **entry.gate_dict(),
         "state": entry.state(today).value,
@@ -115,7 +120,8 @@ def ledger_full(suite: Suite, *, today: date, now: datetime) -> dict:
         "today": today.isoformat(),
         "ledger_revision": suite.ledger_revision,
         **policy_document(suite),
-        "policy_hash": policy_hash(suite),
+        "policy_hash": rules.policy_hash(suite.policy),
+        "policy_and_pin_hash": policy_and_pin_hash(suite),
         "clear_after_clean_measurements": suite.clear_after_clean_measurements,
         "counts": counts,
         "entries": served,

@@ -59,6 +59,14 @@ def digest_message(problem: Problem, max_length: int) -> str:
     return f"The manifest digest {digest_phrase(problem, max_length)}."
 
 
+def pin_message(problem: Problem, max_length: int) -> str:
+    """Why a typed fixture pin is refused (``rules.pin_problem``)."""
+    if problem is Problem.BAD_FORMAT:
+        return (f"The manifest digest must be a SHA-256: {rules.SHA256_HEX_DIGITS} hex digits, "
+                f"with or without sha256: before them, as flakeboard_ci.py pin prints it.")
+    return digest_message(problem, max_length)
+
+
 def expiry_message(problem: ExpiryProblem, today: date, max_days: int) -> str:
     _, latest = rules.expiry_bounds(today, max_days)
     if problem is ExpiryProblem.NOT_AFTER_TODAY:

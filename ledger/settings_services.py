@@ -124,15 +124,16 @@ def policy_update(
 def pin_manifest_clean(manifest: str | None) -> str:
     """A typed pin's manifest as it is stored: blank (no pin), or the digest in its canonical
     form (``rules.canonical_digest``); a ValidationError naming fixture_manifest for
-    anything else. The settings page and the admin both take a pin through it."""
+    anything else, a digest that is not sha256's 64 hex digits included (``rules.pin_problem``).
+    The settings page, the admin and the demo all take a pin through it."""
     manifest = (manifest or "").strip()
     if rules.has_control_chars(manifest):
         raise ValidationError({"fixture_manifest": "The digest may not hold control characters."})
     if not manifest:
         return manifest
     max_length = Suite._meta.get_field("fixture_manifest").max_length
-    if (problem := rules.digest_problem(manifest, max_length)) is not None:
-        raise ValidationError({"fixture_manifest": messages.digest_message(problem, max_length)})
+    if (problem := rules.pin_problem(manifest, max_length)) is not None:
+        raise ValidationError({"fixture_manifest": messages.pin_message(problem, max_length)})
     return rules.canonical_digest(manifest)
 
 

@@ -129,7 +129,7 @@ def page_request(method: str, action: str, w) -> Request:
             "max_upper_rate": "3", "min_runs": "150", "max_quarantined_share": "10",
             "max_quarantine_days": "20", "note": "tuned"}),
         "settings_fixture_pin": Request(reverse("settings_fixture_pin", args=[s]), {
-            "fixture_manifest": "sha256:0f1e", "fixture_seed": "7"}),
+            "fixture_manifest": "sha256:" + "0f1e" * 16, "fixture_seed": "7"}),
         "settings_badge": Request(reverse("settings_badge", args=[s]), {"public_badge": "on"}),
         "settings_auto_clear": Request(reverse("settings_auto_clear", args=[s]), {
             "auto_clear": "on"}),

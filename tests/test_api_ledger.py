@@ -189,7 +189,7 @@ def test_full_view_shows_states_renewals_ages_and_violations(board, roomy_suite,
     assert full["today"] == today.isoformat()
     assert full["ledger_revision"] == roomy_suite.__class__.objects.get().ledger_revision
     assert full["policy"]["max_quarantined_share"] == 1.0
-    assert full["policy_hash"].startswith("sha256:")
+    assert full["policy_and_pin_hash"].startswith("sha256:")
     states = {e["node"]: (e["state"], e["renewals"], e["age_days"]) for e in full["entries"]}
     assert states == {
         FLAKY: ("expiring", 1, 0),
@@ -205,12 +205,12 @@ def test_full_view_shows_states_renewals_ages_and_violations(board, roomy_suite,
         assert {k: served[k] for k in GATE_KEYS} == compact[served["node"]]
 
 
-def test_the_policy_hash_follows_the_policy_and_the_pin(board, roomy_suite, today):
+def test_the_policy_and_pin_hash_follows_the_policy_and_the_pin(board, roomy_suite, today):
     token = new_token(roomy_suite, "read")
 
     def full():
         answer = board.ledger(roomy_suite.slug, token, query={"view": "full"})
-        return answer.json["policy_hash"], answer.headers["ETag"]
+        return answer.json["policy_and_pin_hash"], answer.headers["ETag"]
 
     first = full()
     assert full() == first
@@ -221,6 +221,41 @@ def test_the_policy_hash_follows_the_policy_and_the_pin(board, roomy_suite, toda
     roomy_suite.fixture_manifest = "sha256:pin"
     roomy_suite.save()
     assert full()[0] != second[0]
+
+
+def test_an_answer_is_compared_with_the_full_ledger_by_the_same_names(board, roomy_suite,
+                                                                      today):
+    """What an upload was judged against reads beside the full ledger under one name for
+    each idea: the revision, the policy's numbers' hash; the hash that also covers the
+    fixture pin has a name of its own."""
+    quarantine(roomy_suite, FLAKY, today)
+    token = new_token(roomy_suite, "write")
+    judged = board.report(roomy_suite.slug, token, body([measurement(FLAKY)]),
+                          query={"commit": "c1"}).json["judged_against"]
+    full = board.ledger(roomy_suite.slug, token, query={"view": "full"}).json
+    assert judged["ledger_revision"] == full["ledger_revision"]
+    assert judged["policy_hash"] == full["policy_hash"]
+    assert re.fullmatch(r"[0-9a-f]{16}", full["policy_hash"])
+    assert re.fullmatch(r"sha256:[0-9a-f]{64}", full["policy_and_pin_hash"])
+    roomy_suite.fixture_manifest = "sha256:" + "9f2c" * 16
+    roomy_suite.save()
+    pinned = board.ledger(roomy_suite.slug, token, query={"view": "full"}).json
+    assert pinned["policy_hash"] == full["policy_hash"]
+    assert pinned["policy_and_pin_hash"] != full["policy_and_pin_hash"]
+
+
+def test_the_full_view_gives_each_entry_its_id_for_its_events(board, roomy_suite, today):
+    active = quarantine(roomy_suite, FLAKY, today)
+    violating = quarantine(roomy_suite, "tests/props.py::test_law", today)
+    tier_rule_add(suite=roomy_suite, glob="tests/props.py::*", tier=0, actor="@lea")
+    token = new_token(roomy_suite, "read")
+    full = board.ledger(roomy_suite.slug, token, query={"view": "full"}).json
+    assert [(e["node"], e["id"]) for e in full["entries"]] == [(FLAKY, active.pk)]
+    assert [v["id"] for v in full["violations"]] == [violating.pk]
+    events = board.get(f"/api/v1/suites/{roomy_suite.slug}/entries/{full['entries'][0]['id']}"
+                       "/events", token=token)
+    assert (events.status, events.json["node"]) == (200, FLAKY)
+    assert [e["action"] for e in events.json["events"]] == ["create"]
 
 
 def test_full_and_compact_views_have_their_own_etags(board, suite):

@@ -9,10 +9,12 @@ import re
 import shutil
 import subprocess
 import sys
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.utils.http import http_date
 
 CLIENT = settings.BASE_DIR / "client"
 PY38 = Path.home() / ".pyenv" / "versions" / "3.8.18" / "bin" / "python3"
@@ -74,6 +76,32 @@ def test_the_served_client_carries_its_build_as_its_etag(client, tmp_path):
     version = subprocess.run([sys.executable, str(script), "--version"], capture_output=True,
                              text=True, check=True)
     assert version.stdout.strip() == f"flakeboard_ci.py 1 (build {stamp})"
+
+
+def test_the_served_client_is_dated_by_its_newest_source(client):
+    """A client copy revalidated by date (``If-Modified-Since``, what ``curl -z`` sends) is
+    answered 304 while no source is newer; ``If-None-Match`` decides when both are sent."""
+    answer = client.get("/ci/flakeboard_ci.py")
+    newest = max(path.stat().st_mtime for path in [
+        CLIENT / "build.py", *(build.PACKAGE / f"{module}.py" for module, _ in build.MODULES)])
+    assert parsedate_to_datetime(answer["Last-Modified"]).timestamp() == int(newest)
+    since = {"If-Modified-Since": answer["Last-Modified"]}
+    assert client.get("/ci/flakeboard_ci.py", headers=since).status_code == 304
+    earlier = {"If-Modified-Since": http_date(int(newest) - 1)}
+    assert client.get("/ci/flakeboard_ci.py", headers=earlier).status_code == 200
+    another_build = {**since, "If-None-Match": '"0123456789abcdef"'}
+    assert client.get("/ci/flakeboard_ci.py", headers=another_build).status_code == 200
+
+
+def test_curl_z_fetches_the_client_only_when_it_changed(board, tmp_path):
+    """docs/ci-client.md's revalidation, as written there."""
+    command = ["curl", "-fsS", "-R", "-z", "flakeboard_ci.py", "-o", "flakeboard_ci.py",
+               "-w", "%{http_code}", f"{board.url}/ci/flakeboard_ci.py"]
+    first = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=True)
+    script = tmp_path / "flakeboard_ci.py"
+    assert first.stdout == "200" and script.read_text() == build.assemble()
+    again = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert again.stdout == "304" and script.read_text() == build.assemble()
 
 
 def test_a_change_under_src_changes_the_build(sources):

@@ -104,7 +104,7 @@ def _numeric_inputs(world) -> dict[str, tuple[str, str, dict, str]]:
         inputs[f"runs needed {name}"] = (
             "get", reverse("settings_runs_needed", args=[slug]), {}, name)
     inputs["fixture seed"] = ("post", reverse("settings_fixture_pin", args=[slug]),
-                              {"fixture_manifest": "sha256:abc"}, "fixture_seed")
+                              {"fixture_manifest": "sha256:" + "abc0" * 16}, "fixture_seed")
     inputs["tier rule confirm"] = ("post", reverse("settings_tier_rule_add", args=[slug]),
                                    {"glob": "tests/test_flaky.py::*", "tier": "0"}, "confirm")
     inputs["tier rule tier"] = ("post", reverse("settings_tier_rule_add", args=[slug]),

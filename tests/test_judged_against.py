@@ -19,6 +19,7 @@ from tests.helpers import body, measurement, node_page, record
 
 FLAKY = "tests/test_pay.py::test_capture_timeout"
 CLEAN = [f"tests/test_many.py::test_{i:02}" for i in range(30)]
+PIN = "sha256:" + "abc0" * 16
 
 
 @pytest.fixture
@@ -98,15 +99,15 @@ def test_the_node_page_draws_each_measurement_against_its_own_budget(
 
 
 def test_a_batch_stores_its_pin_and_row_states(suite, quarantined):
-    fixture_pin_set(suite=suite, actor="@lea", manifest="sha256:abc", seed=7)
-    records = [record(FLAKY, status="frozen", fixture_manifest="sha256:abc", seed=7,
+    fixture_pin_set(suite=suite, actor="@lea", manifest=PIN, seed=7)
+    records = [record(FLAKY, status="frozen", fixture_manifest=PIN, seed=7,
                       freeze_expires="2099-01-01")]
     outcome = signals_ingest(suite=suite, body=body(records), actor="ci")
     batch = outcome.upload
-    assert (batch.pin_manifest, batch.pin_seed) == ("sha256:abc", 7)
+    assert (batch.pin_manifest, batch.pin_seed) == (PIN, 7)
     assert batch.policy_hash == rules.policy_hash(Suite.objects.get(pk=suite.pk).policy)
     said = answer(outcome)
-    assert said["fixture_pin"] == {"manifest": "sha256:abc", "seed": 7}
+    assert said["fixture_pin"] == {"manifest": PIN, "seed": 7}
     assert said["records"][0]["entry"]["state"] == "active"
     assert said["judged_against"]["ledger_revision"] == batch.ledger_revision
 

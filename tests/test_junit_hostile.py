@@ -202,10 +202,12 @@ def test_each_invalid_testcase_is_named_by_its_index_and_field(post):
     ("commit=abc&attempt=two", "attempt"),
 ])
 def test_an_invalid_query_is_refused_naming_its_field(post, query, field):
+    """Every query value refused alike, as every endpoint refuses a query parameter
+    (docs/api.md): missing, empty, too long or out of range."""
     before = sizes()
     response = post(GOOD, query=query)
-    assert response.status_code == 422, response.json()
-    assert [d["field"] for d in response.json()["details"]] == [field]
+    assert (response.status_code, response.json()["error"]) == (422, "invalid_request")
+    assert [(d["row"], d["field"]) for d in response.json()["details"]] == [(None, field)]
     assert sizes() == before
 
 

@@ -164,9 +164,9 @@ def test_the_policy_and_the_pin_change_the_full_view(roomy, served, today):
     full.assert_changed()
     assert json.loads(full.body)["policy"]["min_runs"] == 300
     compact.assert_changed(bytes_change=False)  # the revision moved; the entries did not
-    fixture_pin_set(suite=roomy, actor="@lea", manifest="sha256:feed", seed=7)
+    fixture_pin_set(suite=roomy, actor="@lea", manifest="sha256:" + "feed" * 16, seed=7)
     full.assert_changed()
-    assert json.loads(full.body)["fixture_pin"] == {"manifest": "sha256:feed", "seed": 7}
+    assert json.loads(full.body)["fixture_pin"] == {"manifest": "sha256:" + "feed" * 16, "seed": 7}
     compact.assert_unchanged()
 
 

@@ -9,6 +9,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from board.demo import BIRTHS, ORDER_DEPENDENT, RETRY_DAYS, STATE_SETTER
+from flakeboard import rules
 from ledger.models import QuarantineEntry, Suite
 from ledger.quarantine import quarantine_create
 from ledger.tiers import tier_rule_add
@@ -40,6 +41,8 @@ def test_demo_is_idempotent_and_has_every_state(client):
     today = timezone.now().date()
     states = {entry.state(today) for entry in QuarantineEntry.objects.select_related("node")}
     assert states >= {"active", "expiring", "expired", "cleared", "tier_violation"}
+    # A pin the client's `pin` could print, so a gate run against the demo can match it.
+    assert rules.pin_problem(suite.fixture_manifest, 200) is None
     # Two batches a day, and three attempts of a patch rerun on each of RETRY_DAYS; a report
     # a day, and one for each pull request whose new tests were measured at birth.
     assert suite.reports.count() == 90 + len(BIRTHS)

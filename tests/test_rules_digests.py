@@ -17,6 +17,7 @@ from flakeboard.rules import (
     digest_key,
     digest_problem,
     effective_fixture_lock,
+    pin_problem,
     same_digest,
 )
 from tests.helpers import table
@@ -31,7 +32,7 @@ CANONICAL = [
         {HEX.upper()}          sha256:{HEX}  upper-case-hex
         SHA256:{HEX.upper()}   sha256:{HEX}  upper-case-prefix
         Sha256:{HEX}           sha256:{HEX}  mixed-case-prefix
-        sha256:4be1c0de        sha256:4be1c0de  short-as-the-demo-pins
+        sha256:4be1c0de        sha256:4be1c0de  short-in-a-record
         0                      sha256:0      one-digit
         sha256:                -             prefix-without-hex
         sha256                 -             prefix-without-colon
@@ -76,6 +77,21 @@ def test_canonical_digest(value: str, canonical: str | None) -> None:
 ])
 def test_digest_problem(value: object, problem: Problem | None) -> None:
     assert digest_problem(value, META_MAX_LENGTH) is problem
+
+
+@pytest.mark.parametrize(("value", "problem"), [
+    pytest.param(f"sha256:{HEX}", None, id="the-clients-spelling"),
+    pytest.param(HEX.upper(), None, id="bare-upper-case"),
+    pytest.param("sha256:4be1c0de", Problem.BAD_FORMAT, id="eight-digits"),
+    pytest.param(HEX[:-1], Problem.BAD_FORMAT, id="63-digits"),
+    pytest.param(f"sha256:{HEX}0", Problem.BAD_FORMAT, id="65-digits"),
+    pytest.param("not-a-digest", Problem.BAD_FORMAT, id="a-word"),
+    pytest.param("", Problem.REQUIRED, id="blank"),
+    pytest.param(None, Problem.NOT_A_STRING, id="null"),
+])
+def test_a_pin_is_a_digest_of_sha256s_64_digits(value: object, problem: Problem | None) -> None:
+    """What `flakeboard_ci.py pin` prints: no pin of another length could ever be matched."""
+    assert pin_problem(value, META_MAX_LENGTH) is problem
 
 
 @pytest.mark.parametrize(("one", "other", "same"), [
@@ -128,3 +144,10 @@ def test_canonicalisation_is_idempotent_and_its_form_is_lower_case_prefixed_hex(
 @given(one=hex_digits, other=hex_digits)
 def test_two_digests_are_the_same_exactly_when_their_hex_is(one, other):
     assert same_digest(one, "sha256:" + other) is (one.lower() == other.lower())
+
+
+@given(digits=hex_digits | st.text(alphabet="0123456789abcdefABCDEF", min_size=64, max_size=64))
+def test_a_digest_is_a_pin_exactly_when_it_has_64_digits(digits):
+    assert digest_problem(digits, META_MAX_LENGTH) is None
+    assert (pin_problem(digits, META_MAX_LENGTH) is None) is (len(digits) == 64)
+    assert (pin_problem("sha256:" + digits, META_MAX_LENGTH) is None) is (len(digits) == 64)

@@ -165,10 +165,10 @@ def test_the_policy_form_refuses_what_is_not_a_number_in_bounds(client_for, suit
 def test_the_fixture_pin_is_set_and_removed_with_audit(client_for, suite, lead):
     client = client_for(lead)
     response = client.post(url("settings_fixture_pin", suite),
-                           {"fixture_manifest": " sha256:4be1 ", "fixture_seed": "9137"})
+                           {"fixture_manifest": f" sha256:{'4be1' * 16} ", "fixture_seed": "9137"})
     assert response.status_code == 302
     suite.refresh_from_db()
-    assert suite.fixture_pin == rules.FixturePin("sha256:4be1", 9137)
+    assert suite.fixture_pin == rules.FixturePin("sha256:" + "4be1" * 16, 9137)
     client.post(url("settings_fixture_pin", suite), {"fixture_manifest": "", "fixture_seed": "5"})
     suite.refresh_from_db()
     assert (suite.fixture_manifest, suite.fixture_seed, suite.fixture_pin) == ("", None, None)
@@ -392,7 +392,7 @@ def test_the_new_test_guard_refuses_numbers_out_of_bounds(client_for, suite, lea
     [
         ("settings_policy", {**POLICY, "max_quarantine_days": "14"}),
         ("settings_new_tests", {"new_test_runs": "20", "new_test_share": "30"}),
-        ("settings_fixture_pin", {"fixture_manifest": "sha256:abc", "fixture_seed": ""}),
+        ("settings_fixture_pin", {"fixture_manifest": "sha256:" + "abc0" * 16, "fixture_seed": ""}),
         ("settings_tier_rule_add", {"glob": "tests/pinned/*", "tier": "1"}),
         ("settings_member_set", {"username": "vic", "role": "owner"}),
         ("settings_token_create", {"name": "", "scope": "read"}),

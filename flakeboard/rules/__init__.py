@@ -17,6 +17,7 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``arbiter``: effective signals, the precedence table and the batch aggregate (2.3);
 - ``attempts``: evidence at one commit accumulates: attempts merge, measurements pool (2.4a);
 - ``new_tests``: which nodes are new at a commit (2.4b);
+- ``policy_bounds``: the range each policy number may take;
 - ``status``: whether the suite's gate passes now, and why not;
 - ``text``: counts in words (one plural rule);
 - ``checks``: node id, label, owner and evidence checks;
@@ -110,7 +111,15 @@ from .codeowners import (
     parse_codeowners,
 )
 from .commits import canonical_commit
-from .digests import DIGEST_PREFIX, canonical_digest, digest_key, digest_problem, same_digest
+from .digests import (
+    DIGEST_PREFIX,
+    SHA256_HEX_DIGITS,
+    canonical_digest,
+    digest_key,
+    digest_problem,
+    pin_problem,
+    same_digest,
+)
 from .entries import (
     EXPIRING_WITHIN_DAYS,
     LIVE,
@@ -148,6 +157,7 @@ from .new_tests import (
     is_new,
     passes_the_guard,
 )
+from .policy_bounds import POLICY_BOUNDS, PolicyBound
 from .share import (
     KNOWN_NODE_WINDOW,
     KNOWN_NODE_WINDOW_DAYS,

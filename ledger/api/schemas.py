@@ -30,6 +30,8 @@ class LedgerEntry(Schema):
 
 
 class LedgerEntryFull(LedgerEntry):
+    id: int = Field(description="The entry's id: its audit trail is "
+                                "GET /api/v1/suites/{suite}/entries/{id}/events.")
     node: NodeId
     state: rules.EntryState
     renewals: int = Field(ge=0)
@@ -74,13 +76,21 @@ class LedgerFull(Schema):
     generated_at: datetime
     today: date
     ledger_revision: int = Field(
-        description="Bumped by every change to what the served ledger holds."
+        description="Bumped by every change to what the served ledger holds; an upload's "
+        "answer names the revision it was judged against (judged_against.ledger_revision) "
+        "and GET .../status the current one. The ledger's ETag changes with it."
     )
     policy: PolicyOut
     fixture_pin: FixturePinOut | None
     policy_hash: str = Field(
-        description="sha256 of the policy and the fixture pin: with the revision and the "
-        "day, what a gate result depends on."
+        pattern=r"^[0-9a-f]{16}$",
+        description="A fingerprint of the policy's numbers, as an upload's answer gives "
+        "the one it was judged against (judged_against.policy_hash): equal, the same policy."
+    )
+    policy_and_pin_hash: str = Field(
+        pattern=r"^sha256:[0-9a-f]{64}$",
+        description="sha256 of the policy's numbers and the fixture pin: with the revision "
+        "and the day, what a gate result depends on."
     )
     clear_after_clean_measurements: int = Field(
         ge=1, description="How many measurements in a row within budget, since an entry was "

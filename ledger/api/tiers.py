@@ -30,13 +30,14 @@ CommitQuery = TypeAdapter(Commit)
 def commit_query(commit: str) -> str:
     """A commit given in the query, read as an upload's is (its canonical form, so that
     ``ABC123`` asks of the commit stored as ``abc123``): UploadInvalid naming the field
-    ``commit`` when it is not a label (too long, a control character)."""
+    ``commit`` when it is not a label (too long, a control character), refused as any
+    query parameter is (``invalid_request``)."""
     try:
         return CommitQuery.validate_python(commit)
     except ValidationError as exc:
         found = [refusals.WireProblem(p.code, p.message, None, "commit")
                  for p in refusals.problems(exc, limit=refusals.MAX_ERRORS)]
-        raise refusals.UploadInvalid("validation_failed", found) from None
+        raise refusals.UploadInvalid("invalid_request", found) from None
 
 
 class NodeTier(Schema):

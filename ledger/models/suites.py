@@ -11,32 +11,39 @@ from flakeboard import rules
 from .fields import JUNIT_INFRASTRUCTURE_SHARE, PolicyDefault, branch_name
 
 
+def within(number: str) -> list:
+    """A policy number's validators: the range ``rules.POLICY_BOUNDS`` gives it, which the
+    deployment's default for it keeps to as well (flakeboard/settings.py)."""
+    low, high = rules.POLICY_BOUNDS[number]
+    return [MinValueValidator(low), MaxValueValidator(high)]
+
+
 class Suite(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200, blank=True)
     max_upper_rate = models.FloatField(
         default=PolicyDefault("max_upper_rate"),
-        validators=[MinValueValidator(0.0001), MaxValueValidator(1.0)],
+        validators=within("max_upper_rate"),
         help_text="A measurement passes when its Wilson upper bound is at or below this.",
     )
     min_runs = models.PositiveIntegerField(
         default=PolicyDefault("min_runs"),
-        validators=[MinValueValidator(1), MaxValueValidator(1_000_000)],
+        validators=within("min_runs"),
         help_text="A measurement with fewer runs is not evidence of stability.",
     )
     max_quarantined_share = models.FloatField(
         default=PolicyDefault("max_quarantined_share"),
-        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        validators=within("max_quarantined_share"),
         help_text="The largest share of the test set that may be quarantined at once.",
     )
     max_quarantine_days = models.PositiveIntegerField(
         default=PolicyDefault("max_quarantine_days"),
-        validators=[MinValueValidator(1), MaxValueValidator(365)],
+        validators=within("max_quarantine_days"),
         help_text="How far ahead an entry's expiry may be set.",
     )
     clear_after_clean_measurements = models.PositiveSmallIntegerField(
         default=PolicyDefault("clear_after_clean_measurements"),
-        validators=[MinValueValidator(1), MaxValueValidator(rules.CLEAR_AFTER_MAX)],
+        validators=within("clear_after_clean_measurements"),
         help_text="An open entry is ready to clear when its node's last this many "
                   "measurements since the entry was created were each within budget.",
     )
@@ -44,14 +51,13 @@ class Suite(models.Model):
     # the board holds no evidence of. Never part of the budget gate's policy.
     new_test_runs = models.PositiveSmallIntegerField(
         default=PolicyDefault("new_test_runs"),
-        validators=[MinValueValidator(rules.NEW_TEST_MIN_RUNS),
-                    MaxValueValidator(rules.NEW_TEST_MAX_RUNS)],
+        validators=within("new_test_runs"),
         help_text="How many times gate --measure runs each new tier-2 test (fewer when "
                   "slow, never fewer than 3).",
     )
     new_test_share = models.FloatField(
         default=PolicyDefault("new_test_share"),
-        validators=[MinValueValidator(0.01), MaxValueValidator(1.0)],
+        validators=within("new_test_share"),
         help_text="When more than this share of a selection is new, the guard measures only "
                   "the first new tests up to it, so CI stays fast.",
     )

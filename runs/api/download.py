@@ -5,19 +5,21 @@ stamped with its build, a hash of its sources: never a file on disk that an edit
 client/src has left behind. The build is the file's ETag (a 304 for a copy that is
 current), and every API answer names it (``Flakeboard-Client-Served``); a client that sends
 another build (its ``Flakeboard-Client`` header) is told so in ``Flakeboard-Client-Notice``,
-which the client prints.
+which the client prints. The file's date (``Last-Modified``) is its newest source's, for
+a copy revalidated by date (``curl -z``); the ETag decides when both are sent.
 """
 
 from __future__ import annotations
 
 import importlib.util
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import cache
 
 from django.conf import settings
 from django.http import HttpResponse
 from django.urls import reverse
-from django.views.decorators.http import etag, require_GET
+from django.views.decorators.http import condition, require_GET
 
 CLIENT_NAME = "flakeboard_ci.py"
 CLIENT_PATH = settings.BASE_DIR / "client" / CLIENT_NAME
@@ -31,6 +33,7 @@ NOTICE_HEADER = "Flakeboard-Client-Notice"
 class ServedClient:
     body: bytes
     build: str
+    modified: datetime  # the newest of its sources' modification times, in whole seconds
 
 
 @cache
@@ -45,8 +48,12 @@ def _builder():
 def served_client() -> ServedClient:
     """The client assembled from client/src and its build; made once per process (the WSGI
     application makes it at start-up)."""
-    text = _builder().assemble()
-    return ServedClient(text.encode("utf-8"), _builder().build_of(text))
+    builder = _builder()
+    text = builder.assemble()
+    sources = [BUILD_PATH, *(builder.PACKAGE / f"{module}.py" for module, _ in builder.MODULES)]
+    newest = int(max(path.stat().st_mtime for path in sources))
+    return ServedClient(text.encode("utf-8"), builder.build_of(text),
+                        datetime.fromtimestamp(newest, tz=UTC))
 
 
 def stale_file() -> str | None:
@@ -65,7 +72,8 @@ def stale_file() -> str | None:
 
 
 @require_GET
-@etag(lambda request: served_client().build)
+@condition(etag_func=lambda request: served_client().build,
+           last_modified_func=lambda request: served_client().modified)
 def ci_client(request):
     served = served_client()
     response = HttpResponse(served.body, content_type="text/x-python; charset=utf-8")

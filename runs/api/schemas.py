@@ -47,10 +47,13 @@ class ShareOut(Answer):
 
 class JudgedAgainstOut(Answer):
     ledger_revision: int | None = Field(
-        description="The served ledger's revision (its ETag) the answer was judged against."
+        description="The served ledger's revision the answer was judged against: the "
+                    "`ledger_revision` of the ledger's full view and of GET .../status."
     )
     policy: PolicyOut | None = Field(description="The suite's policy at upload.")
-    policy_hash: str | None = Field(description="A fingerprint of the policy's numbers.")
+    policy_hash: str | None = Field(
+        description="A fingerprint of the policy's numbers: the full ledger's `policy_hash` "
+                    "while the policy is the same.")
 
 
 class GateCounts(Answer):

@@ -1,7 +1,9 @@
 """Every API error has one JSON shape: ``{"error": code, "message": text, "details": [...]}``.
 
-A detail names the offending row (its index in the uploaded list) and field when there is
-one, so CI can print exactly what to fix.
+A detail names the offending row (its index in the uploaded list) and field, each null when
+there is none, so CI can print exactly what to fix. A query parameter refused is 422
+``invalid_request`` on every endpoint, its detail naming the parameter as the field; what an
+upload holds refused is 422 ``validation_failed`` (docs/api.md).
 """
 
 from __future__ import annotations
@@ -11,13 +13,15 @@ import logging
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from pydantic import Field
 
 logger = logging.getLogger(__name__)
 
 
 class ErrorDetail(Schema):
-    row: int | None = None
-    field: str | None = None
+    row: int | None = Field(description="The offending row's index in the uploaded list; "
+                                        "null outside the rows (a query parameter).")
+    field: str | None = Field(description="The offending field or query parameter.")
     code: str
     message: str
 
@@ -51,8 +55,14 @@ def refused(exc) -> ApiError:
 def error_response(
     api: NinjaAPI, request: HttpRequest, status: int, code: str, message: str, details=()
 ) -> HttpResponse:
-    body = {"error": code, "message": message, "details": list(details)}
+    body = {"error": code, "message": message, "details": [_detail(d) for d in details]}
     return api.create_response(request, body, status=status)
+
+
+def _detail(detail: dict) -> dict:
+    """A detail with every key the shape promises: a row or field it does not name is null."""
+    return {"row": detail.get("row"), "field": detail.get("field"), "code": detail["code"],
+            "message": detail["message"]}
 
 
 def _param_details(errors: list[dict]) -> list[dict]:

@@ -251,8 +251,7 @@ WEBHOOKS_CA_FILE = env("WEBHOOKS_CA_FILE", "")
 if WEBHOOKS_CA_FILE and not Path(WEBHOOKS_CA_FILE).is_file():
     raise ImproperlyConfigured(f"WEBHOOKS_CA_FILE {WEBHOOKS_CA_FILE} is not a file.")
 
-# Default policy numbers for new suites (each suite's lead can change its own), from
-# DEFAULT_MAX_UPPER_RATE and the like: each refused outside the range a suite's own may take.
+# New suites' policy numbers (DEFAULT_MIN_RUNS...), each refused outside a suite's own range.
 FLAKEBOARD_DEFAULT_POLICY = env_policy({
     "max_upper_rate": 0.02,
     "min_runs": 200,

@@ -21,7 +21,8 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``text``: counts in words (one plural rule);
 - ``checks``: node id, label, owner and evidence checks;
 - ``digests``: a fixture manifest digest in its one canonical form (2.3);
-- ``commits``: a commit in its one canonical form (2.4a).
+- ``commits``: a commit in its one canonical form (2.4a);
+- ``trust``: which uploads may size the test set (docs/trusted-ci.md).
 
 Nothing here reads the clock: callers pass ``today`` (a UTC date).
 """
@@ -170,6 +171,15 @@ from .tiers import (
     quarantinable,
     resolve_tier,
     sticky_tier,
+)
+from .trust import (
+    TEST_SET_UNTRUSTED,
+    TRUSTED_CREDENTIALS,
+    Credential,
+    Sizing,
+    credential_branch,
+    may_size_test_set,
+    upload_sizing,
 )
 from .vocab import (
     ARBITER_REASONS,

@@ -14,6 +14,7 @@ from ninja import Query, Router, Status
 
 from flakeboard import rules as gate_rules
 from ledger.api.auth import Scope, suite_for_token
+from ledger.trust import credential_of
 from web.api.bodies import raw_body
 from web.api.errors import ApiError, ErrorOut
 
@@ -45,6 +46,12 @@ the suite's share (80% by default) of the tests that ran never passed, is an
 A DTD, entities, external references, malformed XML (its line and column named), a gzip
 body that is not gzip and a body over the upload limit once decompressed are refused, and
 nothing is stored. 201 when stored; 200 for a body and query uploaded before (`duplicate`).
+A file of the suite's default branch adds its tests to that commit's CI run, which sizes
+the quarantined share's test set. Once the suite keeps a default-branch-only token, only
+that token's files do: another token's file stating the default branch is stored, flagged
+`test_set_untrusted`, and never sizes it; and a default-branch-only token's file is the
+default branch's (another `branch` is refused, 422; none stated means the default).
+
 Needs a write token. Passive evidence never changes the gate."""
 
 
@@ -80,6 +87,7 @@ def upload_junit(
                         settings.UPLOAD_MAX_BYTES)
         outcome = junit_ingest(
             suite=owned, body=body, actor=request.auth.label, now=timezone.now(),
+            credential=credential_of(request.auth),
             query={"commit": commit, "branch": branch, "job": job, "attempt": attempt},
         )
     except JUnitInvalid as exc:

@@ -207,6 +207,11 @@ class TokenForm(forms.Form):
         label="Expires", required=False, widget=forms.DateInput(attrs={"type": "date"}),
         help_text="Optional: the last day (UTC) the token works. Empty: it never expires.",
     )
+    default_branch_only = forms.BooleanField(
+        label="Default branch only", required=False,
+        help_text="A write token for the default branch's CI jobs alone, kept as a protected "
+                  "variable: only such a token's JUnit sizes the test set.",
+    )
 
     def clean_expires_at(self) -> datetime | None:
         """The last day it works, as the instant it stops: the next midnight, UTC."""

@@ -56,6 +56,7 @@ from ..tiers import tier_rule_remove as remove_rule
 from ..tokens import token_create as create_token
 from ..tokens import token_revoke as revoke_token
 from ..tokens import tokens_expiring
+from ..trust import guards
 
 SETTINGS_ACTIONS = [
     AuditEvent.Action.SETTINGS,
@@ -105,6 +106,7 @@ def _guard(suite) -> dict:
 def _page(request, suite, **overrides):
     """The whole settings page; ``overrides`` replace a section's form or add a notice."""
     tiers = dict(Node.objects.filter(suite=suite).values_list("tier").annotate(c=Count("pk")))
+    tokens = _tokens(suite)
     context = {
         "suite": suite,
         "nav": "settings",
@@ -132,7 +134,8 @@ def _page(request, suite, **overrides):
         ),
         "roles": Role.choices,
         "token_form": TokenForm(),
-        "tokens": _tokens(suite),
+        "tokens": tokens,
+        "test_set_guarded": any(guards(token) for token in tokens),
         "expiring_tokens": list(tokens_expiring([suite], timezone.now())),
         "events": list(
             AuditEvent.objects.filter(suite=suite, action__in=SETTINGS_ACTIONS).order_by(
@@ -418,7 +421,8 @@ def token_create(request, suite):
             suite=suite, actor=actor_label(request.user), **form.cleaned_data
         )
     except ValidationError as exc:
-        form.add_error("expires_at", exc)
+        form.add_error(
+            "default_branch_only" if exc.code == "default_branch_read" else "expires_at", exc)
         return _page(request, suite, token_form=form)
     # Post, redirect, get: a reload of the page shown next neither makes a second token nor
     # shows this one again. The token is stored as a digest; its secret waits in the session

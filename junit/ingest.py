@@ -39,7 +39,7 @@ from ledger.models import Suite
 from ledger.refusals import Code, problems, refusal
 from ledger.stored_once import stored_once
 from ledger.test_set import ci_run_add
-from ledger.trust import guarded_test_set, upload_branch
+from ledger.trust import guarded_test_set, vouched
 from ledger.wire import Commit, OptionalMeta
 from web.bulk import cycle_collector_paused, insert_plain
 from web.metrics import observed
@@ -102,14 +102,16 @@ def _stored(suite: Suite, digest: str) -> JUnitOutcome | None:
 def junit_ingest(*, suite: Suite, body: bytes, actor: str, query: dict,
                  now: datetime | None = None,
                  credential: gate_rules.Credential = gate_rules.Credential.STATED,
-                 ) -> JUnitOutcome:
+                 signed: gate_rules.SignedFacts | None = None) -> JUnitOutcome:
     """Ingest one JUnit XML file (already inflated); JUnitInvalid when it is refused.
-    ``credential`` is what vouches for its branch (``ledger.trust.credential_of``)."""
-    meta = upload_meta(query)
-    branch, problem = upload_branch(suite, credential, meta.branch)
-    if problem is not None:
-        raise JUnitInvalid("validation_failed", problem.message, [problem])
-    meta = meta.model_copy(update={"branch": branch})
+    ``credential`` is what vouches for its branch, and ``signed`` a verified CI token's
+    facts, which win over the query's (``ledger.trust.vouched``)."""
+    facts, found = vouched(suite, credential, signed,
+                           {key: query[key] for key in ("branch", "commit", "attempt")
+                            if key in query})
+    if found:
+        raise JUnitInvalid("validation_failed", "", found)
+    meta = upload_meta({**query, **facts})
     parsed = parse_junit(body, max_cases=settings.UPLOAD_MAX_RECORDS)
     digest = junit_digest(body, meta)
     now = now or timezone.now()

@@ -71,6 +71,9 @@ SIZING = [
     (STATED, "feature/pad", True, Sizing.OTHER_BRANCH),
     (STATED, "", True, Sizing.OTHER_BRANCH),
     (STATED, "Main", False, Sizing.OTHER_BRANCH),
+    (Credential.SIGNED_DEFAULT, "main", True, Sizing.SIZES),
+    (Credential.SIGNED_OTHER, "main", True, Sizing.UNTRUSTED),  # a fork's branch "main"
+    (Credential.SIGNED_OTHER, "feature/x", True, Sizing.OTHER_BRANCH),
 ]
 
 
@@ -225,7 +228,7 @@ def test_the_settings_page_says_what_an_unguarded_figure_rests_on(client_for, su
     scoped_token(suite)
     page = client_for(lead).get(reverse("settings", args=[suite.slug])).content.decode()
     assert RESTS not in page
-    assert "Only JUnit sent with a default-branch-only token sizes it" in page
+    assert "Only JUnit sent with a default-branch-only token, or by a" in page
 
 
 def test_the_node_page_flags_an_untrusted_file(junit, client_for, suite, lead):
@@ -244,3 +247,46 @@ def test_create_token_makes_a_default_branch_token(suite, capsys):
     assert token.default_branch_only and token_authenticate(capsys.readouterr().out.strip())
     with pytest.raises(CommandError, match="write token"):
         call_command("create_token", suite.slug, "--scope", "read", "--default-branch-only")
+
+
+
+# --- a CI's signed claims --------------------------------------------------------------------
+
+GITLAB = {"iss": "https://gitlab.example.com", "project_path": "acme/payments",
+          "ref": "main", "ref_type": "branch", "ref_protected": "true", "sha": "ABC123",
+          "pipeline_id": "77", "job_id": "901",
+          "ci_config_ref_uri": "gitlab.example.com/acme/payments//.gitlab-ci.yml@refs/heads/main"}
+
+
+def test_gitlab_claims_are_the_uploads_facts_and_only_a_protected_default_ref_is_trusted():
+    facts = rules.signed_facts(rules.Issuer.GITLAB, GITLAB, default_ref="main")
+    assert (facts.branch, facts.commit, facts.attempt, facts.run, facts.credential) == (
+        "main", "ABC123", None, "pipeline 77 job 901", Credential.SIGNED_DEFAULT)
+    unprotected = rules.signed_facts(rules.Issuer.GITLAB, {**GITLAB, "ref_protected": "false"},
+                                     default_ref="main")
+    assert unprotected.credential is Credential.SIGNED_OTHER
+    assert rules.policy_problem(rules.Issuer.GITLAB, GITLAB, repository="acme/payments",
+                                workflow=".gitlab-ci.yml") is None
+    assert "ci_config_ref_uri" in rules.policy_problem(
+        rules.Issuer.GITLAB, GITLAB, repository="acme/payments", workflow="other.yml")
+    assert "project_path" in rules.policy_problem(
+        rules.Issuer.GITLAB, GITLAB, repository="acme/other", workflow="")
+
+
+def test_signed_values_win_and_disagreeing_stated_ones_name_the_claim():
+    github = {"ref": "refs/heads/main", "sha": "abc123", "run_attempt": "2", "run_id": "9"}
+    facts = rules.signed_facts(rules.Issuer.GITHUB, github, default_ref="refs/heads/main")
+    assert (facts.branch, facts.attempt, facts.credential) == (
+        "main", 2, Credential.SIGNED_DEFAULT)
+    assert rules.signed_disagreements(facts, {"branch": "", "commit": "ABC123 ",
+                                              "attempt": None}) == []
+    assert rules.signed_disagreements(facts, {"branch": "dev", "commit": "abc124",
+                                              "attempt": 1}) == [
+        ("branch", "ref"), ("commit", "sha"), ("attempt", "run_attempt")]
+    pull = rules.signed_facts(rules.Issuer.GITHUB, {**github, "ref": "refs/pull/3/merge",
+                                                    "head_ref": "main"},
+                              default_ref="refs/heads/main")
+    assert pull.credential is Credential.SIGNED_OTHER
+    assert rules.signed_branch(pull, "main") == "main"
+    assert rules.upload_sizing(credential=pull.credential, branch="main",
+                               default_branch="main", guarded=True) is Sizing.UNTRUSTED

@@ -173,12 +173,20 @@ from .tiers import (
     sticky_tier,
 )
 from .trust import (
+    GITHUB_ISSUER,
+    SIGNED_CREDENTIALS,
     TEST_SET_UNTRUSTED,
     TRUSTED_CREDENTIALS,
     Credential,
+    Issuer,
+    SignedFacts,
     Sizing,
     credential_branch,
     may_size_test_set,
+    policy_problem,
+    signed_branch,
+    signed_disagreements,
+    signed_facts,
     upload_sizing,
 )
 from .vocab import (

@@ -14,7 +14,7 @@ from ninja import Query, Router, Status
 
 from flakeboard import rules as gate_rules
 from ledger.api.auth import Scope, suite_for_token
-from ledger.trust import credential_of
+from ledger.trust import credential_of, signed_of
 from web.api.bodies import raw_body
 from web.api.errors import ApiError, ErrorOut
 
@@ -77,8 +77,10 @@ def upload_junit(
     branch: Annotated[str, Query(description="The branch.")] = "",
     job: Annotated[str, Query(description="The CI job: one cell of a matrix (another "
                                           "Python, another OS) is another job.")] = "",
-    attempt: Annotated[int, Query(ge=1, le=gate_rules.COUNT_MAX,
-                                  description="The job's attempt: 2 for its first re-run.")] = 1,
+    attempt: Annotated[int, Query(
+        ge=1, le=gate_rules.COUNT_MAX,
+        description="The job's attempt: 2 for its first re-run (with a CI's OIDC token, "
+                    "its signed run attempt when this is not given).")] = 1,
 ):
     owned = suite_for_token(request, suite, Scope.WRITE)
     body = raw_body(request, accepts=_is_xml, expected="application/xml or text/xml")
@@ -87,8 +89,10 @@ def upload_junit(
                         settings.UPLOAD_MAX_BYTES)
         outcome = junit_ingest(
             suite=owned, body=body, actor=request.auth.label, now=timezone.now(),
-            credential=credential_of(request.auth),
-            query={"commit": commit, "branch": branch, "job": job, "attempt": attempt},
+            credential=credential_of(request.auth), signed=signed_of(request.auth),
+            # An attempt not given is not stated: a signed run attempt then takes its place.
+            query={"commit": commit, "branch": branch, "job": job,
+                   "attempt": attempt if "attempt" in request.GET else None},
         )
     except JUnitInvalid as exc:
         raise ApiError(STATUS.get(exc.code, 422), exc.code, exc.message,

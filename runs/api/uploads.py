@@ -18,7 +18,7 @@ from django.utils import timezone
 from ninja import Query, Router
 
 from ledger.api.auth import Scope, suite_for_token
-from ledger.trust import credential_of
+from ledger.trust import credential_of, signed_of
 from web.api.bodies import raw_json_body
 from web.api.errors import ErrorOut, refused
 from web.api.openapi import json_body
@@ -141,7 +141,8 @@ def upload_report(
 ):
     return upload(
         request, suite, answer_of=report_answer,
-        ingest=partial(report_ingest, credential=credential_of(request.auth)),
+        ingest=partial(report_ingest, credential=credential_of(request.auth),
+                       signed=signed_of(request.auth)),
         schema=ReportAnswer, dry_run=dry_run,
         query={"commit": commit, "branch": branch, "evidence": evidence},
     )

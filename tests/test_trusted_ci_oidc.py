@@ -227,3 +227,16 @@ def test_a_lead_adds_and_removes_a_policy_on_the_settings_page(client_for, suite
     events = AuditEvent.objects.filter(suite=suite).order_by("at", "pk")
     assert [(e.actor, e.note) for e in events] == [
         ("@lea", "trusted CI added"), ("@lea", "trusted CI removed")]
+
+
+def test_padding_main_with_a_write_token_leaves_a_trusted_suites_test_set_at_101(
+        junit, trusted, suite, today):
+    run_files(junit, trusted())
+    plain = token_create(suite=suite, scope="write", actor="@lea")[1]
+    for job in ("py3.12", "py3.13"):
+        padded = junit(plain, junit_xml(*[("tests.test_pad", f"test_fake_{job}_{i}", "passed")
+                                          for i in range(2000)]),
+                       commit="c2", branch="main", job=job)
+        assert (padded.status, padded.json["flags"]) == (201, [rules.TEST_SET_UNTRUSTED])
+    figures = share_figures(suite, today)
+    assert (figures.size, figures.run.commit) == (101, SHA)

@@ -3,7 +3,7 @@ answer alike (the API and, later, the client's summary read it)."""
 
 from __future__ import annotations
 
-from flakeboard.rules import plural
+from flakeboard.rules import TEST_SET_UNTRUSTED, plural
 
 from .ingest import JUnitOutcome
 from .models import JUnitFile
@@ -24,16 +24,27 @@ def infrastructure_sentence(file: JUnitFile) -> str:
 
 def sizes_test_set(file: JUnitFile) -> bool:
     """The file's tests count in its commit's CI run, which sizes the test set: it is of the
-    suite's default branch, and no broken runner's (ledger.test_set; docs/test-set.md)."""
-    return not file.infrastructure and file.branch == file.suite.default_branch
+    suite's default branch, trusted to say so, and no broken runner's (ledger.test_set;
+    docs/test-set.md, docs/trusted-ci.md)."""
+    return (not file.infrastructure and not file.test_set_untrusted
+            and file.branch == file.suite.default_branch)
+
+
+def flags(file: JUnitFile) -> list[str]:
+    return [TEST_SET_UNTRUSTED] if file.test_set_untrusted else []
 
 
 def test_set_sentence(file: JUnitFile) -> str:
     """What the file does to the test set, where a CI job's author wants to know: counted,
-    or (a file that names no branch) why not. A file of another branch says nothing."""
+    or (a file that names no branch, or is not trusted to name the default one) why not.
+    A file of another branch says nothing."""
     default = file.suite.default_branch
     if sizes_test_set(file):
         return f" Its tests count in the test set: CI's run of {file.commit} on {default}."
+    if file.test_set_untrusted:
+        return (f" It states {default}, but was not sent with a default-branch-only token, "
+                f"so it is kept as evidence and does not size the test set "
+                f"({TEST_SET_UNTRUSTED}; docs/trusted-ci.md).")
     if not file.branch and not file.infrastructure:
         return (f" It names no branch, so it does not size the test set (only {default}'s "
                 f"runs do: give the branch).")
@@ -77,5 +88,6 @@ def junit_answer(outcome: JUnitOutcome) -> dict:
         "newly_flaky_count": len(file.newly_flaky),
         "differs_by_job": file.differs_by_job,
         "sizes_test_set": sizes_test_set(file),
+        "flags": flags(file),
         "summary": summary(file),
     }

@@ -8,9 +8,9 @@ rollups in one transaction, under the suite's write lock (``ledger.locks.lock_su
 3. **judge**: each test's attempts merged, its failure signature, whether the file is an
    infrastructure failure (``junit.rules``, ``junit.signatures``);
 4. **store**: the file, its results, and unless it is an infrastructure failure the
-   rollups and what they show (``junit.detect``) and, for a file of the default branch,
-   its tests added to its commit's CI run, which sizes the test set
-   (``ledger.test_set``);
+   rollups and what they show (``junit.detect``) and, for a file of the default branch
+   that the suite trusts to say so (``ledger.trust``), its tests added to its commit's CI
+   run, which sizes the test set (``ledger.test_set``);
 5. **answer**: from what was stored (``junit.answers``).
 
 The same body with the same query is stored once: the second upload answers the stored
@@ -39,6 +39,7 @@ from ledger.models import Suite
 from ledger.refusals import Code, problems, refusal
 from ledger.stored_once import stored_once
 from ledger.test_set import ci_run_add
+from ledger.trust import guarded_test_set, vouched
 from ledger.wire import Commit, OptionalMeta
 from web.bulk import cycle_collector_paused, insert_plain
 from web.metrics import observed
@@ -100,19 +101,29 @@ def _stored(suite: Suite, digest: str) -> JUnitOutcome | None:
 @cycle_collector_paused()
 @observed("junit", (JUnitInvalid,))
 def junit_ingest(*, suite: Suite, body: bytes, actor: str, query: dict,
-                 now: datetime | None = None) -> JUnitOutcome:
-    """Ingest one JUnit XML file (already inflated); JUnitInvalid when it is refused."""
-    meta = upload_meta(query)
+                 now: datetime | None = None,
+                 credential: gate_rules.Credential = gate_rules.Credential.STATED,
+                 signed: gate_rules.SignedFacts | None = None) -> JUnitOutcome:
+    """Ingest one JUnit XML file (already inflated); JUnitInvalid when it is refused.
+    ``credential`` is what vouches for its branch, and ``signed`` a verified CI token's
+    facts, which win over the query's (``ledger.trust.vouched``)."""
+    facts, found = vouched(suite, credential, signed,
+                           {key: query[key] for key in ("branch", "commit", "attempt")
+                            if key in query})
+    if found:
+        raise JUnitInvalid("validation_failed", "", found)
+    meta = upload_meta({**query, **facts})
     parsed = parse_junit(body, max_cases=settings.UPLOAD_MAX_RECORDS)
     digest = junit_digest(body, meta)
     now = now or timezone.now()
     return stored_once(
         suite, lambda: _stored(suite, digest),
-        lambda locked: _store(locked, parsed, meta, digest=digest, actor=actor, now=now))
+        lambda locked: _store(locked, parsed, meta, digest=digest, actor=actor, now=now,
+                              credential=credential))
 
 
 def _store(suite: Suite, parsed: ParsedFile, meta: UploadMeta, *, digest: str, actor: str,
-           now: datetime) -> JUnitOutcome:
+           now: datetime, credential: gate_rules.Credential) -> JUnitOutcome:
     today = now.date()
     attempts, positions, names = defaultdict(list), {}, {}
     nodes = nodes_for_cases(suite, parsed.cases, meta.commit)
@@ -130,6 +141,9 @@ def _store(suite: Suite, parsed: ParsedFile, meta: UploadMeta, *, digest: str, a
     findings = Findings([], []) if reason else detect(
         FileContext(suite, meta.commit, meta.job, meta.branch, today), results, signatures)
     outcomes = Counter(r.outcome for r in results.values())
+    sizing = gate_rules.upload_sizing(
+        credential=credential, branch=meta.branch, default_branch=suite.default_branch,
+        guarded=meta.branch == suite.default_branch and guarded_test_set(suite))
     file = JUnitFile.objects.create(
         suite=suite, created_at=now, day=today, commit=meta.commit, branch=meta.branch,
         job=meta.job, attempt=meta.attempt, uploaded_by=actor, digest=digest,
@@ -142,6 +156,7 @@ def _store(suite: Suite, parsed: ParsedFile, meta: UploadMeta, *, digest: str, a
         infrastructure_share=share, infrastructure_reason=reason.value if reason else "",
         newly_flaky=[names[node] for node in findings.newly_flaky],
         differs_by_job=[names[node] for node in findings.differs_by_job],
+        test_set_untrusted=sizing is gate_rules.Sizing.UNTRUSTED,
     )
     day, suite_id, file_id = connection.ops.adapt_datefield_value(today), suite.pk, file.pk
     insert_plain(CaseResult, RESULT_COLUMNS, [
@@ -150,9 +165,11 @@ def _store(suite: Suite, parsed: ParsedFile, meta: UploadMeta, *, digest: str, a
         for node, r in results.items()
     ])
     if not reason:
-        # A broken runner's file does not say which tests CI runs, nor which of them fail.
-        ci_run_add(suite, branch=meta.branch, commit=meta.commit, job=meta.job,
-                   nodes=results.keys(), at=now)
+        # A broken runner's file does not say which tests CI runs, nor which of them fail;
+        # an unvouched one is evidence of what failed, not of which tests CI runs.
+        if sizing is gate_rules.Sizing.SIZES:
+            ci_run_add(suite, branch=meta.branch, commit=meta.commit, job=meta.job,
+                       nodes=results.keys(), at=now)
         ci_failures_seen(suite=suite, source="junit", commit=meta.commit, now=now,
                          nodes=[node for node, result in results.items() if result.failures])
     return JUnitOutcome(file)

@@ -56,6 +56,12 @@ class JUnitFile(models.Model):
         max_length=30, blank=True, choices=[(r.value, r.value) for r in InfrastructureReason],
         help_text="Set when the file is an infrastructure failure, left out of detection.",
     )
+    # Stated the default branch, unvouched, on a suite that trusts only a default-branch
+    # token's files to size the test set: evidence, never sizing it (``rules.trust``).
+    test_set_untrusted = models.BooleanField(
+        default=False,
+        help_text="Stated the default branch with a token not kept for it: stored as "
+                  "evidence, left out of the test set.")
     # Found on upload, kept for the answer to a duplicate: node ids, in file order.
     newly_flaky = models.JSONField(default=list, blank=True)
     differs_by_job = models.JSONField(default=list, blank=True)

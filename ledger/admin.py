@@ -244,8 +244,9 @@ class AuditEventAdmin(ReadOnlyAdmin):
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ["prefix", "suite", "scope", "name", "last_used_at", "revoked_at"]
-    list_filter = ["suite", "scope"]
+    list_display = ["prefix", "suite", "scope", "default_branch_only", "name", "last_used_at",
+                    "revoked_at"]
+    list_filter = ["suite", "scope", "default_branch_only"]
     actions = ["revoke"]
 
     def get_readonly_fields(self, request, obj=None):

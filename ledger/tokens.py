@@ -48,14 +48,22 @@ def token_expiry(day: date) -> datetime:
 
 
 def token_create(
-    *, suite: Suite, scope: str, actor: str, name: str = "", expires_at: datetime | None = None
+    *, suite: Suite, scope: str, actor: str, name: str = "", expires_at: datetime | None = None,
+    default_branch_only: bool = False,
 ) -> tuple[ApiToken, str]:
     """Create a token; the plaintext is returned here and never stored or shown again.
 
-    ``expires_at`` (aware), when given, must be in the future; None never expires."""
+    ``expires_at`` (aware), when given, must be in the future; None never expires.
+    ``default_branch_only`` makes a write token whose uploads are the default branch's
+    (``rules.credential_branch``); while the suite keeps one, only such uploads size its
+    test set (``rules.trust``)."""
     scope = ApiToken.Scope(scope)
     if expires_at is not None and expires_at <= timezone.now():
         raise ValidationError("A token's expiry must be in the future.", code="expiry_past")
+    if default_branch_only and scope is not ApiToken.Scope.WRITE:
+        raise ValidationError(
+            "Only a write token can be kept for the default branch: a read token uploads "
+            "nothing.", code="default_branch_read")
     raw = SCOPE_PREFIX[scope] + secrets.token_urlsafe(32)
     with transaction.atomic():
         token = ApiToken.objects.create(
@@ -66,10 +74,13 @@ def token_create(
             digest=_digest(raw),
             created_by=actor,
             expires_at=expires_at,
+            default_branch_only=default_branch_only,
         )
         after = {"token": token.prefix, "scope": scope.value, "name": token.name}
         if expires_at is not None:
             after["expires_at"] = expires_at.isoformat()
+        if default_branch_only:
+            after["default_branch_only"] = True
         record_event(
             suite=suite,
             action=AuditEvent.Action.TOKEN,

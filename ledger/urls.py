@@ -43,6 +43,10 @@ urlpatterns = [
         settings.member_remove,
         name="settings_member_remove",
     ),
+    path("settings/trusted-ci/", settings.trust_policy_create,
+         name="settings_trust_policy_add"),
+    path("settings/trusted-ci/<int:pk>/remove/", settings.trust_policy_delete,
+         name="settings_trust_policy_remove"),
     path("settings/tokens/", settings.token_create, name="settings_token_create"),
     path(
         "settings/tokens/<int:pk>/revoke/",

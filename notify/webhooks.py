@@ -21,12 +21,12 @@ from django.utils import timezone
 from ledger.audit import record_event
 from ledger.locks import lock_suite
 from ledger.models import AuditEvent, Suite
+from web.outbound import Refused, post
 
 from . import payloads
 from .digests import Digest, suite_items
 from .models import Delivery, Webhook, WebhookPost
 from .send import Outcome, claim, record, undelivered
-from .webhook_http import Refused, post
 
 logger = logging.getLogger("flakeboard.notify")
 ATTEMPTS = 3

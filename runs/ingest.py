@@ -29,6 +29,7 @@ from ledger.models import QuarantineEntry, Suite
 from ledger.refusals import UploadInvalid
 from ledger.selectors import open_entries_by_node, share_figures
 from ledger.stored_once import stored_once
+from ledger.trust import vouched
 from web.bulk import cycle_collector_paused, insert_chunked
 from web.metrics import observed
 
@@ -232,10 +233,19 @@ def _judging(suite: Suite, stated: dict[str, int | None], today: date, commit: s
 @cycle_collector_paused()
 @observed("report", (UploadInvalid,))
 def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None = None,
-                  dry_run: bool = False, now: datetime | None = None) -> IngestOutcome:
-    """Ingest a flake-report.json (a bare list, or the envelope form)."""
+                  dry_run: bool = False, now: datetime | None = None,
+                  credential: rules.Credential = rules.Credential.STATED,
+                  signed: rules.SignedFacts | None = None) -> IngestOutcome:
+    """Ingest a flake-report.json (a bare list, or the envelope form). ``credential`` is
+    what vouches for its branch, and ``signed`` a verified CI token's facts, which win
+    over the report's (``ledger.trust.vouched``)."""
     parsed, digest = _received("report", parse_report, ("commit", "branch", "evidence"),
                                body, query)
+    facts, found = vouched(suite, credential, signed,
+                           {"branch": parsed.branch, "commit": parsed.commit})
+    if found:
+        raise UploadInvalid("validation_failed", found)
+    parsed = parsed.model_copy(update=facts)
     now = now or timezone.now()
     today = now.date()
 

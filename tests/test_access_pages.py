@@ -19,7 +19,8 @@ from django.test import Client
 from django.urls import get_resolver, reverse
 from django.utils import timezone
 
-from ledger.models import AuditEvent, QuarantineEntry
+from flakeboard import rules
+from ledger.models import AuditEvent, QuarantineEntry, TrustPolicy
 from notify.models import Webhook
 from tests.access import SIGNED_IN, Request, ask, ask_every_caller, client_as, parse
 from tests.helpers import suite_pages
@@ -69,6 +70,8 @@ GET  settings_tier_rule_preview    302 404 403 403 200 200 302 302 302 302
 POST settings_tier_rule_remove     302 404 403 403 302 302 302 302 302 302
 POST settings_member_set           302 404 403 403 302 302 302 302 302 302
 POST settings_member_remove        302 404 403 403 302 302 302 302 302 302
+POST settings_trust_policy_add     302 404 403 403 302 302 302 302 302 302
+POST settings_trust_policy_remove  302 404 403 403 302 302 302 302 302 302
 POST settings_token_create         302 404 403 403 302 302 302 302 302 302
 POST settings_token_revoke         302 404 403 403 302 302 302 302 302 302
 GET  settings_webhook              302 404 403 403 200 200 302 302 302 302
@@ -149,6 +152,10 @@ def page_request(method: str, action: str, w) -> Request:
             "username": w.viewer.username, "role": "owner"}),
         "settings_member_remove": Request(
             reverse("settings_member_remove", args=[s, w.viewer_membership.pk]), {}),
+        "settings_trust_policy_add": Request(reverse("settings_trust_policy_add", args=[s]), {
+            "kind": "github", "repository": "acme/payments"}),
+        "settings_trust_policy_remove": Request(reverse(
+            "settings_trust_policy_remove", args=[s, trusted_ci(w, action)]), {}),
         "settings_token_create": Request(reverse("settings_token_create", args=[s]), {
             "name": "nightly", "scope": "read"}),
         "settings_token_revoke": Request(
@@ -176,6 +183,15 @@ def page_request(method: str, action: str, w) -> Request:
         Webhook.objects.get_or_create(suite=w.suite, defaults={
             "url": "http://127.0.0.1:9/hook", "secret": "s", "created_at": timezone.now()})
     return posts[action]
+
+
+def trusted_ci(w, action: str) -> int:
+    """A trust policy to remove (0, which none has, unless the action removes one)."""
+    if action != "settings_trust_policy_remove":
+        return 0
+    return TrustPolicy.objects.get_or_create(
+        suite=w.suite, kind="github", issuer=rules.GITHUB_ISSUER, repository="acme/payments",
+        default_ref="refs/heads/main")[0].pk
 
 
 def sent_to_sign_in(response) -> bool:

@@ -39,7 +39,7 @@ def test_a_file_is_stored_and_answered(send):
         "failing_share": 0.2222, "infrastructure_share": 0.8,
         "newly_flaky": ["tests/test_payments.py::test_settles_within_deadline",
                         "tests/test_payments.py::TestCurrency::test_format[JPY]"],
-        "newly_flaky_count": 2, "differs_by_job": [], "sizes_test_set": True,
+        "newly_flaky_count": 2, "differs_by_job": [], "sizes_test_set": True, "flags": [],
         "summary": "10 tests: 7 passed, 1 failed, 1 error, 1 skipped; 7 reruns. 2 tests newly "
                    "flaky on commit 9f3c2a1 (job py3.12). Its tests count in the test set: "
                    "CI's run of 9f3c2a1 on main.",

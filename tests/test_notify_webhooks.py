@@ -19,11 +19,11 @@ from django.core.management import CommandError, call_command
 
 from flakeboard.email_url import mailer
 from notify.models import Delivery, Webhook, WebhookPost
-from notify.webhook_http import Refused, is_public, post
 from notify.webhooks import send_test, webhook_set
 from runs.ingest import report_ingest
 from tests.helpers import body, measurement
 from tests.test_gate_status import FLAKY, quarantine
+from web.outbound import Refused, is_public, post
 
 
 class Receiver:

@@ -423,5 +423,5 @@ def test_the_settings_page_query_count_is_bounded(client_for, suite, lead,
                     follow=True)  # the page that shows the secret, once
         client.post(url("settings_tier_rule_add", suite), {"glob": f"tests/{i}/*", "tier": "1"})
     assert queries() == few
-    with django_assert_max_num_queries(12):
+    with django_assert_max_num_queries(13):
         client.get(url("settings", suite))

@@ -22,7 +22,8 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``text``: counts in words (one plural rule);
 - ``checks``: node id, label, owner and evidence checks;
 - ``digests``: a fixture manifest digest in its one canonical form (2.3);
-- ``commits``: a commit in its one canonical form (2.4a).
+- ``commits``: a commit in its one canonical form (2.4a);
+- ``trust``: which uploads may size the test set (docs/trusted-ci.md).
 
 Nothing here reads the clock: callers pass ``today`` (a UTC date).
 """
@@ -180,6 +181,23 @@ from .tiers import (
     quarantinable,
     resolve_tier,
     tier_disagrees,
+)
+from .trust import (
+    GITHUB_ISSUER,
+    SIGNED_CREDENTIALS,
+    TEST_SET_UNTRUSTED,
+    TRUSTED_CREDENTIALS,
+    Credential,
+    Issuer,
+    SignedFacts,
+    Sizing,
+    credential_branch,
+    may_size_test_set,
+    policy_problem,
+    signed_branch,
+    signed_disagreements,
+    signed_facts,
+    upload_sizing,
 )
 from .vocab import (
     ARBITER_REASONS,

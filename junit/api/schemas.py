@@ -51,5 +51,10 @@ class JUnitAnswer(Answer):
     sizes_test_set: bool = Field(
         description="Its tests count in its commit's CI run, which sizes the quarantined "
                     "share's test set: a file of the suite's default branch, not an "
-                    "infrastructure failure (docs/test-set.md).")
+                    "infrastructure failure, and on a suite that keeps a default-branch-only "
+                    "token, sent with one (docs/test-set.md, docs/trusted-ci.md).")
+    flags: list[str] = Field(
+        description="test_set_untrusted: the file states the default branch, but the suite "
+                    "keeps a default-branch-only token and this file was not sent with one; "
+                    "it is stored as evidence and never sizes the test set.")
     summary: str

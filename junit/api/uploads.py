@@ -14,6 +14,7 @@ from ninja import Query, Router, Status
 
 from flakeboard import rules as gate_rules
 from ledger.api.auth import Scope, suite_for_token
+from ledger.trust import credential_of, signed_of
 from web.api.bodies import raw_body
 from web.api.errors import ApiError, ErrorOut
 
@@ -45,6 +46,12 @@ the suite's share (80% by default) of the tests that ran never passed, is an
 A DTD, entities, external references, malformed XML (its line and column named), a gzip
 body that is not gzip and a body over the upload limit once decompressed are refused, and
 nothing is stored. 201 when stored; 200 for a body and query uploaded before (`duplicate`).
+A file of the suite's default branch adds its tests to that commit's CI run, which sizes
+the quarantined share's test set. Once the suite keeps a default-branch-only token, only
+that token's files do: another token's file stating the default branch is stored, flagged
+`test_set_untrusted`, and never sizes it; and a default-branch-only token's file is the
+default branch's (another `branch` is refused, 422; none stated means the default).
+
 Needs a write token. Passive evidence never changes the gate."""
 
 
@@ -70,8 +77,10 @@ def upload_junit(
     branch: Annotated[str, Query(description="The branch.")] = "",
     job: Annotated[str, Query(description="The CI job: one cell of a matrix (another "
                                           "Python, another OS) is another job.")] = "",
-    attempt: Annotated[int, Query(ge=1, le=gate_rules.COUNT_MAX,
-                                  description="The job's attempt: 2 for its first re-run.")] = 1,
+    attempt: Annotated[int, Query(
+        ge=1, le=gate_rules.COUNT_MAX,
+        description="The job's attempt: 2 for its first re-run (with a CI's OIDC token, "
+                    "its signed run attempt when this is not given).")] = 1,
 ):
     owned = suite_for_token(request, suite, Scope.WRITE)
     body = raw_body(request, accepts=_is_xml, expected="application/xml or text/xml")
@@ -80,7 +89,10 @@ def upload_junit(
                         settings.UPLOAD_MAX_BYTES)
         outcome = junit_ingest(
             suite=owned, body=body, actor=request.auth.label, now=timezone.now(),
-            query={"commit": commit, "branch": branch, "job": job, "attempt": attempt},
+            credential=credential_of(request.auth), signed=signed_of(request.auth),
+            # An attempt not given is not stated: a signed run attempt then takes its place.
+            query={"commit": commit, "branch": branch, "job": job,
+                   "attempt": attempt if "attempt" in request.GET else None},
         )
     except JUnitInvalid as exc:
         raise ApiError(STATUS.get(exc.code, 422), exc.code, exc.message,

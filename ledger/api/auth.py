@@ -13,6 +13,7 @@ import copy
 from ninja.security import HttpBearer
 
 from ledger.models import ApiToken, Suite
+from ledger.oidc import CiIdentity, IssuerUnreachable, OidcRefused, ci_identity, looks_like_jwt
 from ledger.tokens import TokenExpired, token_authenticate
 from web.api.errors import ApiError
 
@@ -31,11 +32,39 @@ class SuiteToken(HttpBearer):
             return None
         return self.authenticate(request, token)
 
-    def authenticate(self, request, token: str) -> ApiToken | None:
+    def authenticate(self, request, token: str) -> ApiToken | CiIdentity | None:
+        token = token.strip()
+        if looks_like_jwt(token):
+            return _ci_identity(request, token)
         try:
-            return token_authenticate(token.strip())
+            return token_authenticate(token)
         except TokenExpired as exc:
             raise expired(exc.token) from None
+
+
+def _ci_identity(request, raw: str) -> CiIdentity | None:
+    """A CI's OIDC token, verified for the suite the URL names (``ledger.oidc``): 401 with
+    why when the suite does not trust it, 503 when its issuer's keys cannot be fetched.
+    None before the URL is resolved (the ledger's fast path), so the API answers it."""
+    match = getattr(request, "resolver_match", None)
+    slug = match.kwargs.get("suite") if match is not None else None
+    if slug is None:
+        return None
+    suite = Suite.objects.filter(slug=slug).first()
+    try:
+        if suite is None:
+            raise OidcRefused(f"no suite is named {slug!r}")
+        return ci_identity(raw, suite)
+    except OidcRefused as exc:
+        raise ApiError(
+            401, "invalid_oidc_token", f"This CI token is refused: {exc}.",
+            headers={"WWW-Authenticate": 'Bearer realm="flakeboard", error="invalid_token", '
+                                         'error_description="The CI token is refused"'},
+        ) from None
+    except IssuerUnreachable as exc:
+        raise ApiError(503, "issuer_unreachable",
+                       f"The CI token's issuer could not be asked for its keys: {exc}; "
+                       "try again.") from None
 
 
 def expired(token: ApiToken) -> ApiError:
@@ -49,7 +78,7 @@ def expired(token: ApiToken) -> ApiError:
     )
 
 
-def refusal(token: ApiToken, slug: str, scope: str) -> ApiError | None:
+def refusal(token: ApiToken | CiIdentity, slug: str, scope: str) -> ApiError | None:
     """Why ``token`` may not use ``scope`` on the suite ``slug`` (a 403), or None.
 
     A token of another suite is refused the same way whether or not ``slug`` exists.

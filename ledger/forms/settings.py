@@ -168,6 +168,31 @@ class DefaultBranchForm(forms.Form):
         return cls(initial={"default_branch": suite.default_branch})
 
 
+class TrustPolicyForm(forms.Form):
+    """A CI whose OIDC tokens the suite trusts; the service checks it."""
+
+    kind = forms.ChoiceField(
+        label="Issuer", choices=[("github", "GitHub Actions"), ("gitlab", "GitLab"),
+                                 ("custom", "Custom")],
+        help_text="GitHub's issuer is token.actions.githubusercontent.com.")
+    issuer = forms.CharField(
+        label="Issuer URL", required=False, max_length=200,
+        help_text="GitLab: the instance's URL (https://gitlab.com); a custom issuer's iss.",
+        widget=forms.TextInput(attrs={"spellcheck": "false", "autocomplete": "off"}))
+    repository = forms.CharField(
+        max_length=200, help_text="owner/name on GitHub; the project's path on GitLab.",
+        widget=forms.TextInput(attrs={"spellcheck": "false", "autocomplete": "off"}))
+    workflow = forms.CharField(
+        required=False, max_length=200,
+        help_text="Optional: .github/workflows/main.yml, or .gitlab-ci.yml.",
+        widget=forms.TextInput(attrs={"spellcheck": "false", "autocomplete": "off"}))
+    default_ref = forms.CharField(
+        label="Default branch ref", required=False, max_length=rules.META_MAX_LENGTH,
+        help_text="The ref claim of the default branch's jobs. Empty: refs/heads/<default "
+                  "branch> on GitHub, <default branch> on GitLab (protected).",
+        widget=forms.TextInput(attrs={"spellcheck": "false", "autocomplete": "off"}))
+
+
 class TierRuleForm(forms.Form):
     glob = forms.CharField(
         max_length=rules.NODEID_MAX_LENGTH,
@@ -206,6 +231,11 @@ class TokenForm(forms.Form):
     expires_at = forms.DateField(
         label="Expires", required=False, widget=forms.DateInput(attrs={"type": "date"}),
         help_text="Optional: the last day (UTC) the token works. Empty: it never expires.",
+    )
+    default_branch_only = forms.BooleanField(
+        label="Default branch only", required=False,
+        help_text="A write token for the default branch's CI jobs alone, kept as a protected "
+                  "variable: only such a token's JUnit sizes the test set.",
     )
 
     def clean_expires_at(self) -> datetime | None:

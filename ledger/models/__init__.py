@@ -21,6 +21,7 @@ from .job_locks import JobLock
 from .nodes import MeasureTarget, Node, NodeQuerySet, TierRule
 from .records import ApiToken, AuditEvent
 from .suites import ROLE_RANK, Membership, Role, Suite
+from .trust import TrustPolicy
 
 __all__ = [
     "GATE_FIELDS",
@@ -42,6 +43,7 @@ __all__ = [
     "Role",
     "Suite",
     "TierRule",
+    "TrustPolicy",
     "branch_name",
     "gate_entry",
     "text_key",

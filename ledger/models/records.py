@@ -78,6 +78,14 @@ class ApiToken(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True)
     # None: the token never expires. From this instant on it is refused (401 token_expired).
     expires_at = models.DateTimeField(null=True, blank=True)
+    # A write token kept where only the default branch's CI jobs can read it (a protected
+    # variable): its uploads are the default branch's, and while the suite keeps one, only
+    # such uploads size the test set (``rules.trust``; docs/trusted-ci.md).
+    default_branch_only = models.BooleanField(
+        default=False,
+        help_text="Uploads only for the suite's default branch; only such a token's JUnit "
+                  "sizes the test set.",
+    )
 
     class Meta:
         ordering = ["-created_at"]

@@ -9,6 +9,7 @@ import json
 from dataclasses import replace
 from functools import partial, wraps
 
+from django.conf import settings as django_settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.db.models import Count
@@ -36,8 +37,9 @@ from ..forms.settings import (
     PolicyForm,
     TierRuleForm,
     TokenForm,
+    TrustPolicyForm,
 )
-from ..models import ApiToken, AuditEvent, Membership, Node, Role, TierRule
+from ..models import ApiToken, AuditEvent, Membership, Node, Role, TierRule, TrustPolicy
 from ..selectors import share_figures
 from ..settings_services import (
     auto_clear_set,
@@ -56,6 +58,7 @@ from ..tiers import tier_rule_remove as remove_rule
 from ..tokens import token_create as create_token
 from ..tokens import token_revoke as revoke_token
 from ..tokens import tokens_expiring
+from ..trust import guards, trust_policy_add, trust_policy_remove
 
 SETTINGS_ACTIONS = [
     AuditEvent.Action.SETTINGS,
@@ -105,6 +108,8 @@ def _guard(suite) -> dict:
 def _page(request, suite, **overrides):
     """The whole settings page; ``overrides`` replace a section's form or add a notice."""
     tiers = dict(Node.objects.filter(suite=suite).values_list("tier").annotate(c=Count("pk")))
+    tokens = _tokens(suite)
+    policies = list(TrustPolicy.objects.filter(suite=suite))
     context = {
         "suite": suite,
         "nav": "settings",
@@ -132,7 +137,11 @@ def _page(request, suite, **overrides):
         ),
         "roles": Role.choices,
         "token_form": TokenForm(),
-        "tokens": _tokens(suite),
+        "tokens": tokens,
+        "trust_policies": policies,
+        "trust_form": TrustPolicyForm(),
+        "board_url": django_settings.BASE_URL,
+        "test_set_guarded": bool(policies) or any(guards(token) for token in tokens),
         "expiring_tokens": list(tokens_expiring([suite], timezone.now())),
         "events": list(
             AuditEvent.objects.filter(suite=suite, action__in=SETTINGS_ACTIONS).order_by(
@@ -418,7 +427,8 @@ def token_create(request, suite):
             suite=suite, actor=actor_label(request.user), **form.cleaned_data
         )
     except ValidationError as exc:
-        form.add_error("expires_at", exc)
+        form.add_error(
+            "default_branch_only" if exc.code == "default_branch_read" else "expires_at", exc)
         return _page(request, suite, token_form=form)
     # Post, redirect, get: a reload of the page shown next neither makes a second token nor
     # shows this one again. The token is stored as a digest; its secret waits in the session
@@ -431,3 +441,15 @@ def token_create(request, suite):
 def token_revoke(request, token):
     revoke_token(token=token, actor=actor_label(request.user))
     return f"Token {token.prefix}… revoked."
+
+
+@_section(TrustPolicyForm, section="trusted-ci", form_name="trust_form")
+def trust_policy_create(request, suite, data):
+    policy = trust_policy_add(suite=suite, actor=actor_label(request.user), **data)
+    return f"The suite trusts {policy.label}."
+
+
+@_removal(TrustPolicy, section="trusted-ci")
+def trust_policy_delete(request, policy):
+    trust_policy_remove(policy=policy, actor=actor_label(request.user))
+    return f"The suite no longer trusts {policy.label}."

@@ -9,6 +9,7 @@ fail on it with curl alone.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Annotated
 
 import orjson
@@ -17,6 +18,7 @@ from django.utils import timezone
 from ninja import Query, Router
 
 from ledger.api.auth import Scope, suite_for_token
+from ledger.trust import credential_of, signed_of
 from web.api.bodies import raw_json_body
 from web.api.errors import ErrorOut, refused
 from web.api.openapi import json_body
@@ -138,7 +140,9 @@ def upload_report(
     evidence: Annotated[str, Query(description=EVIDENCE)] = "",
 ):
     return upload(
-        request, suite, ingest=report_ingest, answer_of=report_answer,
+        request, suite, answer_of=report_answer,
+        ingest=partial(report_ingest, credential=credential_of(request.auth),
+                       signed=signed_of(request.auth)),
         schema=ReportAnswer, dry_run=dry_run,
         query={"commit": commit, "branch": branch, "evidence": evidence},
     )

@@ -18,18 +18,26 @@ class Command(BaseCommand):
             help="The last day the token works (YYYY-MM-DD, UTC), or the instant it stops "
                  "(an ISO datetime with its offset). Default: it never expires.",
         )
+        parser.add_argument(
+            "--default-branch-only", action="store_true",
+            help="A write token for the default branch's CI jobs alone (keep it as a "
+                 "protected variable): only such a token's JUnit sizes the test set "
+                 "(docs/trusted-ci.md).",
+        )
 
-    def handle(self, suite, scope, name, expires, **options):
+    def handle(self, suite, scope, name, expires, default_branch_only, **options):
         suite = get_suite(suite)
         try:
             token, raw = token_create(
                 suite=suite, scope=scope, name=name, actor="manage.py",
                 expires_at=None if expires is None else _expiry(expires),
+                default_branch_only=default_branch_only,
             )
         except ValidationError as exc:
             raise CommandError(" ".join(exc.messages)) from None
         self.stderr.write(
-            f"Created a {scope} token {token.prefix}… for {suite.slug}. "
+            f"Created a {scope} token {token.prefix}… for {suite.slug}"
+            + (f", for {suite.default_branch} only. " if default_branch_only else ". ") +
             "It is shown once; store it now."
         )
         self.stdout.write(raw)

@@ -1,11 +1,13 @@
-"""One POST to a webhook that cannot be turned against the board's own network (SSRF).
+"""The board's outbound HTTP, which cannot be turned against its own network (SSRF): one
+POST to a webhook (notify), one GET of an OIDC issuer's keys (ledger.oidc).
 
 The host is resolved here, every address it resolves to is checked, and the connection is
 made to a checked address: the name is not resolved a second time, so a name that rebinds
 between the check and the connection cannot slip through. The Host header and, for https,
 the certificate and SNI still name the host. Redirects are never followed: a 3xx is an
 answer like any other, which the caller counts as a failure. Certificates are verified
-against the system's CAs, or WEBHOOKS_CA_FILE's for a receiver behind a private CA.
+against the system's CAs, or WEBHOOKS_CA_FILE's for a receiver behind a private CA. The
+WEBHOOKS_* settings govern both uses.
 """
 
 from __future__ import annotations
@@ -95,23 +97,45 @@ class _CheckedHTTPSConnection(http.client.HTTPSConnection):
         self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
 
 
+def _connection(url: str, timeout: float | None):
+    if timeout is None:
+        timeout = settings.WEBHOOKS_TIMEOUT
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise Refused("only http(s) URLs are fetched")
+    https = parts.scheme == "https"
+    port = parts.port or (443 if https else 80)
+    addresses = checked_addresses(parts.hostname, port)
+    kind = _CheckedHTTPSConnection if https else _CheckedHTTPConnection
+    connection = kind(parts.hostname, port, addresses=addresses, timeout=timeout)
+    return connection, (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+
+def get(url: str, *, max_bytes: int, user_agent: str, timeout: float | None = None
+        ) -> tuple[int, bytes]:
+    """GET ``url``: its status and at most ``max_bytes`` of its body (a longer body is
+    refused, OSError). Refused and OSError as ``post``; a redirect is an answer, never
+    followed."""
+    connection, path = _connection(url, timeout)
+    try:
+        connection.request("GET", path, headers={"User-Agent": user_agent,
+                                                 "Accept": "application/json"})
+        response = connection.getresponse()
+        body = response.read(max_bytes + 1)
+        if len(body) > max_bytes:
+            raise OSError(f"{url} answered more than {max_bytes:,} bytes")
+        return response.status, body
+    finally:
+        connection.close()
+
+
 def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float | None = None
          ) -> int:
     """POST ``body`` to ``url``; its status code. ``timeout`` (WEBHOOKS_TIMEOUT unless
     given) bounds the connection and each read. Raises Refused before any connection is
     made to a refused address, OSError (TimeoutError, ssl.SSLCertVerificationError included)
     when the exchange fails."""
-    if timeout is None:
-        timeout = settings.WEBHOOKS_TIMEOUT
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise Refused("only http(s) URLs are posted to")
-    https = parts.scheme == "https"
-    port = parts.port or (443 if https else 80)
-    addresses = checked_addresses(parts.hostname, port)
-    kind = _CheckedHTTPSConnection if https else _CheckedHTTPConnection
-    connection = kind(parts.hostname, port, addresses=addresses, timeout=timeout)
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    connection, path = _connection(url, timeout)
     try:
         connection.request("POST", path, body=body,
                            headers={"User-Agent": USER_AGENT, **headers})

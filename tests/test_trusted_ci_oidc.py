@@ -1,0 +1,242 @@
+"""Trusted CI by OIDC (docs/trusted-ci.md), against a local issuer: an RSA key pair, its
+JWKS served on 127.0.0.1 by the test, and tokens signed with it as GitHub Actions and
+GitLab sign theirs. A verified token uploads with no Flakeboard token; its signed claims
+are the upload's branch, commit and attempt; only a token of the default branch's ref
+sizes the test set; and a token that fails any check is refused with 401 and why."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from django.urls import reverse
+
+from flakeboard import rules
+from junit.models import JUnitFile
+from ledger.models import AuditEvent, TrustPolicy
+from ledger.oidc import JWKS_REFETCH, keys_forget
+from ledger.selectors import share_figures
+from ledger.tokens import token_create
+from ledger.trust import trust_policy_add
+from tests.api_http import API
+from tests.helpers import body, measurement
+from tests.junit_files import XML, junit_xml
+
+REPOSITORY = "acme/payments"
+SHA = "9f3c2a1b" * 5
+MAIN = "refs/heads/main"
+
+
+class Issuer:
+    """An OIDC issuer on 127.0.0.1: its configuration and JWKS, and a key to sign with."""
+
+    def __init__(self):
+        self.keys: dict[str, rsa.RSAPrivateKey] = {}
+        self.published: list[str] = []
+        self.fetches = 0
+        issuer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                if self.path == "/.well-known/openid-configuration":
+                    answer = {"issuer": issuer.url, "jwks_uri": issuer.url + "/jwks"}
+                elif self.path == "/jwks":
+                    issuer.fetches += 1
+                    answer = {"keys": [issuer.jwk(kid) for kid in issuer.published]}
+                else:
+                    self.send_error(404)
+                    return
+                data = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def new_key(self, kid: str, *, publish: bool = True) -> str:
+        self.keys[kid] = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        if publish:
+            self.published.append(kid)
+        return kid
+
+    def jwk(self, kid: str) -> dict:
+        found = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.keys[kid].public_key()))
+        return {**found, "kid": kid, "use": "sig", "alg": "RS256"}
+
+    def token(self, kid: str = "k1", *, headers=None, algorithm="RS256", **claims) -> str:
+        now = int(time.time())
+        payload = {"iss": self.url, "aud": claims.pop("aud", None), "iat": now,
+                   "nbf": now, "exp": now + 300, "repository": REPOSITORY, "ref": MAIN,
+                   "sha": SHA, "run_id": "4242", "run_attempt": "1",
+                   "workflow_ref": f"{REPOSITORY}/.github/workflows/main.yml@{MAIN}",
+                   **claims}
+        key = None if algorithm == "none" else self.keys[kid]
+        return jwt.encode(payload, key, algorithm=algorithm,
+                          headers={"kid": kid, **(headers or {})})
+
+
+@pytest.fixture
+def issuer(settings):
+    settings.WEBHOOKS_ALLOW_PRIVATE_IPS = True  # the issuer listens on 127.0.0.1
+    keys_forget()
+    found = Issuer()
+    found.new_key("k1")
+    found.thread.start()
+    yield found
+    found.server.shutdown()
+    found.server.server_close()
+    found.thread.join()
+    keys_forget()
+
+
+@pytest.fixture
+def trusted(suite, issuer, settings):
+    """The suite trusts the local issuer's tokens of REPOSITORY, main.yml."""
+    trust_policy_add(suite=suite, actor="@lea", kind="custom", issuer=issuer.url,
+                     repository=REPOSITORY, workflow=".github/workflows/main.yml")
+    return lambda **claims: issuer.token(aud=settings.BASE_URL, **claims)
+
+
+@pytest.fixture
+def junit(board, suite):
+    def post(token: str, xml: bytes, **query):
+        return board.post(f"{API}/suites/{suite.slug}/junit", xml, token=token,
+                          content_type=XML, query={"commit": SHA, **query})
+
+    return post
+
+
+def run_files(junit, token, **query):
+    """The default branch's two jobs: 60 and 41 tests."""
+    return [junit(token, junit_xml(*[("tests.test_app", f"test_{job}_{i}", "passed")
+                                     for i in range(count)]), job=job, **query)
+            for job, count in (("py312", 60), ("py313", 41))]
+
+
+def test_a_default_branch_token_uploads_without_a_board_token_and_sizes_the_test_set(
+        junit, trusted, suite, today):
+    answers = run_files(junit, trusted())
+    assert [a.status for a in answers] == [201, 201]
+    assert [(a.json["branch"], a.json["sizes_test_set"], a.json["flags"]) for a in answers] == [
+        ("main", True, [])] * 2
+    assert share_figures(suite, today).size == 101
+    assert JUnitFile.objects.first().uploaded_by == f"oidc {REPOSITORY} run 4242"
+
+
+def test_a_pull_request_token_or_a_stated_main_does_not_size_it(
+        junit, trusted, suite, today):
+    pull = trusted(ref="refs/pull/7/merge", head_ref="main")  # a fork's branch named main
+    answers = run_files(junit, pull)
+    assert [a.status for a in answers] == [201, 201]
+    assert [(a.json["sizes_test_set"], a.json["flags"]) for a in answers] == [
+        (False, [rules.TEST_SET_UNTRUSTED])] * 2
+    plain = token_create(suite=suite, scope="write", actor="@lea")[1]
+    padded = run_files(junit, plain, branch="main")
+    assert [(a.json["sizes_test_set"], a.json["flags"]) for a in padded] == [
+        (False, [rules.TEST_SET_UNTRUSTED])] * 2
+    assert share_figures(suite, today).source == "known_nodes"
+
+
+def test_stated_values_that_disagree_with_the_claims_are_refused_naming_both(
+        junit, board, trusted, suite):
+    token = trusted()
+    for field, value, claim in (("branch", "feature/x", "ref"), ("commit", "abc123", "sha"),
+                                ("attempt", 3, "run_attempt")):
+        refused = junit(token, junit_xml(("t", "test_a", "passed")), **{field: value})
+        assert refused.status == 422, field
+        assert refused.json["details"][0]["field"] == field
+        assert f"{claim} claim" in refused.json["message"]
+    report = board.report(suite.slug, token, body([measurement("tests/test_a.py::t")]),
+                          query={"commit": SHA, "branch": "feature/x"})
+    assert report.status == 422 and report.json["details"][0]["field"] == "branch"
+    assert not JUnitFile.objects.exists()
+    agreeing = junit(token, junit_xml(("t", "test_a", "passed")), branch="main",
+                     commit=SHA.upper())
+    assert agreeing.status == 201
+
+
+def test_the_attempt_comes_from_run_attempt(junit, trusted):
+    xml = junit_xml(("t", "test_a", "passed"))
+    first = junit(trusted(), xml, job="py312")
+    again = junit(trusted(run_attempt="2"), xml, job="py312")  # a re-run, the same body
+    assert (first.status, first.json["attempt"]) == (201, 1)
+    assert (again.status, again.json["attempt"], again.json["duplicate"]) == (201, 2, False)
+    assert JUnitFile.objects.count() == 2
+
+
+REFUSED = {
+    "expired": (lambda t, i, s: t(exp=int(time.time()) - 3600), "expired"),
+    "wrong audience": (lambda t, i, s: i.token(aud="https://elsewhere.example"), "audience"),
+    "wrong issuer": (lambda t, i, s: t(iss="https://issuer.example"), "issuer"),
+    "wrong signature": (lambda t, i, s: t()[:-8] + ("A" * 8 if t()[-8:] != "A" * 8
+                                                    else "B" * 8), "signature"),
+    "none algorithm": (lambda t, i, s: i.token(aud=s.BASE_URL, algorithm="none"), "'none'"),
+    "unknown kid": (lambda t, i, s: (i.new_key("k9", publish=False), t(kid="k9"))[1],
+                    "does not publish"),
+    "another repository": (lambda t, i, s: t(repository="evil/payments"), "repository"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_a_token_that_fails_a_check_is_refused_with_401_and_why(
+        case, junit, trusted, issuer, settings):
+    make, says = REFUSED[case]
+    answer = junit(make(trusted, issuer, settings), junit_xml(("t", "test_a", "passed")))
+    assert answer.status == 401, answer.json
+    assert answer.json["error"] == "invalid_oidc_token"
+    assert says in answer.json["message"]
+    assert not JUnitFile.objects.exists()
+
+
+def test_a_key_rotation_is_picked_up_within_the_cache_lifetime(junit, trusted, issuer, clock):
+    xml = junit_xml(("t", "test_a", "passed"))
+    assert junit(trusted(), xml, job="a").status == 201
+    assert issuer.fetches == 1
+    assert junit(trusted(), xml, job="b").status == 201
+    assert issuer.fetches == 1  # cached
+    issuer.new_key("k2")
+    issuer.published = ["k2"]  # the issuer rotates: k1 is gone
+    clock.shift(JWKS_REFETCH.total_seconds())
+    assert junit(trusted(kid="k2"), xml, job="c").status == 201
+    assert issuer.fetches == 2
+
+
+def test_a_lead_adds_and_removes_a_policy_on_the_settings_page(client_for, suite, lead):
+    client = client_for(lead)
+    added = client.post(reverse("settings_trust_policy_add", args=[suite.slug]),
+                        {"kind": "github", "repository": REPOSITORY, "workflow": ""})
+    assert added.status_code == 302
+    policy = TrustPolicy.objects.get()
+    assert (policy.issuer, policy.default_ref) == (rules.GITHUB_ISSUER, MAIN)
+    page = client.get(reverse("settings", args=[suite.slug])).content.decode()
+    assert REPOSITORY in page and "rests on the branch its uploaders state" not in page
+    client.post(reverse("settings_trust_policy_remove", args=[suite.slug, policy.pk]))
+    assert not TrustPolicy.objects.exists()
+    events = AuditEvent.objects.filter(suite=suite).order_by("at", "pk")
+    assert [(e.actor, e.note) for e in events] == [
+        ("@lea", "trusted CI added"), ("@lea", "trusted CI removed")]
+
+
+def test_padding_main_with_a_write_token_leaves_a_trusted_suites_test_set_at_101(
+        junit, trusted, suite, today):
+    run_files(junit, trusted())
+    plain = token_create(suite=suite, scope="write", actor="@lea")[1]
+    for job in ("py3.12", "py3.13"):
+        padded = junit(plain, junit_xml(*[("tests.test_pad", f"test_fake_{job}_{i}", "passed")
+                                          for i in range(2000)]),
+                       commit="c2", branch="main", job=job)
+        assert (padded.status, padded.json["flags"]) == (201, [rules.TEST_SET_UNTRUSTED])
+    figures = share_figures(suite, today)
+    assert (figures.size, figures.run.commit) == (101, SHA)

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ledger', '0016_row_change_triggers'),
+        ('ledger', '0017_node_tiers_by_rules_alone'),
     ]
 
     operations = [

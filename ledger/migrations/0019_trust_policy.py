@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ledger', '0017_token_default_branch_only'),
+        ('ledger', '0018_token_default_branch_only'),
     ]
 
     operations = [

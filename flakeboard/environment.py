@@ -20,24 +20,22 @@ def envbool(name, default):
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-def envint(name, default):
+def _env_number(name, default, read, kind):
     value = os.environ.get(name)
     if value in (None, ""):
         return default
     try:
-        return int(value)
+        return read(value)
     except ValueError:
-        raise ImproperlyConfigured(f"{name} is “{value}”: it must be a whole number.") from None
+        raise ImproperlyConfigured(f"{name} is “{value}”: it must be {kind}.") from None
+
+
+def envint(name, default):
+    return _env_number(name, default, int, "a whole number")
 
 
 def envfloat(name, default):
-    value = os.environ.get(name)
-    if value in (None, ""):
-        return default
-    try:
-        return float(value)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} is “{value}”: it must be a number.") from None
+    return _env_number(name, default, float, "a number")
 
 
 def env_policy(defaults: dict, bounds: dict) -> dict:

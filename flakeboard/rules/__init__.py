@@ -17,6 +17,7 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``arbiter``: effective signals, the precedence table and the batch aggregate (2.3);
 - ``attempts``: evidence at one commit accumulates: attempts merge, measurements pool (2.4a);
 - ``new_tests``: which nodes are new at a commit (2.4b);
+- ``gate_plan``: what a patch's gate measures, in which order, within its budget (2.4c);
 - ``policy_bounds``: the range each policy number may take;
 - ``status``: whether the suite's gate passes now, and why not;
 - ``text``: counts in words (one plural rule);
@@ -133,6 +134,18 @@ from .entries import (
     expiry_problem,
     expiry_window,
     renewal_revives,
+)
+from .gate_plan import (
+    EVERY_NODE,
+    GATE_PLAN_GROUPS,
+    MEASURE_BUDGET_SECONDS,
+    MEASURED_BECAUSE,
+    GatePlan,
+    PlanCandidate,
+    PlannedNode,
+    gate_plan,
+    in_changed_file,
+    plan_group,
 )
 from .limits import (
     CAUSE_NODES_MAX,

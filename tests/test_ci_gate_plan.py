@@ -11,7 +11,7 @@ import pytest
 
 from ledger.measure_targets import measure_target_set
 from ledger.models import Suite
-from ledger.settings_services import new_tests_set
+from ledger.settings_services import measure_budget_set, new_tests_set
 from runs.ingest import signals_ingest
 from runs.models import Report
 from tests.helpers import body, record
@@ -98,9 +98,12 @@ def test_json_carries_the_plan_and_each_rows_why(gate, project):  # noqa: F811
     assert answer["plan"]["not_measured_budget"] == []
 
 
-def test_a_target_is_measured_as_flaky_prone(gate, project, suite):  # noqa: F811
+def test_a_target_is_measured_as_flaky_prone_within_the_suites_budget(
+        gate, project, suite):  # noqa: F811
     measure_target_set(suite=suite, nodeid="test_d.py::test_2", actor="@lea", marked=True)
+    measure_budget_set(suite=suite, actor="@lea", seconds=7)
     done = gate("--diff", "HEAD~1", "--commit", "pr-1", "--upload")
+    assert "(budget 7 s, about " in done.stdout
     assert "  test_d.py::test_2: 10 runs, flaky in the last 30 days" in done.stdout
     assert "test_d.py::test_2" in {m.node.nodeid for m in
                                    Report.objects.get().measurements.select_related("node")}

@@ -147,3 +147,13 @@ def test_the_clients_copy_is_held_equal_to_the_rule(budget, every_node):
     for nodeid, changed in [("tests/test_x.py::t", ["pkg/tests/test_x.py"]),
                             ("tests/test_x.py::t", ["tests/test_xy.py"])]:
         assert client.in_changed_file(nodeid, changed) == in_changed_file(nodeid, changed)
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["--measure", "tests/"], ["--measure=patch", "tests/"]),  # the selection stays pytest's
+    (["tests/", "--measure", "all", "-x"], ["tests/", "--measure=all", "-x"]),
+    (["--measure"], ["--measure=patch"]),
+    (["--measure", "all", "--", "--measure", "all"], ["--measure=all", "--", "--measure", "all"]),
+])
+def test_the_measure_word_is_all_or_nothing(argv, words):
+    assert client.measure_words(argv) == words

@@ -138,6 +138,8 @@ from .entries import (
 from .gate_plan import (
     EVERY_NODE,
     GATE_PLAN_GROUPS,
+    MEASURE_BUDGET_MAX_SECONDS,
+    MEASURE_BUDGET_MIN_SECONDS,
     MEASURE_BUDGET_SECONDS,
     MEASURED_BECAUSE,
     GatePlan,

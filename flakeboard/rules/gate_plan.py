@@ -17,7 +17,7 @@ equal to it by a table test."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import typing
 
 # The groups in priority order, and what each measured line says of its node. EVERY_NODE is
 # the group of the nodes in none of them, measured only when the gate is asked to measure
@@ -31,11 +31,14 @@ MEASURED_BECAUSE = {
     "flaky": "flaky in the last 30 days",
     EVERY_NODE: "tier 2 (--measure all)",
 }
-# A suite's measure budget in seconds, unless its settings say otherwise, and its bounds.
+# A suite's measure budget in seconds, unless its settings say otherwise, and its bounds
+# (a day at most).
 MEASURE_BUDGET_SECONDS = 300
+MEASURE_BUDGET_MIN_SECONDS = 1
+MEASURE_BUDGET_MAX_SECONDS = 86_400
 
 
-class PlanCandidate(NamedTuple):
+class PlanCandidate(typing.NamedTuple):
     """A selected tier-2 node that ran, with the facts that place it in a group, its time
     in the gate's run (seconds) and the runs it would get (the patch class's factor times
     min_runs; a new node, the guard's)."""
@@ -49,7 +52,7 @@ class PlanCandidate(NamedTuple):
     flaky: bool = False
 
 
-class PlannedNode(NamedTuple):
+class PlannedNode(typing.NamedTuple):
     """A node of the plan: its group, runs and estimated cost in seconds."""
 
     node: str
@@ -62,7 +65,7 @@ class PlannedNode(NamedTuple):
         return MEASURED_BECAUSE[self.group]
 
 
-class GatePlan(NamedTuple):
+class GatePlan(typing.NamedTuple):
     """What the gate measures (in priority order), what the budget left out (in the same
     order), and how many selected tier-2 nodes were not measured at all: those in no
     group and those left out for the budget, left to the nightly measure."""

@@ -178,8 +178,8 @@ def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=Non
         today = time.strftime("%Y-%m-%d", time.gmtime())
         lines, code = gate_lines(rows, ledger_entries(ledger, True), today, max_upper_rate,
                                  min_runs, new={target.name for target in guard})
-        _print_lines(f"{line}; measured: {why[row['nodeid']]}"
-                     for line, row in zip(lines, rows, strict=True))
+        _print_lines(f"{line}; measured: {why[rows[index]['nodeid']]}"
+                     for index, line in enumerate(lines))
         return code
     envelope = {"measurements": [dict(uploaded_row(target), new_test=True) if target.birth
                                  else uploaded_row(target) for target in targets],

@@ -14,6 +14,7 @@ from flakeboard.rules import (
     GATE_PLAN_GROUPS,
     MEASURE_BUDGET_SECONDS,
     MEASURED_BECAUSE,
+    RUN_OVERHEAD_SECONDS,
     PlanCandidate,
     gate_plan,
     in_changed_file,
@@ -45,7 +46,8 @@ SELECTION = [
     (None, [("broken.py::t", "failed"), ("new.py::t", "new"),
             ("edited.py::a", "changed_file"), ("edited.py::b", "changed_file"),
             ("flaky.py::t", "flaky")], [], 2),
-    # Each node costs its seconds x runs: 10 s, the new one 30 s. The first node that
+    # Each node costs its runs x (its seconds + a run's overhead): about 10 s, the new one
+    # about 30 s. The first node that
     # starts over the budget is measured; the rest are named as left out, in order.
     (15, [("broken.py::t", "failed"), ("new.py::t", "new")],
      [("edited.py::a", "changed_file"), ("edited.py::b", "changed_file"),
@@ -66,7 +68,7 @@ def test_the_groups_in_priority_order_within_the_budget(budget, measured, over, 
 def test_a_group_cut_short_is_named():
     plan = gate_plan(SELECTION, 45)
     assert plan.cut_groups == ("changed_file", "flaky")
-    assert plan.cost == 50
+    assert plan.cost == pytest.approx(5 * (1 + RUN_OVERHEAD_SECONDS) * 10)
     assert [p.why for p in plan.measured] == ["failed in this run", "new", "test file changed"]
 
 
@@ -144,6 +146,7 @@ def test_the_clients_copy_is_held_equal_to_the_rule(budget, every_node):
         as_tuples(gate_plan(SELECTION, budget, every_node))
     assert client.MEASURED_BECAUSE == MEASURED_BECAUSE
     assert client.MEASURE_BUDGET_SECONDS == MEASURE_BUDGET_SECONDS
+    assert client.RUN_OVERHEAD_SECONDS == RUN_OVERHEAD_SECONDS
     for nodeid, changed in [("tests/test_x.py::t", ["pkg/tests/test_x.py"]),
                             ("tests/test_x.py::t", ["tests/test_xy.py"])]:
         assert client.in_changed_file(nodeid, changed) == in_changed_file(nodeid, changed)

@@ -150,6 +150,7 @@ from .gate_plan import (
     MEASURE_BUDGET_MIN_SECONDS,
     MEASURE_BUDGET_SECONDS,
     MEASURED_BECAUSE,
+    RUN_OVERHEAD_SECONDS,
     GatePlan,
     PlanCandidate,
     PlannedNode,

@@ -6,11 +6,12 @@ flaky-prone ones (its targets: marked, or flaky in the last 30 days); and it mea
 within the suite's measure budget. Every other tier-2 node ran once in the gate's run: its
 standing evidence is the ledger and the nightly measure.
 
-The plan estimates each node's cost from its time in the gate's run times its runs, and
-starts the nodes in priority order while the spent time is under the budget: the measured
-nodes are always a prefix of the priority order, and they exceed the budget by at most the
-last one's cost. The first node that does not start, and every one after it, is left out
-for the budget, named with its group.
+The plan estimates each node's cost as its runs times its time in the gate's run plus the
+pool's own cost of a run (RUN_OVERHEAD_SECONDS), and starts the nodes in priority order
+while the spent time is under the budget: the measured nodes are always a prefix of the
+priority order, and they exceed the budget by at most the last one's cost. The first node
+that does not start, and every one after it, is left out for the budget, named with its
+group.
 
 The CI client holds a copy of this module (client/src/flakeboard_ci/gate_plan.py), held
 equal to it by a table test."""
@@ -36,6 +37,10 @@ MEASURED_BECAUSE = {
 MEASURE_BUDGET_SECONDS = 300
 MEASURE_BUDGET_MIN_SECONDS = 1
 MEASURE_BUDGET_MAX_SECONDS = 86_400
+# What one run costs beyond the test's own time: the pool sends it, a worker runs pytest's
+# phases and reports back (about 10 ms a run on a 2-core machine, the processes' start-ups
+# included, for a test of 1 ms).
+RUN_OVERHEAD_SECONDS = 0.01
 
 
 class PlanCandidate(typing.NamedTuple):
@@ -112,7 +117,8 @@ def gate_plan(candidates, budget: float | None, every_node: bool = False) -> Gat
         if group is not None:
             rank = GATE_PLAN_GROUPS.index(group) if group in GATE_PLAN_GROUPS else len(
                 GATE_PLAN_GROUPS)
-            cost = max(0.0, float(candidate.seconds or 0.0)) * candidate.runs
+            cost = (max(0.0, float(candidate.seconds or 0.0)) + RUN_OVERHEAD_SECONDS) * \
+                candidate.runs
             ranked.append((rank, index, PlannedNode(candidate.node, group, candidate.runs,
                                                     cost)))
     ranked.sort(key=lambda item: item[:2])

@@ -62,6 +62,8 @@ MODULES = (
     ("arbiter", "the board's precedence table, for judging here"),
     ("gate_recorder", "gate's pytest run from the inside: each selected node's outcome"),
     ("patch_class", "gate --diff: the patch's class, from its added lines"),
+    ("failure_labels", "the one line that explains each failed node to its author"),
+    ("gate_plan", "what a patch's gate measures, in which order, within its budget"),
     ("gate_measure", "gate --measure: tier 2 measured with the class's repeat budget"),
     ("gate", "the gate command: a pytest run's signal records, arbitrated"),
     ("plugin", "this file as the pytest plugin measure's workers and gate load"),

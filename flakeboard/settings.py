@@ -13,7 +13,13 @@ from django.utils.csp import CSP
 
 from flakeboard.email_url import mailer
 from flakeboard.environment import env, env_policy, envbool, envfloat, envint
-from flakeboard.rules import CLEAR_AFTER_DEFAULT, NEW_TEST_RUNS, NEW_TEST_SHARE, POLICY_BOUNDS
+from flakeboard.rules import (
+    CLEAR_AFTER_DEFAULT,
+    MEASURE_BUDGET_SECONDS,
+    NEW_TEST_RUNS,
+    NEW_TEST_SHARE,
+    POLICY_BOUNDS,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -260,6 +266,7 @@ FLAKEBOARD_DEFAULT_POLICY = env_policy({
     "clear_after_clean_measurements": CLEAR_AFTER_DEFAULT,
     "new_test_runs": NEW_TEST_RUNS,
     "new_test_share": NEW_TEST_SHARE,
+    "measure_budget": MEASURE_BUDGET_SECONDS,
 }, POLICY_BOUNDS)
 
 # Security headers. The CSP forbids inline scripts: every script is a static file.

@@ -111,7 +111,7 @@ class SuiteAdmin(admin.ModelAdmin):
         # (a new suite takes the default).
         fixed = ["ledger_revision", "created_at", "junit_infrastructure_share",
                  "clear_after_clean_measurements", "default_branch", "new_test_runs",
-                 "new_test_share"]
+                 "new_test_share", "measure_budget"]
         return fixed if obj is None else [*fixed, "settings_page", *self.audited_fields]
 
     @admin.display(description="Settings page")

@@ -179,6 +179,15 @@ def new_tests_set(*, suite: Suite, actor: str, runs: int, share: float) -> Suite
                    bump=False)
 
 
+def measure_budget_set(*, suite: Suite, actor: str, seconds: int) -> Suite:
+    """Set the seconds gate --measure may spend on the tier-2 tests a patch calls for (SPEC
+    2.4c). It changes what CI measures, not how the board judges it."""
+    values = {"measure_budget": seconds}
+    _check_bounds(suite, values)
+    return _update(suite=suite, values=values, actor=actor, note="measure budget",
+                   bump=False)
+
+
 def default_branch_set(*, suite: Suite, actor: str, branch: str) -> Suite:
     """Set the branch whose CI runs size the test set (docs/test-set.md). It changes the
     quarantined share, not what the served ledger holds."""

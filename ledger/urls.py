@@ -22,6 +22,7 @@ urlpatterns = [
     path("settings/auto-clear/", settings.auto_clear, name="settings_auto_clear"),
     path("settings/junit/", settings.junit_share, name="settings_junit"),
     path("settings/new-tests/", settings.new_tests, name="settings_new_tests"),
+    path("settings/measure-budget/", settings.measure_budget, name="settings_measure_budget"),
     path("settings/test-set/", settings.default_branch, name="settings_test_set"),
     path("settings/codeowners/", settings.codeowners, name="settings_codeowners"),
     path("settings/runs-needed/", settings.runs_needed, name="settings_runs_needed"),

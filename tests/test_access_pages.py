@@ -63,6 +63,7 @@ POST settings_badge                302 404 403 403 302 302 302 302 302 302
 POST settings_auto_clear           302 404 403 403 302 302 302 302 302 302
 POST settings_junit                302 404 403 403 302 302 302 302 302 302
 POST settings_new_tests            302 404 403 403 302 302 302 302 302 302
+POST settings_measure_budget       302 404 403 403 302 302 302 302 302 302
 POST settings_test_set             302 404 403 403 302 302 302 302 302 302
 POST settings_codeowners           302 404 403 403 302 302 302 302 302 302
 POST settings_tier_rule_add        302 404 403 403 302 302 302 302 302 302
@@ -140,6 +141,8 @@ def page_request(method: str, action: str, w) -> Request:
             "junit_infrastructure_share": "70"}),
         "settings_new_tests": Request(reverse("settings_new_tests", args=[s]), {
             "new_test_runs": "20", "new_test_share": "25"}),
+        "settings_measure_budget": Request(reverse("settings_measure_budget", args=[s]), {
+            "measure_budget": "120"}),
         "settings_test_set": Request(reverse("settings_test_set", args=[s]), {
             "default_branch": "trunk"}),
         "settings_codeowners": Request(reverse("settings_codeowners", args=[s]), {

@@ -8,7 +8,7 @@ import pytest
 from django.test import override_settings
 
 from ledger.models import Node
-from ledger.settings_services import new_tests_set
+from ledger.settings_services import measure_budget_set, new_tests_set
 from ledger.tiers import tier_rule_add
 from runs.ingest import signals_ingest
 from tests.api_http import API, new_token
@@ -48,7 +48,12 @@ def test_each_id_gets_its_tier_and_the_rule_that_decided_it(ask, rules):
          "rule": "tests/test_*.py::test_pinned_*", "stated": False, "new": None},
         {"node": "tests/test_props.py::test_sum", "tier": 0, "rule": "tests/test_props.py::*",
          "stated": False, "new": None},
-    ], "new_tests": {"runs": 30, "share": 0.3}}
+    ], "new_tests": {"runs": 30, "share": 0.3}, "measure_budget": 300}
+
+
+def test_the_answer_gives_the_suites_measure_budget(ask, suite):
+    measure_budget_set(suite=suite, actor="@lea", seconds=90)
+    assert ask(["tests/test_io.py::test_retry"]).json["measure_budget"] == 90
 
 
 def test_the_answer_gives_the_suites_new_test_guard(ask, suite):
@@ -77,7 +82,8 @@ def test_a_lookup_stores_nothing_and_repeats_answer_in_order(ask, suite):
     assert [row["node"] for row in answer.json["tiers"]] == \
         ["tests/a.py::test_x", "tests/b.py::test_y", "tests/a.py::test_x"]
     assert not Node.objects.filter(suite=suite).exists()
-    assert ask([]).json == {"suite": "acme", "tiers": [], "new_tests": {"runs": 30, "share": 0.3}}
+    assert ask([]).json == {"suite": "acme", "tiers": [], "new_tests": {"runs": 30, "share": 0.3},
+                            "measure_budget": 300}
 
 
 @pytest.mark.parametrize(("data", "row", "code"), [

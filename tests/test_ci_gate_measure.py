@@ -55,7 +55,7 @@ def risky_commit(project, lines: int) -> None:
 ])
 def test_tier_2_nodes_run_the_classs_repeat_budget(gate, project, risky, patch_class, runs):
     risky_commit(project, risky)
-    done = gate("--diff", "HEAD~1", "--upload")
+    done = gate("all", "--diff", "HEAD~1", "--upload")
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"MEASURE 2 tier-2 nodes, {runs} runs each ({patch_class} patch" in done.stdout
     report = Report.objects.get()
@@ -66,7 +66,7 @@ def test_tier_2_nodes_run_the_classs_repeat_budget(gate, project, risky, patch_c
 
 
 def test_without_diff_the_low_budget_is_judged_here(gate, project):
-    done = gate()
+    done = gate("all")
     assert done.returncode == 0, done.stdout + done.stderr
     rows = json.loads((project / "flake-report.json").read_text())
     assert {row["nodeid"]: row["n"] for row in rows} == \
@@ -79,14 +79,14 @@ def test_an_accepted_batch_with_a_failing_report_exits_1(gate, project):
     # Passes with the batch's PATCH_SEED 9137, fails with every even seed of the repeats.
     source = seed_test("test_retry", "seed % 2 == 0") + seed_test("test_parse")
     (project / "test_io.py").write_text("import os\n\n\n" + source)
-    done = gate("--upload")
+    done = gate("all", "--upload")
     assert done.returncode == 1, done.stdout + done.stderr
     assert VerdictBatch.objects.get().verdict == "accept"
     assert Report.objects.get().exit_code == 1
 
 
 def test_a_held_batch_with_a_passing_report_exits_2(gate, project):
-    done = gate("--fixtures", "fixtures-gone", "--upload")
+    done = gate("all", "--fixtures", "fixtures-gone", "--upload")
     assert done.returncode == 2, done.stdout + done.stderr
     assert VerdictBatch.objects.get().verdict == "hold"
     assert Report.objects.get().exit_code == 0
@@ -104,7 +104,7 @@ def test_a_pull_request_that_selects_one_test_is_judged_by_the_boards_test_set(
     """The share counts the board's own test set, not the one test the job selected: two
     entries among the board's 40 known nodes (and the selected one) are within a 5% cap."""
     quarantined(suite, today, {"tests/test_pay.py::test_a": 10, "tests/test_pay.py::test_b": 10})
-    done = gate("test_io.py::test_retry", "--upload")
+    done = gate("all", "test_io.py::test_retry", "--upload")
     assert done.returncode == 0, done.stdout + done.stderr
     report = Report.objects.latest("pk")
     assert (report.status, report.selected_total, report.test_set_size) == ("OK", 1, 83)

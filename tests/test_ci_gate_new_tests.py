@@ -68,9 +68,11 @@ def test_every_output_names_the_new_tests(gate, project, output):  # noqa: F811
     done = gate("--commit", "pr-1", "--upload", "--format", output)
     assert done.returncode == 1, done.stdout + done.stderr
     if output == "markdown":
-        assert r"| test\_pr\.py\:\:test\_flaky | FAIL | new\_test\_flaky |" in done.stdout
+        assert (r"| test\_pr\.py\:\:test\_flaky | FAIL | new\_test\_flaky\; measured\: new |"
+                in done.stdout)
     else:
         assert f"{FLAKY}: new_test_flaky (new: " in done.stdout
+        assert "; measured: new" in done.stdout
 
 
 def test_judged_here_without_upload(gate, project):  # noqa: F811
@@ -86,7 +88,7 @@ def test_judged_here_without_upload(gate, project):  # noqa: F811
 
 
 def test_without_a_commit_nothing_is_new(gate, project):  # noqa: F811
-    done = gate("test_pr.py::test_stable")
+    done = gate("all", "test_pr.py::test_stable")
     assert "NEW" not in done.stdout
     assert "MEASURE 1 tier-2 node, 200 runs each" in done.stdout
 

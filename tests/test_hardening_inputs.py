@@ -122,6 +122,8 @@ def _numeric_inputs(world) -> dict[str, tuple[str, str, dict, str]]:
     for name in ("new_test_runs", "new_test_share"):
         inputs[f"new tests {name}"] = ("post", reverse("settings_new_tests", args=[slug]),
                                        {"new_test_runs": "30", "new_test_share": "30"}, name)
+    inputs["measure budget"] = ("post", reverse("settings_measure_budget", args=[slug]), {},
+                                "measure_budget")
     for name in ("days", "page"):
         inputs[f"flaky {name}"] = ("get", reverse("flaky", args=[slug]), {}, name)
     return inputs
@@ -134,7 +136,8 @@ INPUT_NAMES = [
     *(f"new entry {name}" for name in ("n", "fails", "upper95", "seed_base")),
     *(f"prefilled entry {name}" for name in ("n", "fails", "upper95", "seed_base")),
     "ledger page", "reports page", "verdicts page", "trends range", "trends from", "trends to",
-    "junit share", "new tests new_test_runs", "new tests new_test_share", "flaky days",
+    "junit share", "new tests new_test_runs", "new tests new_test_share", "measure budget",
+    "flaky days",
     "flaky page",
 ]
 
@@ -153,6 +156,7 @@ def test_odd_numbers_are_a_form_error_or_ignored_never_a_500(client_for, world, 
     assert 0 < suite.max_upper_rate <= 1 and 0 <= suite.max_quarantined_share <= 1
     assert 0 <= suite.junit_infrastructure_share <= 1
     assert suite.new_test_runs >= rules.NEW_TEST_MIN_RUNS and 0 < suite.new_test_share <= 1
+    assert suite.measure_budget in rules.POLICY_BOUNDS["measure_budget"]
 
 
 def test_the_table_holds_every_numeric_field_of_the_forms(world):

@@ -20,6 +20,7 @@ from ledger.quarantine import quarantine_create
 from ledger.selectors import ledger_for_gate
 from ledger.settings_services import (
     fixture_pin_set,
+    measure_budget_set,
     member_change,
     member_drop,
     new_tests_set,
@@ -384,6 +385,47 @@ def test_the_new_test_guard_refuses_numbers_out_of_bounds(client_for, suite, lea
     assert not settings_events(suite).exists()
 
 
+# --- the measure budget ------------------------------------------------------------------
+
+
+def test_the_measure_budget_is_shown_and_saved_audited_without_a_ledger_revision(
+        client_for, suite, lead):
+    html = client_for(lead).get(url("settings", suite)).content.decode()
+    assert 'id="measure-budget"' in html
+    assert "once about 300 seconds are spent" in html
+    revision = suite.ledger_revision
+    response = client_for(lead).post(url("settings_measure_budget", suite),
+                                     {"measure_budget": "90"})
+    assert response.status_code == 302 and response["Location"].endswith("#measure-budget")
+    suite.refresh_from_db()
+    assert (suite.measure_budget, suite.ledger_revision) == (90, revision)
+    event = settings_events(suite).get()
+    assert (event.actor, event.before, event.after) == (
+        "@lea", {"measure_budget": 300}, {"measure_budget": 90})
+
+
+@pytest.mark.parametrize("seconds", ["0", "86401", "ten"])
+def test_the_measure_budget_refuses_what_is_not_seconds_in_bounds(client_for, suite, lead,
+                                                                 seconds):
+    response = client_for(lead).post(url("settings_measure_budget", suite),
+                                     {"measure_budget": seconds})
+    assert response.status_code == 200
+    assert "measure_budget" in response.context["measure_budget_form"].errors
+    if seconds.isdigit():
+        with pytest.raises(ValidationError) as refused:
+            measure_budget_set(suite=suite, actor="@lea", seconds=int(seconds))
+        assert "measure_budget" in refused.value.message_dict
+    assert not settings_events(suite).exists()
+
+
+def test_only_a_lead_sets_the_measure_budget(client_for, suite, viewer):
+    response = client_for(viewer).post(url("settings_measure_budget", suite),
+                                       {"measure_budget": "90"})
+    assert response.status_code in (403, 404)
+    suite.refresh_from_db()
+    assert suite.measure_budget == 300
+
+
 # --- every change is audited; the page's cost is bounded ---------------------------------
 
 
@@ -392,6 +434,7 @@ def test_the_new_test_guard_refuses_numbers_out_of_bounds(client_for, suite, lea
     [
         ("settings_policy", {**POLICY, "max_quarantine_days": "14"}),
         ("settings_new_tests", {"new_test_runs": "20", "new_test_share": "30"}),
+        ("settings_measure_budget", {"measure_budget": "60"}),
         ("settings_fixture_pin", {"fixture_manifest": "sha256:" + "abc0" * 16, "fixture_seed": ""}),
         ("settings_tier_rule_add", {"glob": "tests/pinned/*", "tier": "1"}),
         ("settings_member_set", {"username": "vic", "role": "owner"}),

@@ -59,6 +59,7 @@ def test_a_setting_that_cannot_work_stops_the_commands_in_one_line(tmp_path, ove
 
 @pytest.mark.parametrize(("name", "variable"), [
     ("new_test_runs", "DEFAULT_NEW_TEST_RUNS"),
+    ("measure_budget", "DEFAULT_MEASURE_BUDGET"),
     ("clear_after_clean_measurements", "DEFAULT_CLEAR_AFTER_CLEAN_MEASUREMENTS"),
 ])
 def test_a_default_policy_number_at_either_end_of_its_range_is_taken(tmp_path, name,

@@ -17,6 +17,8 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``arbiter``: effective signals, the precedence table and the batch aggregate (2.3);
 - ``attempts``: evidence at one commit accumulates: attempts merge, measurements pool (2.4a);
 - ``new_tests``: which nodes are new at a commit (2.4b);
+- ``failure_labels``: the one line that explains each failed node of a gate to its author;
+- ``gate_plan``: what a patch's gate measures, in which order, within its budget (2.4c);
 - ``policy_bounds``: the range each policy number may take;
 - ``status``: whether the suite's gate passes now, and why not;
 - ``text``: counts in words (one plural rule);
@@ -134,6 +136,28 @@ from .entries import (
     expiry_problem,
     expiry_window,
     renewal_revives,
+)
+from .failure_labels import (
+    DEFAULT_FAILURES_SHOWN,
+    FAILURE_LABELS,
+    FailureEvidence,
+    FailureLabel,
+    failure_label,
+)
+from .gate_plan import (
+    EVERY_NODE,
+    GATE_PLAN_GROUPS,
+    MEASURE_BUDGET_MAX_SECONDS,
+    MEASURE_BUDGET_MIN_SECONDS,
+    MEASURE_BUDGET_SECONDS,
+    MEASURED_BECAUSE,
+    RUN_OVERHEAD_SECONDS,
+    GatePlan,
+    PlanCandidate,
+    PlannedNode,
+    gate_plan,
+    in_changed_file,
+    plan_group,
 )
 from .limits import (
     CAUSE_NODES_MAX,

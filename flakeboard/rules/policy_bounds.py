@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .clearance import CLEAR_AFTER_MAX
+from .gate_plan import MEASURE_BUDGET_MAX_SECONDS, MEASURE_BUDGET_MIN_SECONDS
 from .new_tests import NEW_TEST_MAX_RUNS, NEW_TEST_MIN_RUNS
 
 
@@ -32,4 +33,5 @@ POLICY_BOUNDS = {
     "clear_after_clean_measurements": PolicyBound(1, CLEAR_AFTER_MAX),
     "new_test_runs": PolicyBound(NEW_TEST_MIN_RUNS, NEW_TEST_MAX_RUNS),
     "new_test_share": PolicyBound(0.01, 1.0),
+    "measure_budget": PolicyBound(MEASURE_BUDGET_MIN_SECONDS, MEASURE_BUDGET_MAX_SECONDS),
 }

@@ -69,6 +69,9 @@ class TiersAnswer(Schema):
     tiers: list[NodeTier] = Field(description="One row per node id asked, in their order.")
     new_tests: NewTestGuard = Field(description="The suite's new-test guard "
                                                 "(docs/new-tests.md), set on its settings page.")
+    measure_budget: int = Field(description="The seconds gate --measure may spend on the "
+                                            "tier-2 tests a patch calls for (SPEC 2.4c), set "
+                                            "on the suite's settings page.")
 
 
 def parse_nodeids(body: bytes, max_records: int) -> list[str]:
@@ -123,4 +126,5 @@ def tiers(
         {"node": nodeid, "tier": int(r.tier), "rule": r.rule.glob if r.rule else None,
          "stated": False, "new": rules.is_new(first, commit) if commit else None}
         for nodeid, r, first in zip(nodeids, resolved, births, strict=True)
-    ], "new_tests": {"runs": suite.new_test_runs, "share": suite.new_test_share}}
+    ], "new_tests": {"runs": suite.new_test_runs, "share": suite.new_test_share},
+        "measure_budget": suite.measure_budget}

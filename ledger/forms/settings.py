@@ -155,6 +155,15 @@ class NewTestsForm(forms.Form):
                             "new_test_share": as_percent(suite.new_test_share)})
 
 
+class MeasureBudgetForm(forms.Form):
+    measure_budget = _policy_field("measure_budget", forms.IntegerField,
+                                   "Measure budget (seconds)")
+
+    @classmethod
+    def for_suite(cls, suite: Suite) -> MeasureBudgetForm:
+        return cls(initial={"measure_budget": suite.measure_budget})
+
+
 class DefaultBranchForm(forms.Form):
     default_branch = forms.CharField(
         max_length=rules.META_MAX_LENGTH, label="Default branch",

@@ -61,6 +61,15 @@ class Suite(models.Model):
         help_text="When more than this share of a selection is new, the guard measures only "
                   "the first new tests up to it, so CI stays fast.",
     )
+    # What a patch's gate measures (SPEC 2.4c): the seconds gate --measure may spend on the
+    # selected tier-2 nodes the patch calls for. Never part of the budget gate's policy.
+    measure_budget = models.PositiveIntegerField(
+        default=PolicyDefault("measure_budget"),
+        validators=within("measure_budget"),
+        help_text="The seconds gate --measure may spend measuring the tier-2 tests a patch "
+                  "calls for (failed, new, in a changed test file, flaky-prone), estimated "
+                  "from their time in the gate's run.",
+    )
     fixture_manifest = models.CharField(
         max_length=200, blank=True, help_text="The pinned fixture manifest digest (empty: no pin)."
     )

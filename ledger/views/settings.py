@@ -32,6 +32,7 @@ from ..forms.settings import (
     DefaultBranchForm,
     FixturePinForm,
     JUnitShareForm,
+    MeasureBudgetForm,
     MemberForm,
     NewTestsForm,
     PolicyForm,
@@ -47,6 +48,7 @@ from ..settings_services import (
     default_branch_set,
     fixture_pin_set,
     junit_share_set,
+    measure_budget_set,
     member_change,
     member_drop,
     new_tests_set,
@@ -121,6 +123,7 @@ def _page(request, suite, **overrides):
         "board_actor": BOARD_ACTOR,
         "junit_form": JUnitShareForm.for_suite(suite),
         "new_tests_form": NewTestsForm.for_suite(suite),
+        "measure_budget_form": MeasureBudgetForm.for_suite(suite),
         "guard": _guard(suite),
         "branch_form": DefaultBranchForm.for_suite(suite),
         **_test_set(suite),
@@ -324,6 +327,14 @@ def new_tests(request, suite, data):
                           runs=data["new_test_runs"], share=data["new_test_share"])
     return (f"gate --measure now runs each new test up to {saved.new_test_runs} times, "
             f"for at most {saved.new_test_share:.0%} of a selection.")
+
+
+@_section(MeasureBudgetForm, section="measure-budget", form_name="measure_budget_form")
+def measure_budget(request, suite, data):
+    saved = measure_budget_set(suite=suite, actor=actor_label(request.user),
+                               seconds=data["measure_budget"])
+    return (f"gate --measure now spends at most about {saved.measure_budget} s on the "
+            f"tier-2 tests a patch calls for.")
 
 
 @_section(DefaultBranchForm, section="test-set", form_name="branch_form")

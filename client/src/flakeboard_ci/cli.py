@@ -100,7 +100,8 @@ def pin_and_gate_parsers(commands):
     gate = commands.add_parser(
         "gate", allow_abbrev=False,
         usage="%(prog)s [PYTEST ARGS...] [--patch ID] [--commit SHA] [--fixtures DIR]... "
-              "[--deselect-frozen] [--diff RANGE] [--measure] [--upload]",
+              "[--deselect-frozen] [--diff RANGE] [--measure [all]] [--measure-budget SECONDS] "
+              "[--upload]",
         help="run the tests once and arbitrate each node's signal records",
         description="Runs pytest once over the selection (every argument gate does not know "
                     "is pytest's; after -- all are), and sends each selected node's outcome, "
@@ -123,10 +124,18 @@ def pin_and_gate_parsers(commands):
                       help="classify the patch by git diff RANGE's added source lines that "
                            "touch concurrency or time (low, medium, high), sent with the "
                            "batch")
-    gate.add_argument("--measure", action="store_true",
+    gate.add_argument("--measure", nargs="?", const="patch", choices=("patch", "all"),
                       help="then measure the selection's tier-2 nodes (the suite's tier "
-                           "rules) with min_runs, 2 x or 4 x min_runs runs by the patch's "
-                           "class (low without --diff), and gate the report too")
+                           "rules) that the patch calls for: those that failed in this run, "
+                           "the new ones, those of the test files --diff changed and the "
+                           "suite's flaky-prone ones, in that order within --measure-budget, "
+                           "with min_runs, 2 x or 4 x min_runs runs by the patch's class "
+                           "(low without --diff); --measure all measures every selected "
+                           "tier-2 node, with no budget; and gate the report too")
+    gate.add_argument("--measure-budget", type=float, metavar="SECONDS",
+                      help="the seconds --measure may spend, estimated from each node's time "
+                           "in this run (default: the suite's measure budget, on its "
+                           "settings page)")
     gate.add_argument("--report", default="flake-report.json",
                       help="where --measure writes the report (default flake-report.json)")
     gate.add_argument("--upload", action="store_true",
@@ -147,6 +156,23 @@ def add_cache_arguments(command):
     command.add_argument("--offline-max-age", type=duration, metavar="AGE",
                          help="serve the cache when the board cannot be reached if it is "
                               "younger than AGE (6h, 90m, 2d; default 6h with --cache)")
+
+
+def measure_words(argv):
+    """gate's ``--measure`` takes an optional word, ``all``: any other argument after it is
+    pytest's (``--measure tests/``), so a bare ``--measure`` is written as its default."""
+    argv, words = list(argv), []
+    for index, word in enumerate(argv):
+        if word == "--":
+            return words + argv[index:]
+        if word == "--measure":
+            following = argv[index + 1] if index + 1 < len(argv) else None
+            word = "--measure=all" if following == "all" else "--measure=patch"
+            if following == "all":
+                argv[index + 1] = None
+        if word is not None:
+            words.append(word)
+    return words
 
 
 def parse_args(argv):
@@ -212,7 +238,7 @@ def parse_args(argv):
                                  "gitlab when $GITLAB_CI is true")
         upload.add_argument("--codequality", metavar="PATH",
                             help="also write a GitLab Code Quality report to PATH")
-    args, pytest_args = parser.parse_known_args(argv)
+    args, pytest_args = parser.parse_known_args(measure_words(argv))
     if args.command != "gate" and pytest_args:
         parser.error(f"unrecognized arguments: {' '.join(pytest_args)}")
     if "--" in pytest_args:
@@ -220,6 +246,11 @@ def parse_args(argv):
     args.pytest_args = pytest_args
     if args.command == "junit" and args.attempt < 1:
         parser.error("--attempt must be at least 1")
+    if args.command == "gate" and args.measure_budget is not None:
+        if args.measure_budget < 0 or args.measure_budget != args.measure_budget:
+            parser.error("--measure-budget must be a number of seconds, 0 or more")
+        if not args.measure:
+            parser.error("--measure-budget needs --measure")
     if args.command in ("ledger", "gate"):
         if args.offline_max_age is not None and not args.cache:
             parser.error("--offline-max-age needs --cache DIR")

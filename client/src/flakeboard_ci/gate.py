@@ -204,7 +204,8 @@ def cmd_gate(board, args):
     patch_class = risk.patch_class if risk is not None else "low"
     try:
         report_code = measure_tier_2(board, args, ledger, records, patch_class, notes,
-                                     seconds=run.get("seconds") or {})
+                                     seconds=run.get("seconds") or {},
+                                     changed=risk.changed if risk is not None else ())
     except KeyboardInterrupt:
         print("flakeboard: gate's measurement was interrupted; no report was written.",
               file=sys.stderr)

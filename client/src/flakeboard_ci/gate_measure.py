@@ -5,11 +5,19 @@ asked of the board) measured with the repeat budget of the patch's class, in pro
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import sys
 import time
 
 from .board import _upload, quote, suite_slug
+from .gate_plan import (
+    MEASURE_BUDGET_SECONDS,
+    MEASURED_BECAUSE,
+    PlanCandidate,
+    gate_plan,
+    in_changed_file,
+)
 from .ledger import ledger_entries, write_atomically
 from .measure import Progress, gate_lines, run_measurement, uploaded_row
 from .measure_bisect import BISECT_MAX
@@ -25,6 +33,9 @@ from .stats import NEW_TEST_MIN_RUNS, birth_sentence
 
 # How many node ids one tiers request asks about: well under the board's upload limit.
 TIERS_CHUNK = 5000
+# How many flaky nodes the targets file may list (the board's most) for the plan's fourth
+# group.
+TARGETS_LIMIT = 1000
 REPEAT_BUDGET_TIER = 2
 # measure's own defaults for what gate has no option for: one worker per CPU, the early
 # stop, in process, no timeout.
@@ -45,10 +56,12 @@ NEW_TEST_SHARE = 0.30
 
 def node_tiers(board, args, nodes):
     """Each node's tier by the suite's tier rules, whether it is new at --commit (None
-    without one), and the suite's guard (runs and share), as the board answers them."""
+    without one), the suite's guard (runs and share) and its measure budget in seconds, as
+    the board answers them."""
     args.suite = suite_slug(board, args.suite)
     tiers, new = {}, {}
     guard = {"runs": NEW_TEST_RUNS, "share": NEW_TEST_SHARE}
+    budget = MEASURE_BUDGET_SECONDS
     for start in range(0, len(nodes), TIERS_CHUNK):
         chunk = nodes[start:start + TIERS_CHUNK]
         answer, _ = board.call("POST", f"/api/v1/suites/{quote(args.suite)}/tiers",
@@ -58,7 +71,17 @@ def node_tiers(board, args, nodes):
             tiers[row["node"]] = row["tier"]
             new[row["node"]] = row.get("new")
         guard.update(answer.get("new_tests") or {})
-    return tiers, new, guard
+        budget = answer.get("measure_budget", budget)
+    return tiers, new, guard, budget
+
+
+def flaky_prone(board, args):
+    """The suite's targets (marked to measure, or flaky in the last 30 days and not measured
+    within budget since), as the board's targets file lists them."""
+    _, raw, _ = board.fetch("GET", f"/api/v1/suites/{quote(args.suite)}/targets",
+                            query={"limit": TARGETS_LIMIT})
+    return {line.strip() for line in raw.decode("utf-8", "replace").splitlines()
+            if line.strip()}
 
 
 def guard_runs(seconds, most=NEW_TEST_RUNS):
@@ -91,56 +114,130 @@ def class_budget(ledger, patch_class):
     return max_upper_rate, min_runs, min_runs * CLASS_RUNS_FACTOR[patch_class]
 
 
-def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=None):
-    """Measure the selection's tier-2 nodes that ran: those new at --commit with the
-    new-test guard's runs, the others with the repeat budget of the patch's class; and
-    print the report's gate: the board's (--upload), else judged here against the ledger.
-    Its exit code; None when no tier-2 node was selected (then there is no report)."""
+def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=None,
+                   changed=()):
+    """Measure the selection's tier-2 nodes that ran as the plan says (SPEC 2.4c): the
+    failed, the new (with the new-test guard's runs), the changed test files' and the
+    flaky-prone ones within the budget, the others with the repeat budget of the patch's
+    class (--measure all: every one, no budget); and print the report's gate: the board's
+    (--upload), else judged here against the ledger. Its exit code; None when the plan
+    measures nothing (then there is no report)."""
+    seconds = seconds or {}
     ran = [r["node"] for r in records if r["property_check"] != "not_run"]
-    tiers, new, guard_policy = node_tiers(board, args, ran)
+    failed = {r["node"] for r in records if r["property_check"] == "fail"}
+    tiers, new, guard_policy, budget = node_tiers(board, args, ran)
     chosen = [node for node in ran if tiers.get(node) == REPEAT_BUDGET_TIER]
-    born = guarded([node for node in chosen if new.get(node)], len(records), notes,
-                   guard_policy["share"])
-    known = [node for node in chosen if not new.get(node)]
-    if not born and not known:
+    if not chosen:
         print("MEASURE: no tier-2 node was selected; nothing to measure, no report.",
               file=notes)
         return None
+    every_node = args.measure == "all"
+    new_nodes = [node for node in chosen if new.get(node)]
+    born = set(guarded(new_nodes, len(records), notes, guard_policy["share"]))
+    once = set(new_nodes) - born  # the guard's share let them run once
     max_upper_rate, min_runs, runs = class_budget(ledger, patch_class)
-    targets = []
-    if known:
-        print(f"MEASURE {len(known)} tier-2 node{'s' * (len(known) != 1)}, {runs} runs each "
-              f"({patch_class} patch: {CLASS_RUNS_FACTOR[patch_class]} x min_runs "
-              f"{min_runs})", file=notes, flush=True)
-        targets = [Target(name, runs, SCRIPT_SEED_BASE) for name in known]
-    if born:
+    flaky = set() if every_node else flaky_prone(board, args)
+    candidates = [
+        PlanCandidate(node, seconds.get(node) or 0.0,
+                      guard_runs(seconds.get(node), guard_policy["runs"]) if node in born
+                      else runs,
+                      failed=node in failed, new=node in born,
+                      changed_file=in_changed_file(node, changed), flaky=node in flaky)
+        for node in chosen if node not in once
+    ]
+    if args.measure_budget is not None:
+        budget = args.measure_budget
+    plan = gate_plan(candidates, None if every_node else budget, every_node)
+    print_plan(plan, len(chosen), patch_class, min_runs, runs, notes)
+    if not plan.measured:
+        print("MEASURE: nothing to measure, no report.", file=notes)
+        return None
+    if born & {planned.node for planned in plan.measured}:
         print(f"NEW {len(born)} tier-2 node{'s' * (len(born) != 1)} new at "
               f"{args.commit[:12]}: the guard runs each up to {guard_policy['runs']} times, "
               f"fewer when slow", file=notes, flush=True)
-    guard = [Target(name, guard_runs((seconds or {}).get(name), guard_policy["runs"]),
-                    SCRIPT_SEED_BASE) for name in born]
-    for target in guard:
-        target.birth = True
-    targets += guard
+    # Measured in the plan's order, reported in the run's (the board's report names its
+    # first failing row's reason).
+    targets = []
+    for planned in plan.measured:
+        target = Target(planned.node, planned.runs, SCRIPT_SEED_BASE)
+        target.birth = planned.node in born
+        targets.append(target)
+    run_order = {node: index for index, node in enumerate(chosen)}
     progress = Progress(sys.stderr)
     slots = run_measurement(targets, MEASURE_DEFAULTS, max_upper_rate, progress)
     progress.summary(targets, slots)
+    targets.sort(key=lambda target: run_order[target.name])
+    guard = [target for target in targets if target.birth]
     for target in guard:
         print(f"NEW {target.name}: {birth_sentence(target.done, target.fails)}", file=notes)
+    why = {planned.node: planned.why for planned in plan.measured}
     rows = [target.row() for target in targets]
     write_atomically(args.report, json.dumps(rows, indent=2))
     if not args.upload:
         today = time.strftime("%Y-%m-%d", time.gmtime())
         lines, code = gate_lines(rows, ledger_entries(ledger, True), today, max_upper_rate,
                                  min_runs, new={target.name for target in guard})
-        _print_lines(lines)
+        _print_lines(f"{line}; measured: {why[rows[index]['nodeid']]}"
+                     for index, line in enumerate(lines))
         return code
-    envelope = {"measurements": [dict(uploaded_row(target), new_test=True) if target in guard
+    envelope = {"measurements": [dict(uploaded_row(target), new_test=True) if target.birth
                                  else uploaded_row(target) for target in targets],
                 "commit": args.commit, "evidence": args.evidence,
                 "selected_total": len(records)}
     answer = _upload(board, args, "reports", body=json.dumps(envelope).encode("utf-8"))
-    return present(answer, "report", args)
+    return present(with_plan(answer, plan, len(chosen)), "report", args)
+
+
+def tier_2_nodes(count):
+    return f"{count} tier-2 node{'s' * (count != 1)}"
+
+
+def print_plan(plan, tier_2, patch_class, min_runs, runs, notes):
+    """The plan in lines: what is measured and why (by group), what the budget left out
+    (each named with its group, and each group it cut short), and how many tier-2 nodes
+    were left to the nightly measure."""
+    by_group = collections.Counter(planned.group for planned in plan.measured)
+    groups = ", ".join(f"{n} {MEASURED_BECAUSE[name]}" for name, n in by_group.items())
+    within = ("no budget" if plan.budget is None
+              else f"budget {plan.budget:g} s, about {plan.cost:.0f} s planned")
+    print(f"MEASURE {tier_2_nodes(len(plan.measured))}, {runs} runs each ({patch_class} "
+          f"patch: {CLASS_RUNS_FACTOR[patch_class]} x min_runs {min_runs}; a new one the "
+          f"guard's), of {tier_2} selected: {groups or 'none'} ({within})",
+          file=notes, flush=True)
+    for planned in plan.measured:
+        print(f"  {planned.node}: {planned.runs} runs, {planned.why}", file=notes)
+    for planned in plan.over_budget:
+        print(f"NOT MEASURED (budget) {planned.node}: {planned.why}", file=notes)
+    for name in plan.cut_groups:
+        total = sum(1 for planned in plan.measured + plan.over_budget if planned.group == name)
+        done = sum(1 for planned in plan.measured if planned.group == name)
+        print(f"BUDGET: {MEASURED_BECAUSE[name]}: {done} of {total} measured, the group was "
+              f"cut short by the budget of {plan.budget:g} s (--measure-budget)", file=notes)
+    print(f"NIGHTLY: {tier_2_nodes(plan.left_to_nightly)} ran once here and "
+          f"{'was' if plan.left_to_nightly == 1 else 'were'} not measured: their standing "
+          f"evidence is the ledger and the nightly measure", file=notes, flush=True)
+
+
+def plan_answer(plan, tier_2):
+    """The plan as the JSON output carries it."""
+    return {"budget": plan.budget, "tier_2": tier_2, "planned_seconds": round(plan.cost, 3),
+            "measured": [{"nodeid": p.node, "group": p.group, "why": p.why, "runs": p.runs}
+                         for p in plan.measured],
+            "not_measured_budget": [{"nodeid": p.node, "group": p.group, "why": p.why}
+                                    for p in plan.over_budget],
+            "cut_groups": list(plan.cut_groups), "left_to_nightly": plan.left_to_nightly}
+
+
+def with_plan(answer, plan, tier_2):
+    """The board's answer with why each measured node was measured (``measured_because``
+    on its row) and the plan, for every output."""
+    why = {planned.node: planned.why for planned in plan.measured}
+    for row in answer.get("measurements") or []:
+        if row.get("nodeid") in why:
+            row["measured_because"] = why[row["nodeid"]]
+    answer["plan"] = plan_answer(plan, tier_2)
+    return answer
 
 
 def combined_exit_code(batch_code, report_code):

@@ -15,7 +15,8 @@ import urllib.parse
 from .core import UsageError
 from .stats import birth_sentence
 
-Row = collections.namedtuple("Row", "node status reason flags line url")
+# ``why``: why gate --measure measured the node (SPEC 2.4c), where it says.
+Row = collections.namedtuple("Row", "node status reason flags line url why", defaults=("",))
 # Worst first: rows that fail the job (FAIL, REJECT, then HOLD), warnings, passing rows.
 # The new-test guard's reasons (docs/new-tests.md): their rows say what the runs bound.
 NEW_TEST_REASONS = ("new_test_flaky", "new_test_clean")
@@ -28,7 +29,8 @@ def view(answer, kind):
     word for a passing row."""
     if kind == "report":
         rows = [Row(m["nodeid"], m["status"], m["reason"], m["flags"], _measurement_line(m),
-                    m.get("url")) for m in answer["measurements"]]
+                    m.get("url"), m.get("measured_because") or "")
+                for m in answer["measurements"]]
         counts, share = answer["counts"], answer["share"]
         details = (f"{counts['measurements']} measurements, {counts['fail']} FAIL, "
                    f"{counts['warn']} WARN, {counts['ok']} OK; {share_words(share)}")
@@ -108,10 +110,15 @@ def _measurement_line(m):
         clean = "; not a budget claim" if m["status"] == "OK" else ""
         line = (f"{m['status']:<4} {m['nodeid']}: {m['reason']} "
                 f"({birth_sentence(counts['n'], counts['fails'])}{clean})")
-        return line + _entry_note(m.get("entry")) + _flags(m["flags"])
+        return line + _entry_note(m.get("entry")) + _flags(m["flags"]) + _measured_because(m)
     line = (f"{m['status']:<4} {m['nodeid']}: {m['reason']} "
             f"(upper95={m['upper95']:.4f}, {m['fails']}/{m['n']} failed)")
-    return line + _entry_note(m.get("entry")) + _flags(m["flags"])
+    return line + _entry_note(m.get("entry")) + _flags(m["flags"]) + _measured_because(m)
+
+
+def _measured_because(m):
+    """Why gate --measure measured the node (SPEC 2.4c), where it says."""
+    return f"; measured: {m['measured_because']}" if m.get("measured_because") else ""
 
 
 def _entry_note(entry):
@@ -307,7 +314,8 @@ def markdown_summary(answer, kind, rows, summary, only_failures=False, limit=SUM
     size = sum(len(part.encode()) for part in parts) + 1  # + the last line end
     for index, row in enumerate(listed):
         page = f"[node]({_markdown_url(row.url)})" if row.url else link
-        line = (f"| {markdown_text(row.node)} | {row.status} | {markdown_text(row.reason)} | "
+        reason = row.reason + (f"; measured: {row.why}" if row.why else "")
+        line = (f"| {markdown_text(row.node)} | {row.status} | {markdown_text(reason)} | "
                 f"{markdown_text(', '.join(row.flags))} | {page} |\n")
         cut = (f"| \u2026 {len(listed) - index} more rows left out: see the board "
                f"| | | | {link} |\n")

@@ -51,10 +51,13 @@ class PatchRisk:
     """What a diff's added source lines hold: how many touch concurrency or time, which
     patterns they matched, in which files, and so the patch's class."""
 
-    def __init__(self, lines, patterns, files):
+    def __init__(self, lines, patterns, files, changed=()):
         self.lines = lines
         self.patterns = patterns  # pattern name -> lines it matched
         self.files = files  # path -> risky lines added to it
+        # Every path the diff changed and kept, risky or not: gate --measure measures the
+        # selected tests of the changed test files (docs/ci-client.md).
+        self.changed = tuple(changed)
 
     @property
     def patch_class(self):
@@ -86,14 +89,18 @@ def _new_path(header):
 
 def classify_diff(text):
     """The PatchRisk of a unified diff (as `git diff` writes it): only the added lines of
-    hunks of source files count, never the file headers."""
+    hunks of source files count, never the file headers; every file the diff changed and
+    kept is named in its ``changed``."""
     lines, patterns, files = 0, collections.Counter(), collections.Counter()
+    changed = {}
     path, in_hunk = None, False
     for line in text.splitlines():
         if line.startswith("diff --git "):
             path, in_hunk = None, False
         elif not in_hunk and line.startswith("+++ "):
             path = _new_path(line)
+            if path is not None:
+                changed[path] = True
         elif line.startswith("@@"):
             in_hunk = True
         elif in_hunk and line.startswith("+") and is_source(path):
@@ -102,7 +109,7 @@ def classify_diff(text):
                 lines += 1
                 patterns.update(matched)
                 files[path] += 1
-    return PatchRisk(lines, patterns, files)
+    return PatchRisk(lines, patterns, files, changed)
 
 
 def git_diff(revisions):

@@ -13,13 +13,7 @@ from django.utils.csp import CSP
 
 from flakeboard.email_url import mailer
 from flakeboard.environment import env, env_policy, envbool, envfloat, envint
-from flakeboard.rules import (
-    CLEAR_AFTER_DEFAULT,
-    MEASURE_BUDGET_SECONDS,
-    NEW_TEST_RUNS,
-    NEW_TEST_SHARE,
-    POLICY_BOUNDS,
-)
+from flakeboard.rules import POLICY_BOUNDS, POLICY_DEFAULTS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -258,16 +252,7 @@ if WEBHOOKS_CA_FILE and not Path(WEBHOOKS_CA_FILE).is_file():
     raise ImproperlyConfigured(f"WEBHOOKS_CA_FILE {WEBHOOKS_CA_FILE} is not a file.")
 
 # New suites' policy numbers (DEFAULT_MIN_RUNS...), each refused outside a suite's own range.
-FLAKEBOARD_DEFAULT_POLICY = env_policy({
-    "max_upper_rate": 0.02,
-    "min_runs": 200,
-    "max_quarantined_share": 0.05,
-    "max_quarantine_days": 30,
-    "clear_after_clean_measurements": CLEAR_AFTER_DEFAULT,
-    "new_test_runs": NEW_TEST_RUNS,
-    "new_test_share": NEW_TEST_SHARE,
-    "measure_budget": MEASURE_BUDGET_SECONDS,
-}, POLICY_BOUNDS)
+FLAKEBOARD_DEFAULT_POLICY = env_policy(POLICY_DEFAULTS, POLICY_BOUNDS)
 
 # Security headers. The CSP forbids inline scripts: every script is a static file.
 SECURE_CSP = {

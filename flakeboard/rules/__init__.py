@@ -19,7 +19,7 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``new_tests``: which nodes are new at a commit (2.4b);
 - ``failure_labels``: the one line that explains each failed node of a gate to its author;
 - ``gate_plan``: what a patch's gate measures, in which order, within its budget (2.4c);
-- ``policy_bounds``: the range each policy number may take;
+- ``policy_bounds``: the default and the range of each policy number;
 - ``status``: whether the suite's gate passes now, and why not;
 - ``text``: counts in words (one plural rule);
 - ``checks``: node id, label, owner and evidence checks;
@@ -182,7 +182,7 @@ from .new_tests import (
     is_new,
     passes_the_guard,
 )
-from .policy_bounds import POLICY_BOUNDS, PolicyBound
+from .policy_bounds import POLICY_BOUNDS, POLICY_DEFAULTS, PolicyBound
 from .share import (
     KNOWN_NODE_WINDOW,
     KNOWN_NODE_WINDOW_DAYS,

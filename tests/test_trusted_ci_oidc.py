@@ -23,8 +23,9 @@ from ledger.oidc import JWKS_REFETCH, keys_forget
 from ledger.selectors import share_figures
 from ledger.tokens import token_create
 from ledger.trust import trust_policy_add
+from runs.models import Report, VerdictBatch
 from tests.api_http import API
-from tests.helpers import body, measurement
+from tests.helpers import body, measurement, record
 from tests.junit_files import XML, junit_xml
 
 REPOSITORY = "acme/payments"
@@ -173,6 +174,58 @@ def test_the_attempt_comes_from_run_attempt(junit, trusted):
     again = junit(trusted(run_attempt="2"), xml, job="py312")  # a re-run, the same body
     assert (first.status, first.json["attempt"]) == (201, 1)
     assert (again.status, again.json["attempt"], again.json["duplicate"]) == (201, 2, False)
+    assert JUnitFile.objects.count() == 2
+
+
+
+def test_a_verdict_batch_re_run_is_a_new_attempt_and_its_commit_is_the_signed_one(
+        board, trusted, suite):
+    batch = body({"patch": "p1", "commit": SHA, "records": [record("tests/test_a.py::t")]})
+    first = board.verdicts(suite.slug, trusted(), batch)
+    again = board.verdicts(suite.slug, trusted(), batch)  # the same run sends it again
+    rerun = board.verdicts(suite.slug, trusted(run_attempt="2"), batch)  # CI re-runs the job
+    assert (first.status, first.json["attempt"]) == (201, 1)
+    assert (again.status, again.json["duplicate"], again.json["repeats_attempt"]) == (
+        200, True, 1)
+    assert (rerun.status, rerun.json["attempt"], rerun.json["duplicate"]) == (201, 2, False)
+    bare = board.verdicts(suite.slug, trusted(), body([record("tests/test_a.py::t")]),
+                          query={"patch": "p2"})
+    assert bare.status == 201  # its commit left out: the signed sha
+    assert VerdictBatch.objects.get(pk=bare.json["id"]).commit == SHA
+    for refused in (
+            board.verdicts(suite.slug, trusted(), body({**json.loads(batch), "commit": "abc123"})),
+            board.verdicts(suite.slug, trusted(), body([record("tests/test_a.py::t")]),
+                           query={"patch": "p1", "commit": "abc123"})):
+        assert refused.status == 422, refused.json
+        assert refused.json["details"][0]["field"] == "commit"
+        assert "sha claim" in refused.json["message"]
+
+
+def test_a_flake_report_re_run_is_a_new_attempt_not_a_replay(board, trusted, suite):
+    report = body([measurement("tests/test_a.py::t")])
+    first = board.report(suite.slug, trusted(), report)
+    rerun = board.report(suite.slug, trusted(run_attempt="2"), report)
+    assert (first.status, first.json["attempt"]) == (201, 1)
+    assert Report.objects.get(pk=first.json["id"]).commit == SHA
+    assert (rerun.status, rerun.json["attempt"], rerun.json["duplicate"]) == (201, 2, False)
+
+
+
+def test_a_retried_gitlab_job_is_a_new_upload_even_with_the_same_body(
+        junit, suite, issuer, settings):
+    trust_policy_add(suite=suite, actor="@lea", kind="gitlab", issuer=issuer.url,
+                     repository=REPOSITORY)
+
+    def gitlab(job_id: str) -> str:
+        return issuer.token(aud=settings.BASE_URL, project_path=REPOSITORY, ref="main",
+                            ref_protected="true", pipeline_id="77", job_id=job_id)
+
+    xml = junit_xml(("t", "test_a", "passed"))
+    first, again, retried = (junit(gitlab(job), xml, job="py312") for job in ("1", "1", "2"))
+    assert (first.status, first.json["branch"], first.json["sizes_test_set"]) == (
+        201, "main", True)
+    assert (again.status, again.json["duplicate"]) == (200, True)
+    assert (retried.status, retried.json["duplicate"]) == (201, False)
     assert JUnitFile.objects.count() == 2
 
 

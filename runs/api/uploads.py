@@ -179,7 +179,9 @@ def upload_verdicts(
     evidence: Annotated[str, Query(description=EVIDENCE)] = "",
 ):
     return upload(
-        request, suite, ingest=signals_ingest, answer_of=batch_answer,
+        request, suite, answer_of=batch_answer,
+        ingest=partial(signals_ingest, credential=credential_of(request.auth),
+                       signed=signed_of(request.auth)),
         schema=BatchAnswer, dry_run=dry_run,
         query={"patch": patch, "commit": commit, "evidence": evidence},
     )

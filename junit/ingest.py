@@ -88,8 +88,12 @@ def upload_meta(query: dict) -> UploadMeta:
         raise JUnitInvalid("invalid_request", "", problems(exc), exc.error_count()) from None
 
 
-def junit_digest(body: bytes, meta: UploadMeta) -> str:
-    head = json.dumps(meta.model_dump(), sort_keys=True)
+def junit_digest(body: bytes, meta: UploadMeta, origin: str = "") -> str:
+    """The same body with the same metadata is stored once; ``origin``, a verified CI
+    token's run and attempt, is metadata too, so a retried job (GitLab's new job_id) is
+    a new file even when its body is the same."""
+    head = json.dumps({**meta.model_dump(), **({"signed_run": origin} if origin else {})},
+                      sort_keys=True)
     return hashlib.sha256(b"junit\0" + head.encode() + b"\0" + body).hexdigest()
 
 
@@ -114,7 +118,7 @@ def junit_ingest(*, suite: Suite, body: bytes, actor: str, query: dict,
         raise JUnitInvalid("validation_failed", "", found)
     meta = upload_meta({**query, **facts})
     parsed = parse_junit(body, max_cases=settings.UPLOAD_MAX_RECORDS)
-    digest = junit_digest(body, meta)
+    digest = junit_digest(body, meta, signed.origin if signed is not None else "")
     now = now or timezone.now()
     return stored_once(
         suite, lambda: _stored(suite, digest),

@@ -207,14 +207,19 @@ VERDICT_COLUMNS = (
 )
 
 
-def _received(kind: str, parse, names: tuple[str, ...], body: bytes, query: dict | None):
+def _received(kind: str, parse, names: tuple[str, ...], body: bytes, query: dict | None,
+              signed: rules.SignedFacts | None = None):
     """The upload parsed whole (a bare list takes the metadata ``names`` from the query),
-    and its digest: the same body with the same metadata is stored once."""
+    and its digest: the same body with the same metadata is stored once. A verified CI
+    token's run and attempt are metadata too, so a re-run of the job is a new attempt
+    even when its body is the same (``rules.SignedFacts.origin``)."""
     query = {k: v for k, v in (query or {}).items() if k in names}
     parsed = parse(body, query, settings.UPLOAD_MAX_RECORDS)
     # One commit in any spelling is one upload's metadata (``rules.commits``).
     meta = {k: rules.canonical_commit(v) if k == "commit" and isinstance(v, str) else v
             for k, v in query.items()}
+    if signed is not None:
+        meta["signed_run"] = signed.origin
     return parsed, upload_digest(kind, body, meta)
 
 
@@ -240,7 +245,7 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
     what vouches for its branch, and ``signed`` a verified CI token's facts, which win
     over the report's (``ledger.trust.vouched``)."""
     parsed, digest = _received("report", parse_report, ("commit", "branch", "evidence"),
-                               body, query)
+                               body, query, signed)
     facts, found = vouched(suite, credential, signed,
                            {"branch": parsed.branch, "commit": parsed.commit})
     if found:
@@ -350,10 +355,19 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
 @cycle_collector_paused()
 @observed("signals", (UploadInvalid,))
 def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None = None,
-                   dry_run: bool = False, now: datetime | None = None) -> IngestOutcome:
-    """Ingest signal records (a bare list, or the envelope form) and arbitrate each."""
+                   dry_run: bool = False, now: datetime | None = None,
+                   credential: rules.Credential = rules.Credential.STATED,
+                   signed: rules.SignedFacts | None = None) -> IngestOutcome:
+    """Ingest signal records (a bare list, or the envelope form) and arbitrate each. A
+    batch states no branch; with a verified CI token (``signed``) its commit is the
+    signed one, as a report's is (``ledger.trust.vouched``), and a re-run of the job is
+    the gate's next attempt, never a replay."""
     parsed, digest = _received("signals", parse_signals, ("patch", "commit", "evidence"),
-                               body, query)
+                               body, query, signed)
+    facts, found = vouched(suite, credential, signed, {"commit": parsed.commit})
+    if found:
+        raise UploadInvalid("validation_failed", found)
+    parsed = parsed.model_copy(update={"commit": facts["commit"]})
     now = now or timezone.now()
     today = now.date()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
@@ -27,6 +28,11 @@ def test_the_recipe_holds_this_boards_address_and_links_the_docs_and_client(
     # An owner cannot create tokens: the page says who can.
     assert "A lead of the suite creates tokens" in html and "Create a write token" not in html
     assert "Nothing yet: once a CI job uploads" in html
+    # Beside the token, the CI's own id token (docs/trusted-ci.md): a job for each CI, its
+    # audience the board's BASE_URL, which the board checks it against.
+    assert "id-token: write" in html and "FLAKEBOARD_ID_TOKEN:" in html
+    assert f"aud: {settings.BASE_URL}\n" in html
+    assert "This suite trusts no CI yet" in html
 
 
 def test_a_lead_creates_a_write_token_from_the_page(client_for, lead, suite):

@@ -10,6 +10,7 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlsplit
 
 import jwt
 import pytest
@@ -23,8 +24,10 @@ from ledger.oidc import JWKS_REFETCH, keys_forget
 from ledger.selectors import share_figures
 from ledger.tokens import token_create
 from ledger.trust import trust_policy_add
+from runs.models import Report, VerdictBatch
 from tests.api_http import API
-from tests.helpers import body, measurement
+from tests.ci_client_view import load_client
+from tests.helpers import body, measurement, record
 from tests.junit_files import XML, junit_xml
 
 REPOSITORY = "acme/payments"
@@ -176,6 +179,58 @@ def test_the_attempt_comes_from_run_attempt(junit, trusted):
     assert JUnitFile.objects.count() == 2
 
 
+
+def test_a_verdict_batch_re_run_is_a_new_attempt_and_its_commit_is_the_signed_one(
+        board, trusted, suite):
+    batch = body({"patch": "p1", "commit": SHA, "records": [record("tests/test_a.py::t")]})
+    first = board.verdicts(suite.slug, trusted(), batch)
+    again = board.verdicts(suite.slug, trusted(), batch)  # the same run sends it again
+    rerun = board.verdicts(suite.slug, trusted(run_attempt="2"), batch)  # CI re-runs the job
+    assert (first.status, first.json["attempt"]) == (201, 1)
+    assert (again.status, again.json["duplicate"], again.json["repeats_attempt"]) == (
+        200, True, 1)
+    assert (rerun.status, rerun.json["attempt"], rerun.json["duplicate"]) == (201, 2, False)
+    bare = board.verdicts(suite.slug, trusted(), body([record("tests/test_a.py::t")]),
+                          query={"patch": "p2"})
+    assert bare.status == 201  # its commit left out: the signed sha
+    assert VerdictBatch.objects.get(pk=bare.json["id"]).commit == SHA
+    for refused in (
+            board.verdicts(suite.slug, trusted(), body({**json.loads(batch), "commit": "abc123"})),
+            board.verdicts(suite.slug, trusted(), body([record("tests/test_a.py::t")]),
+                           query={"patch": "p1", "commit": "abc123"})):
+        assert refused.status == 422, refused.json
+        assert refused.json["details"][0]["field"] == "commit"
+        assert "sha claim" in refused.json["message"]
+
+
+def test_a_flake_report_re_run_is_a_new_attempt_not_a_replay(board, trusted, suite):
+    report = body([measurement("tests/test_a.py::t")])
+    first = board.report(suite.slug, trusted(), report)
+    rerun = board.report(suite.slug, trusted(run_attempt="2"), report)
+    assert (first.status, first.json["attempt"]) == (201, 1)
+    assert Report.objects.get(pk=first.json["id"]).commit == SHA
+    assert (rerun.status, rerun.json["attempt"], rerun.json["duplicate"]) == (201, 2, False)
+
+
+
+def test_a_retried_gitlab_job_is_a_new_upload_even_with_the_same_body(
+        junit, suite, issuer, settings):
+    trust_policy_add(suite=suite, actor="@lea", kind="gitlab", issuer=issuer.url,
+                     repository=REPOSITORY)
+
+    def gitlab(job_id: str) -> str:
+        return issuer.token(aud=settings.BASE_URL, project_path=REPOSITORY, ref="main",
+                            ref_protected="true", pipeline_id="77", job_id=job_id)
+
+    xml = junit_xml(("t", "test_a", "passed"))
+    first, again, retried = (junit(gitlab(job), xml, job="py312") for job in ("1", "1", "2"))
+    assert (first.status, first.json["branch"], first.json["sizes_test_set"]) == (
+        201, "main", True)
+    assert (again.status, again.json["duplicate"]) == (200, True)
+    assert (retried.status, retried.json["duplicate"]) == (201, False)
+    assert JUnitFile.objects.count() == 2
+
+
 REFUSED = {
     "expired": (lambda t, i, s: t(exp=int(time.time()) - 3600), "expired"),
     "wrong audience": (lambda t, i, s: i.token(aud="https://elsewhere.example"), "audience"),
@@ -240,3 +295,112 @@ def test_padding_main_with_a_write_token_leaves_a_trusted_suites_test_set_at_101
         assert (padded.status, padded.json["flags"]) == (201, [rules.TEST_SET_UNTRUSTED])
     figures = share_figures(suite, today)
     assert (figures.size, figures.run.commit) == (101, SHA)
+
+
+class GitHubTokenService:
+    """GitHub Actions' id token service, on 127.0.0.1: it answers a job's request (its
+    request token as the bearer, the audience in the query) with a token the local
+    issuer signed for that audience, as the job's run and attempt."""
+
+    REQUEST_TOKEN = "ghs_request-token"
+
+    def __init__(self, issuer: Issuer):
+        self.asked: list[dict] = []
+        self.claims = {"run_attempt": "1"}
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                query = dict(parse_qsl(urlsplit(self.path).query))
+                service.asked.append({"authorization": self.headers["Authorization"], **query})
+                if self.headers["Authorization"] != f"bearer {service.REQUEST_TOKEN}":
+                    self.send_error(403)
+                    return
+                data = json.dumps({"value": issuer.token(
+                    aud=query["audience"], **service.claims)}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/token?api-version=2.0"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def environment(self) -> dict:
+        """A job's environment with ``permissions: id-token: write`` and no board token."""
+        return {"FLAKEBOARD_TOKEN": "", "ACTIONS_ID_TOKEN_REQUEST_URL": self.url,
+                "ACTIONS_ID_TOKEN_REQUEST_TOKEN": self.REQUEST_TOKEN,
+                "GITHUB_REF_NAME": "main", "GITHUB_REF_TYPE": "branch"}
+
+
+@pytest.fixture
+def github(issuer, trusted, live_server, settings):
+    """The GitHub token service, for a board whose address is the live server's."""
+    settings.BASE_URL = live_server.url
+    service = GitHubTokenService(issuer)
+    service.thread.start()
+    yield service
+    service.server.shutdown()
+    service.server.server_close()
+    service.thread.join()
+
+
+def test_the_client_asks_github_for_an_id_token_and_sends_it_in_place_of_a_token(
+        run, github, suite, live_server, tmp_path, today):
+    (tmp_path / "junit.xml").write_bytes(junit_xml(*[("t", f"test_{i}", "passed")
+                                                     for i in range(3)]))
+    upload = ("junit", "junit.xml", "--commit", SHA, "--job", "py312", "--format", "json")
+    done = run(*upload, FLAKEBOARD_SUITE=suite.slug, **github.environment())
+    assert done.returncode == 0, done.stderr
+    assert github.asked == [{"authorization": f"bearer {github.REQUEST_TOKEN}",
+                             "api-version": "2.0", "audience": live_server.url}]
+    [answer] = json.loads(done.stdout)
+    assert (answer["branch"], answer["attempt"], answer["sizes_test_set"]) == ("main", 1, True)
+    assert JUnitFile.objects.get().uploaded_by == f"oidc {REPOSITORY} run 4242"
+    assert share_figures(suite, today).size == 3
+    github.claims = {"run_attempt": "2"}  # CI re-runs the job: the same file again
+    rerun = run(*upload, FLAKEBOARD_SUITE=suite.slug, **github.environment())
+    assert rerun.returncode == 0, rerun.stderr
+    assert [(a["attempt"], a["duplicate"]) for a in json.loads(rerun.stdout)] == [(2, False)]
+
+
+def test_gitlabs_id_token_wins_over_a_board_token(run, issuer, trusted, suite, live_server,
+                                                 settings, tmp_path):
+    settings.BASE_URL = live_server.url
+    (tmp_path / "junit.xml").write_bytes(junit_xml(("t", "test_a", "passed")))
+    done = run("junit", "junit.xml", "--commit", SHA, "--format", "json",
+               FLAKEBOARD_SUITE=suite.slug, FLAKEBOARD_ID_TOKEN=trusted(),
+               CI_COMMIT_BRANCH="main")  # FLAKEBOARD_TOKEN: a plain write token, as well
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)[0]["sizes_test_set"] is True
+    assert JUnitFile.objects.get().uploaded_by.startswith("oidc ")
+
+
+def test_the_client_with_an_id_token_needs_the_suite_and_says_why_github_gave_none(
+        run, github, suite, tmp_path):
+    (tmp_path / "junit.xml").write_bytes(junit_xml(("t", "test_a", "passed")))
+    upload = ("junit", "junit.xml", "--commit", SHA)
+    no_suite = run(*upload, **github.environment())
+    assert (no_suite.returncode, github.asked) == (64, [])
+    assert "set FLAKEBOARD_SUITE" in no_suite.stderr
+    refused = run(*upload, FLAKEBOARD_SUITE=suite.slug,
+                  **{**github.environment(), "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "wrong"})
+    assert refused.returncode == 3
+    assert "GitHub Actions gave no id token" in refused.stderr
+    assert not JUnitFile.objects.exists()
+
+
+def test_the_clients_github_id_token_is_asked_for_again_near_its_expiry(github, live_server):
+    client = load_client()
+    fresh = client.GitHubIdToken(github.url, github.REQUEST_TOKEN, live_server.url, 5)
+    assert fresh() == fresh()  # valid for 5 minutes: asked for once
+    assert len(github.asked) == 1
+    github.claims = {"exp": int(time.time()) + client.ID_TOKEN_RENEW // 2}
+    ending = client.GitHubIdToken(github.url, github.REQUEST_TOKEN, live_server.url, 5)
+    ending(), ending()  # within its renewal margin: asked for each time
+    assert len(github.asked) == 3

@@ -4,6 +4,7 @@ docs and the client, and the last upload seen from CI as proof that it works."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.urls import reverse
@@ -11,7 +12,7 @@ from django.views.decorators.http import require_GET
 
 from junit.models import JUnitFile
 from ledger.access import can, suite_for
-from ledger.models import ApiToken, Role
+from ledger.models import ApiToken, Role, TrustPolicy
 from runs.models import Report, VerdictBatch
 
 
@@ -33,6 +34,9 @@ def connect(request, suite):
         "suite": suite,
         "nav": "connect",
         "base_url": base,
+        # A CI's id token is checked against BASE_URL: its audience, whatever the request's host.
+        "audience": settings.BASE_URL,
+        "trust_policies": TrustPolicy.objects.filter(suite=suite).count(),
         "client_url": request.build_absolute_uri(reverse("ci_client")),
         "docs_url": request.build_absolute_uri("/api/v1/docs"),
         "openapi_url": request.build_absolute_uri("/api/v1/openapi.json"),

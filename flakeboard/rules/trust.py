@@ -73,6 +73,13 @@ class SignedFacts:
     def credential(self) -> Credential:
         return Credential.SIGNED_DEFAULT if self.default_ref else Credential.SIGNED_OTHER
 
+    @property
+    def origin(self) -> str:
+        """The job run that holds the token, as an upload's digest takes it: the same body
+        sent again by the same run is a replay, and by a re-run of the job (GitHub's next
+        run_attempt, GitLab's new job_id) a new attempt."""
+        return self.run if self.attempt is None else f"{self.run} attempt {self.attempt}"
+
 
 def _claim(claims: dict, name: str) -> str:
     value = claims.get(name)

@@ -162,7 +162,9 @@ def upload_report(
         "as the next attempt. 201 when stored; 200 for a dry run or a body uploaded before "
         "(`duplicate`, naming the attempt it repeats in `repeats_attempt`: stored once, and "
         "answered with the verdict over every attempt at the patch and commit now). "
-        "exit_code: accept 0, reject 1, hold 2. Needs a write token."
+        "exit_code: accept 0, reject 1, hold 2. Needs a write token, or a trusted CI's "
+        "OIDC token: its signed sha is then the commit, and a re-run of its job a new "
+        "attempt, never a duplicate."
     ),
     openapi_extra=json_body(
         SignalsUpload,
@@ -179,7 +181,9 @@ def upload_verdicts(
     evidence: Annotated[str, Query(description=EVIDENCE)] = "",
 ):
     return upload(
-        request, suite, ingest=signals_ingest, answer_of=batch_answer,
+        request, suite, answer_of=batch_answer,
+        ingest=partial(signals_ingest, credential=credential_of(request.auth),
+                       signed=signed_of(request.auth)),
         schema=BatchAnswer, dry_run=dry_run,
         query={"patch": patch, "commit": commit, "evidence": evidence},
     )

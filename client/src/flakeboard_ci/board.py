@@ -1,7 +1,9 @@
-"""Talking to the board: its JSON API over HTTP, with retries while it cannot be reached."""
+"""Talking to the board: its JSON API over HTTP, with retries while it cannot be reached,
+and the credential it is sent: a Flakeboard token, or the CI's own OIDC id token."""
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import sys
@@ -41,8 +43,10 @@ class Board:
         url = self.url + path
         if query:
             url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v})
+        # A CI's id token is asked for when first needed, and again once it is near its end.
+        bearer = self.token() if callable(self.token) else self.token
         headers = {
-            "Authorization": f"Bearer {self.token}",
+            "Authorization": f"Bearer {bearer}",
             "Accept": "application/json",
             "User-Agent": f"flakeboard-ci/{VERSION}",
             CLIENT_HEADER: SOURCE_HASH,
@@ -87,6 +91,81 @@ class Board:
         if notice and not self.noticed:
             self.noticed = True
             print(f"flakeboard_ci.py: {notice}", file=sys.stderr)
+
+
+# The CI's OIDC id token (docs/trusted-ci.md), sent in place of a Flakeboard token to a suite
+# that trusts its CI. GitLab hands it to the job in the variable ``id_tokens:`` names; GitHub
+# Actions, with ``permissions: id-token: write``, gives a URL and a token to ask for it with.
+ID_TOKEN_VARIABLE = "FLAKEBOARD_ID_TOKEN"  # noqa: S105 (a variable's name)
+GITHUB_REQUEST_URL = "ACTIONS_ID_TOKEN_REQUEST_URL"
+GITHUB_REQUEST_TOKEN = "ACTIONS_ID_TOKEN_REQUEST_TOKEN"  # noqa: S105 (a variable's name)
+ID_TOKEN_RENEW = 60  # seconds before its exp: a GitHub id token is asked for again
+
+
+class IdTokenUnavailable(Exception):
+    """The CI would not give an id token: why, in a sentence (exit 3, as an outage)."""
+
+
+def credential_from(environ, audience, timeout):
+    """What the board is sent as the bearer, and whether it is a CI's id token: the
+    id token in FLAKEBOARD_ID_TOKEN (GitLab's ``id_tokens:``, named for this board, so it
+    wins), else FLAKEBOARD_TOKEN, else an id token GitHub Actions gives the job; ("", False)
+    when the job has none of them."""
+    given = environ.get(ID_TOKEN_VARIABLE, "").strip()
+    if given:
+        return given, True
+    token = environ.get("FLAKEBOARD_TOKEN", "").strip()
+    if token:
+        return token, False
+    url, request = environ.get(GITHUB_REQUEST_URL, ""), environ.get(GITHUB_REQUEST_TOKEN, "")
+    if url and request:
+        return GitHubIdToken(url, request, audience, timeout), True
+    return "", False
+
+
+class GitHubIdToken:
+    """GitHub Actions' id token for ``audience`` (the board's address): asked for when
+    first called, and again when the one held is within ID_TOKEN_RENEW of its expiry (a
+    gate that measures can outlast it)."""
+
+    def __init__(self, url, request_token, audience, timeout):
+        self.url, self.request_token = url, request_token
+        self.audience, self.timeout = audience, timeout
+        self.value, self.expires = "", 0.0
+
+    def __call__(self):
+        if not self.value or time.time() >= self.expires - ID_TOKEN_RENEW:
+            self.value = self._requested()
+            self.expires = _expiry(self.value)
+        return self.value
+
+    def _requested(self):
+        joiner = "&" if "?" in self.url else "?"
+        url = self.url + joiner + urllib.parse.urlencode({"audience": self.audience})
+        request = urllib.request.Request(url, headers={  # noqa: S310 (GitHub's own URL)
+            "Authorization": f"bearer {self.request_token}", "Accept": "application/json",
+            "User-Agent": f"flakeboard-ci/{VERSION}"})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
+                value = _json(response.read()).get("value")
+        except (OSError, http.client.HTTPException) as exc:
+            reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
+            raise IdTokenUnavailable(
+                f"GitHub Actions gave no id token ({GITHUB_REQUEST_URL}): {reason}") from None
+        if not isinstance(value, str) or not value:
+            raise IdTokenUnavailable("GitHub Actions' answer for an id token holds no value")
+        return value
+
+
+def _expiry(jwt):
+    """The ``exp`` of a JWT, read without verifying it (the board verifies): when to ask
+    for another; 0 when it names none, so that it is asked for each time."""
+    try:
+        payload = jwt.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        return float(claims.get("exp", 0))
+    except (IndexError, ValueError, TypeError, AttributeError):
+        return 0.0
 
 
 def _read_error(exc):

@@ -7,7 +7,7 @@ import os
 import sys
 import urllib.parse
 
-from .board import Board
+from .board import Board, IdTokenUnavailable, credential_from
 from .core import (
     EXIT_REFUSED,
     EXIT_UNREACHABLE,
@@ -179,7 +179,8 @@ def parse_args(argv):
     parser = Parser(
         prog="flakeboard_ci.py",
         description="Fetch the Flakeboard ledger and upload gate evidence from CI.",
-        epilog="Environment: FLAKEBOARD_URL, FLAKEBOARD_TOKEN, FLAKEBOARD_SUITE (optional).",
+        epilog="Environment: FLAKEBOARD_URL, FLAKEBOARD_TOKEN (or the CI's id token: "
+               "FLAKEBOARD_ID_TOKEN, GitHub's ACTIONS_ID_TOKEN_REQUEST_*), FLAKEBOARD_SUITE.",
     )
     parser.add_argument("--version", action="version",
                         version=f"flakeboard_ci.py {VERSION} (build {SOURCE_HASH})")
@@ -221,8 +222,9 @@ def parse_args(argv):
                             "JUnit of the suite's default branch sizes the test set")
     junit.add_argument("--job", default="",
                        help="the CI job: each cell of a matrix is a job of its own")
-    junit.add_argument("--attempt", type=int, default=1,
-                       help="the job's attempt: 2 for its first re-run (default 1)")
+    junit.add_argument("--attempt", type=int, default=None,
+                       help="the job's attempt: 2 for its first re-run (default 1; with "
+                            "the CI's id token, its signed run attempt)")
     junit.add_argument("--format", choices=FORMATS,
                        help="default text; github when $GITHUB_ACTIONS is true")
 
@@ -244,7 +246,7 @@ def parse_args(argv):
     if "--" in pytest_args:
         pytest_args.remove("--")
     args.pytest_args = pytest_args
-    if args.command == "junit" and args.attempt < 1:
+    if args.command == "junit" and args.attempt is not None and args.attempt < 1:
         parser.error("--attempt must be at least 1")
     if args.command == "gate" and args.measure_budget is not None:
         if args.measure_budget < 0 or args.measure_budget != args.measure_budget:
@@ -260,12 +262,18 @@ def parse_args(argv):
 
 
 def board_from(args):
-    """The board of FLAKEBOARD_URL (or --url) and FLAKEBOARD_TOKEN; UsageError without them."""
-    token = os.environ.get("FLAKEBOARD_TOKEN", "").strip()
+    """The board of FLAKEBOARD_URL (or --url), with FLAKEBOARD_TOKEN or the CI's id token
+    (``board.credential_from``); UsageError without them."""
     if not args.url:
         raise UsageError("set FLAKEBOARD_URL (or --url) to the board's address.")
+    token, id_token = credential_from(os.environ, args.url.rstrip("/"), args.timeout)
     if not token:
-        raise UsageError("set FLAKEBOARD_TOKEN to an API token of the suite.")
+        raise UsageError("set FLAKEBOARD_TOKEN to an API token of the suite, or let the job "
+                         "have its CI's id token (GitHub: permissions: id-token: write; "
+                         "GitLab: id_tokens: FLAKEBOARD_ID_TOKEN).")
+    if id_token and not args.suite:
+        raise UsageError("with the CI's id token, set FLAKEBOARD_SUITE (or --suite): the "
+                         "board checks it against that suite's trusted CI.")
     if urllib.parse.urlsplit(args.url).scheme not in ("http", "https"):
         raise UsageError(f"the board's address must start with https:// (got {args.url}).")
     return Board(args.url, token, timeout=args.timeout, retries=max(0, args.retries))
@@ -275,7 +283,7 @@ def wants_board(args):
     """measure without --upload asks the board for CI's order at --commit when one is
     configured; without one it measures all the same."""
     return (args.command == "measure" and bool(args.commit) and args.order == "session"
-            and bool(args.url) and bool(os.environ.get("FLAKEBOARD_TOKEN", "").strip()))
+            and bool(args.url) and bool(credential_from(os.environ, args.url, 0)[0]))
 
 
 def main(argv=None):
@@ -295,6 +303,9 @@ def main(argv=None):
     except UsageError as exc:
         print(f"flakeboard: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except IdTokenUnavailable as exc:
+        print(f"flakeboard: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
     except Unreachable as exc:
         print(f"flakeboard: cannot reach the board at {board.url}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE

@@ -66,7 +66,12 @@ Environment:
     FLAKEBOARD_URL     the board, e.g. https://flakeboard.example.com (required but for
                        measure without --upload)
     FLAKEBOARD_TOKEN   an API token of the suite: read for `ledger`, write for uploads
-    FLAKEBOARD_SUITE   the suite's slug (optional: by default, the token's own suite)
+    FLAKEBOARD_ID_TOKEN  instead of a token, the CI's OIDC id token for a suite that
+                       trusts its CI (GitLab: `id_tokens:`); it wins over FLAKEBOARD_TOKEN.
+                       On GitHub Actions with `permissions: id-token: write` and no
+                       FLAKEBOARD_TOKEN, the client asks for one (ACTIONS_ID_TOKEN_REQUEST_URL)
+    FLAKEBOARD_SUITE   the suite's slug (optional with a token: by default, its own suite;
+                       required with an id token)
     FLAKE_RUNS, TODAY  measure's runs per target and gate date, as the budget script reads them
 
 Exit codes:

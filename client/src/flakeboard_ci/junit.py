@@ -42,8 +42,9 @@ def cmd_junit(board, args):
     files = [(path, read_upload(path)) for path in args.files]  # all readable first
     slug = suite_slug(board, args.suite)
     branch = args.branch if args.branch is not None else ci_branch(os.environ)
+    # An attempt not given is not stated: the board takes 1, or a CI id token's signed one.
     query = {"commit": args.commit, "branch": branch, "job": args.job,
-             "attempt": str(args.attempt)}
+             "attempt": "" if args.attempt is None else str(args.attempt)}
     headers = {"Content-Type": "application/xml", "Content-Encoding": "gzip"}
     answers = []
     for path, raw in files:

@@ -11,24 +11,20 @@ verdict: a byte-identical rerun after a REJECT would otherwise answer an earlier
 
 from __future__ import annotations
 
-import hashlib
 import json
-from dataclasses import dataclass
 from datetime import date, datetime
 from functools import cache
 from typing import NamedTuple
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from flakeboard import rules
 from ledger.clearance import ci_failures_seen, measurements_seen
-from ledger.locks import lock_suite
-from ledger.models import QuarantineEntry, Suite
+from ledger.models import Suite
 from ledger.refusals import UploadInvalid
 from ledger.selectors import open_entries_by_node, share_figures
-from ledger.stored_once import stored_once
 from ledger.trust import vouched
 from web.bulk import cycle_collector_paused, insert_chunked
 from web.metrics import observed
@@ -41,147 +37,19 @@ from .attempts import (
     prior_records,
 )
 from .models import Measurement, NodeVerdict, Report, VerdictBatch
+from .outcomes import (
+    NO_ENTRY,
+    IngestOutcome,
+    JsonText,
+    cause_answer,
+    entries_at_upload,
+    replay_answer,
+    stored_or_dry_run,
+    upload_digest,
+)
 from .rollups import Source, rollup_add, upload_counts
 from .upload_nodes import named_nodes_create, nodes_for_upload
 from .wire import parse_report, parse_signals
-
-
-@dataclass
-class IngestOutcome:
-    upload: Report | VerdictBatch
-    rows: list[dict]  # each row's answer, as the API shows it (runs.results)
-    duplicate: bool = False
-    dry_run: bool = False
-    # The stored attempt whose body this is: a replay's, or a stored upload read back.
-    repeats: int | None = None
-    # A replay: judged with every other attempt at its gate, later ones included.
-    replay: bool = False
-
-
-def upload_digest(kind: str, body: bytes, meta: dict) -> str:
-    digest = hashlib.sha256(kind.encode() + b"\0")
-    digest.update(json.dumps(sorted((k, str(v)) for k, v in meta.items() if v)).encode())
-    digest.update(b"\0" + body)
-    return digest.hexdigest()
-
-
-NO_ENTRY = (None, None, "", None)
-
-
-def entries_at_upload(entries: dict[int, QuarantineEntry], today: date) -> dict[int, tuple]:
-    """Each node's open entry as the rows need it, by node: (entry id, facts for the rules,
-    state, answer summary). A node without one is not in it: ``NO_ENTRY``."""
-    at_upload = {}
-    for node_pk, entry in entries.items():
-        state = entry.state(today).value
-        at_upload[node_pk] = (entry.pk, entry.facts, state,
-                              _entry_answer(entry.pk, entry.owner, entry.expires, state))
-    return at_upload
-
-
-class JsonText:
-    """A list as the JSON text the database stores, made once per distinct list."""
-
-    def __init__(self):
-        self._made: dict[tuple, str] = {}
-
-    def __call__(self, items) -> str:
-        key = tuple(items)
-        if key not in self._made:
-            self._made[key] = json.dumps(list(key))
-        return self._made[key]
-
-
-def _entry_answer(entry_id, owner, expires, state) -> dict | None:
-    if entry_id is None:
-        return None
-    # tier and tier_rule are set for a tier violation by results.explain_violations.
-    return {"id": entry_id, "owner": owner, "expires": expires.isoformat(),
-            "state": state or None, "tier": None, "tier_rule": None}
-
-
-ENTRY_VALUES = ("entry_id", "entry__owner", "entry__expires", "entry_state")
-
-
-def cause_answer(cause) -> dict:
-    """An order_dependent row's cause as it is stored and answered."""
-    return {"role": cause.role.value, "nodes": list(cause.nodes), "complete": cause.complete}
-
-
-def _stored_rows(model, upload) -> list[dict]:
-    """The stored rows' answers, read as plain values."""
-    if model is Report:
-        names = ("node__nodeid", "status", "reason", "n", "fails", "upper95",
-                 "reported_upper95", "flags", "classification", "cause", "pooled",
-                 *ENTRY_VALUES)
-        return [
-            {"nodeid": nodeid, "status": status, "reason": reason, "n": n, "fails": fails,
-             "upper95": round(upper95, 4), "reported_upper95": reported, "flags": flags,
-             "classification": kind or None, "cause": cause,
-             "pooled": pooled_answer(**pooled) if pooled else pooled_answer(n, fails, []),
-             "entry": _entry_answer(*entry)}
-            for (nodeid, status, reason, n, fails, upper95, reported, flags, kind, cause, pooled,
-                 *entry) in upload.measurements.order_by("position").values_list(*names)
-        ]
-    names = ("node__nodeid", "verdict", "reason", "flags", "effective_lock",
-             "effective_status", "property_check", "attempts", "sent", *ENTRY_VALUES)
-    return [
-        {"node": nodeid, "verdict": verdict, "reason": reason, "flags": flags,
-         "fixture_lock": lock, "flake_status": status,
-         "attempts": attempts or rules.add_attempt(
-             None, upload.attempt, rules.PropertyCheck(check), rules.FixtureLock(lock)).answer(),
-         "sent": sent, "entry": _entry_answer(*entry)}
-        for nodeid, verdict, reason, flags, lock, status, check, attempts, sent, *entry
-        in upload.verdicts.order_by("position").values_list(*names)
-    ]
-
-
-def stored_outcome(upload: Report | VerdictBatch) -> IngestOutcome:
-    """A stored upload's answer as it was given, read back from its rows (the read API's
-    GET of a report or batch): a duplicate of the attempt it is. A replay of its body
-    answers the same while no later attempt or ledger change judges it otherwise."""
-    return IngestOutcome(upload, _stored_rows(type(upload), upload), duplicate=True,
-                         repeats=upload.attempt)
-
-
-def _rolled_back(suite: Suite, evaluate) -> IngestOutcome:
-    """``evaluate()`` under the suite's lock, its writes rolled back."""
-    with transaction.atomic():
-        lock_suite(suite.pk)
-        outcome = evaluate()
-        transaction.set_rollback(True)
-    return outcome
-
-
-def _replayed(model, suite: Suite, digest: str, evaluate_and_store) -> IngestOutcome | None:
-    """The answer to a body stored before: judged again now as a replay of it (which
-    stores nothing); None when no upload has this digest."""
-    upload = model.objects.filter(suite=suite, digest=digest).first()
-    if upload is None:
-        return None
-    return _rolled_back(suite, lambda: evaluate_and_store(replay_of=upload))
-
-
-def _ingest(model, suite, digest, dry_run, evaluate_and_store) -> IngestOutcome:
-    """Shared frame: the upload stored once (``ledger.stored_once``), or a dry run.
-
-    A dry run takes exactly the upload's path, its writes and its lock included, and then
-    rolls them back: it answers what the upload would, because it is the upload. A replay
-    takes the same path, as the attempt it repeats, and rolls it back too.
-    """
-    if dry_run:
-        return _rolled_back(suite, evaluate_and_store)
-    return stored_once(suite, lambda: _replayed(model, suite, digest, evaluate_and_store),
-                       lambda _locked: evaluate_and_store())
-
-
-def _replay_answer(upload: Report | VerdictBatch, replay_of, answers: list[dict],
-                   ) -> IngestOutcome:
-    """A replay's outcome: ``upload``, judged now and never saved, answers as the stored
-    upload it repeats (its id, page and attempt)."""
-    upload.pk, upload.attempt = replay_of.pk, replay_of.attempt
-    return IngestOutcome(upload, answers, duplicate=True, repeats=replay_of.attempt,
-                         replay=True)
 
 
 class Decision(NamedTuple):
@@ -336,7 +204,7 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
         )
         report.judge(judged)
         if replay_of is not None:
-            return _replay_answer(report, replay_of, answers)
+            return replay_answer(report, replay_of, answers)
         if not dry_run:
             report.save()
             insert_chunked(Measurement, MEASUREMENT_COLUMNS,
@@ -349,7 +217,7 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
             )
         return IngestOutcome(report, answers, dry_run=dry_run)
 
-    return _ingest(Report, suite, digest, dry_run, evaluate_and_store)
+    return stored_or_dry_run(Report, suite, digest, dry_run, evaluate_and_store)
 
 
 @cycle_collector_paused()
@@ -470,7 +338,7 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
         )
         batch.judge(judged)
         if replay_of is not None:
-            return _replay_answer(batch, replay_of, answers)
+            return replay_answer(batch, replay_of, answers)
         if not dry_run:
             batch.save()
             stored_at = connection.ops.adapt_datetimefield_value(now)
@@ -485,5 +353,5 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
                              now=now)
         return IngestOutcome(batch, answers, dry_run=dry_run)
 
-    return _ingest(VerdictBatch, suite, digest, dry_run, evaluate_and_store)
+    return stored_or_dry_run(VerdictBatch, suite, digest, dry_run, evaluate_and_store)
 

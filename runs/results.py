@@ -9,8 +9,8 @@ from ledger.models import KEY_LENGTH, text_key
 from ledger.selectors import explain_violations
 
 from .attempts import earlier_attempts
-from .ingest import IngestOutcome
 from .models import Report, VerdictBatch
+from .outcomes import IngestOutcome
 from .patches import patch_batches, patch_url
 
 # The rows that pass: a report's OK measurements, a batch's ACCEPT records. Every other row

@@ -12,8 +12,9 @@ from flakeboard import rules
 from ledger.models import Suite
 from ledger.quarantine import quarantine_clear, quarantine_create
 from ledger.settings_services import fixture_pin_set, policy_update
-from runs.ingest import report_ingest, signals_ingest, stored_outcome
+from runs.ingest import report_ingest, signals_ingest
 from runs.models import Report
+from runs.outcomes import stored_outcome
 from runs.results import answer
 from tests.helpers import body, measurement, node_page, record
 

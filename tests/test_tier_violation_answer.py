@@ -10,8 +10,9 @@ import pytest
 
 from ledger.quarantine import quarantine_create
 from ledger.tiers import tier_rule_add, tier_rule_remove
-from runs.ingest import report_ingest, signals_ingest, stored_outcome
+from runs.ingest import report_ingest, signals_ingest
 from runs.models import Report
+from runs.outcomes import stored_outcome
 from runs.results import answer
 from tests.helpers import body, measurement, record, write_upload
 

@@ -19,8 +19,8 @@ from ledger.api.auth import Scope, suite_for_token
 from web.api.errors import ApiError, ErrorOut
 from web.api.paging import PER_PAGE, PageNumber, PerPage, paged
 
-from ..ingest import stored_outcome
 from ..models import Report, VerdictBatch
+from ..outcomes import stored_outcome
 from ..results import batch_answer, gate_counts, report_answer
 from .schemas import BatchAnswer, BatchPage, ReportAnswer, ReportPage
 

@@ -23,7 +23,8 @@ from web.api.bodies import raw_json_body
 from web.api.errors import ErrorOut, refused
 from web.api.openapi import json_body
 
-from ..ingest import IngestOutcome, report_ingest, signals_ingest
+from ..ingest import report_ingest, signals_ingest
+from ..outcomes import IngestOutcome
 from ..results import batch_answer, report_answer
 from ..wire import ReportUpload, SignalsUpload, UploadInvalid
 from .schemas import BatchAnswer, ReportAnswer

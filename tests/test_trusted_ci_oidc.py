@@ -35,6 +35,23 @@ SHA = "9f3c2a1b" * 5
 MAIN = "refs/heads/main"
 
 
+def _answer_json(handler: BaseHTTPRequestHandler, answer: dict) -> None:
+    """200 with ``answer`` as JSON, from a test server's handler."""
+    data = json.dumps(answer).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """A test server's handler that logs nothing."""
+
+    def log_message(self, *args):
+        pass
+
+
 class Issuer:
     """An OIDC issuer on 127.0.0.1: its configuration and JWKS, and a key to sign with."""
 
@@ -44,7 +61,7 @@ class Issuer:
         self.fetches = 0
         issuer = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self):
                 if self.path == "/.well-known/openid-configuration":
                     answer = {"issuer": issuer.url, "jwks_uri": issuer.url + "/jwks"}
@@ -54,15 +71,7 @@ class Issuer:
                 else:
                     self.send_error(404)
                     return
-                data = json.dumps(answer).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
+                _answer_json(self, answer)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -309,23 +318,15 @@ class GitHubTokenService:
         self.claims = {"run_attempt": "1"}
         service = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self):
                 query = dict(parse_qsl(urlsplit(self.path).query))
                 service.asked.append({"authorization": self.headers["Authorization"], **query})
                 if self.headers["Authorization"] != f"bearer {service.REQUEST_TOKEN}":
                     self.send_error(403)
                     return
-                data = json.dumps({"value": issuer.token(
-                    aud=query["audience"], **service.claims)}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
+                _answer_json(self, {"value": issuer.token(
+                    aud=query["audience"], **service.claims)})
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/token?api-version=2.0"

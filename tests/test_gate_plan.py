@@ -1,5 +1,5 @@
-"""What a patch's gate measures (SPEC 2.4c): the failed, the new, the changed file's and
-the flaky-prone tier-2 nodes, in that order, started while the budget lasts; the rest ran
+"""What a patch's gate measures (SPEC 2.4c): the failed, the new, the changed file's, the
+flaky-prone tier-2 nodes and those that execute a changed source file, in that order, started while the budget lasts; the rest ran
 once and are left to the nightly measure. The CI client's copy of the rule is held equal
 to the board's."""
 
@@ -38,6 +38,7 @@ SELECTION = [
     node("edited.py::b", changed_file=True, flaky=True),
     node("broken.py::t", failed=True, changed_file=True),
     node("plain.py::b"),
+    node("covered.py::t", executes_changed="src/x.py"),
 ]
 
 
@@ -45,18 +46,19 @@ SELECTION = [
     # No budget: every grouped node, in priority order (the run's order within a group).
     (None, [("broken.py::t", "failed"), ("new.py::t", "new"),
             ("edited.py::a", "changed_file"), ("edited.py::b", "changed_file"),
-            ("flaky.py::t", "flaky")], [], 2),
+            ("flaky.py::t", "flaky"), ("covered.py::t", "executes_changed")], [], 2),
     # Each node costs its runs x (its seconds + a run's overhead): about 10 s, the new one
     # about 30 s. The first node that
     # starts over the budget is measured; the rest are named as left out, in order.
     (15, [("broken.py::t", "failed"), ("new.py::t", "new")],
      [("edited.py::a", "changed_file"), ("edited.py::b", "changed_file"),
-      ("flaky.py::t", "flaky")], 5),
+      ("flaky.py::t", "flaky"), ("covered.py::t", "executes_changed")], 6),
     (45, [("broken.py::t", "failed"), ("new.py::t", "new"), ("edited.py::a", "changed_file")],
-     [("edited.py::b", "changed_file"), ("flaky.py::t", "flaky")], 4),
+     [("edited.py::b", "changed_file"), ("flaky.py::t", "flaky"),
+      ("covered.py::t", "executes_changed")], 5),
     (0, [], [("broken.py::t", "failed"), ("new.py::t", "new"),
              ("edited.py::a", "changed_file"), ("edited.py::b", "changed_file"),
-             ("flaky.py::t", "flaky")], 7),
+             ("flaky.py::t", "flaky"), ("covered.py::t", "executes_changed")], 8),
 ])
 def test_the_groups_in_priority_order_within_the_budget(budget, measured, over, nightly):
     plan = gate_plan(SELECTION, budget)
@@ -67,9 +69,16 @@ def test_the_groups_in_priority_order_within_the_budget(budget, measured, over, 
 
 def test_a_group_cut_short_is_named():
     plan = gate_plan(SELECTION, 45)
-    assert plan.cut_groups == ("changed_file", "flaky")
+    assert plan.cut_groups == ("changed_file", "flaky", "executes_changed")
     assert plan.cost == pytest.approx(5 * (1 + RUN_OVERHEAD_SECONDS) * 10)
     assert [p.why for p in plan.measured] == ["failed in this run", "new", "test file changed"]
+
+
+def test_a_node_that_executes_a_changed_file_says_which():
+    plan = gate_plan(SELECTION, None)
+    assert plan.measured[-1].why == "runs the changed src/x.py"
+    assert MEASURED_BECAUSE["executes_changed"] == "runs a changed file"
+    assert [p.path for p in plan.measured] == ["", "", "", "", "", "src/x.py"]
 
 
 def test_every_node_measures_the_ungrouped_last_and_no_budget_cuts_it():
@@ -83,6 +92,8 @@ def test_every_node_measures_the_ungrouped_last_and_no_budget_cuts_it():
     ({}, None), ({"flaky": True}, "flaky"), ({"changed_file": True, "flaky": True},
                                              "changed_file"),
     ({"new": True, "changed_file": True}, "new"), ({"failed": True, "new": True}, "failed"),
+    ({"executes_changed": "src/x.py"}, "executes_changed"),
+    ({"flaky": True, "executes_changed": "src/x.py"}, "flaky"),
 ])
 def test_a_node_is_in_its_first_group(facts, group):
     assert plan_group(node("x.py::t", **facts)) == group
@@ -105,6 +116,7 @@ candidates = st.lists(st.builds(
     PlanCandidate, node=st.text(min_size=1, max_size=5),
     seconds=st.floats(min_value=0, max_value=100), runs=st.integers(min_value=1, max_value=400),
     failed=st.booleans(), new=st.booleans(), changed_file=st.booleans(), flaky=st.booleans(),
+    executes_changed=st.sampled_from(["", "src/x.py", "pkg/y.py"]),
 ), max_size=30)
 budgets = st.none() | st.floats(min_value=0, max_value=10_000)
 
@@ -129,10 +141,14 @@ def test_the_measured_are_a_prefix_of_the_priority_order_and_exceed_by_one_node(
     if plan.over_budget:
         assert plan.cost >= budget
     assert plan.left_to_nightly == len(selection) - len(measured)
+    for planned in plan.measured + plan.over_budget:
+        if planned.group == "executes_changed":
+            assert planned.why in {f"runs the changed {c.executes_changed}" for c in selection
+                                   if c.node == planned.node and c.executes_changed}
 
 
 def as_tuples(plan):
-    return ([(p.node, p.group, p.runs, p.cost, p.why) for p in plan.measured],
+    return ([(p.node, p.group, p.runs, p.cost, p.why, p.path) for p in plan.measured],
             [(p.node, p.group, p.runs, p.cost) for p in plan.over_budget],
             plan.left_to_nightly, plan.cut_groups)
 
@@ -141,7 +157,7 @@ def as_tuples(plan):
 @pytest.mark.parametrize("every_node", [False, True])
 def test_the_clients_copy_is_held_equal_to_the_rule(budget, every_node):
     copies = [client.PlanCandidate(c.node, c.seconds, c.runs, c.failed, c.new, c.changed_file,
-                                   c.flaky) for c in SELECTION]
+                                   c.flaky, c.executes_changed) for c in SELECTION]
     assert as_tuples(client.gate_plan(copies, budget, every_node)) == \
         as_tuples(gate_plan(SELECTION, budget, every_node))
     assert client.MEASURED_BECAUSE == MEASURED_BECAUSE

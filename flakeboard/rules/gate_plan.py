@@ -2,8 +2,10 @@
 the suite. Of the selected tier-2 nodes, ``gate --measure`` measures, in this priority
 order, those that failed in this run (measuring tells a flaky node from a broken one), the
 new ones (the guard of 2.4b), those in a test file the diff changed, and the suite's
-flaky-prone ones (its targets: marked, or flaky in the last 30 days); and it measures them
-within the suite's measure budget. Every other tier-2 node ran once in the gate's run: its
+flaky-prone ones (its targets: marked, or flaky in the last 30 days), and, where the suite's
+impact map (which source files each test executed, recorded on its default branch) is
+known, those that execute a changed source file; and it measures them within the suite's
+measure budget. Every other tier-2 node ran once in the gate's run: its
 standing evidence is the ledger and the nightly measure.
 
 The plan estimates each node's cost as its runs times its time in the gate's run plus the
@@ -23,13 +25,14 @@ import typing
 # The groups in priority order, and what each measured line says of its node. EVERY_NODE is
 # the group of the nodes in none of them, measured only when the gate is asked to measure
 # every selected tier-2 node (``--measure all``).
-GATE_PLAN_GROUPS = ("failed", "new", "changed_file", "flaky")
+GATE_PLAN_GROUPS = ("failed", "new", "changed_file", "flaky", "executes_changed")
 EVERY_NODE = "tier_2"
 MEASURED_BECAUSE = {
     "failed": "failed in this run",
     "new": "new",
     "changed_file": "test file changed",
     "flaky": "flaky in the last 30 days",
+    "executes_changed": "runs a changed file",
     EVERY_NODE: "tier 2 (--measure all)",
 }
 # A suite's measure budget in seconds, unless its settings say otherwise, and its bounds
@@ -55,18 +58,24 @@ class PlanCandidate(typing.NamedTuple):
     new: bool = False
     changed_file: bool = False
     flaky: bool = False
+    # The changed source file the node executes, by the suite's impact map; "" for none.
+    executes_changed: str = ""
 
 
 class PlannedNode(typing.NamedTuple):
-    """A node of the plan: its group, runs and estimated cost in seconds."""
+    """A node of the plan: its group, runs and estimated cost in seconds, and the changed
+    source file it executes (its group executes_changed; "" otherwise)."""
 
     node: str
     group: str
     runs: int
     cost: float
+    path: str = ""
 
     @property
     def why(self) -> str:
+        if self.group == "executes_changed" and self.path:
+            return f"runs the changed {self.path}"
         return MEASURED_BECAUSE[self.group]
 
 
@@ -93,7 +102,8 @@ class GatePlan(typing.NamedTuple):
 def plan_group(candidate: PlanCandidate) -> str | None:
     """The first group a node belongs to, in priority order; None for none."""
     facts = {"failed": candidate.failed, "new": candidate.new,
-             "changed_file": candidate.changed_file, "flaky": candidate.flaky}
+             "changed_file": candidate.changed_file, "flaky": candidate.flaky,
+             "executes_changed": bool(candidate.executes_changed)}
     return next((name for name in GATE_PLAN_GROUPS if facts[name]), None)
 
 
@@ -119,8 +129,9 @@ def gate_plan(candidates, budget: float | None, every_node: bool = False) -> Gat
                 GATE_PLAN_GROUPS)
             cost = (max(0.0, float(candidate.seconds or 0.0)) + RUN_OVERHEAD_SECONDS) * \
                 candidate.runs
+            path = candidate.executes_changed if group == "executes_changed" else ""
             ranked.append((rank, index, PlannedNode(candidate.node, group, candidate.runs,
-                                                    cost)))
+                                                    cost, path)))
     ranked.sort(key=lambda item: item[:2])
     measured: list[PlannedNode] = []
     over: list[PlannedNode] = []

@@ -2,7 +2,8 @@
 (flakeboard/rules/gate_plan.py), copied here since the served file imports nothing of the
 board, and held equal to it by a table test (tests/test_gate_plan.py). Of the selected
 tier-2 nodes, in priority order: those that failed in this run, the new ones, those in a
-test file the diff changed, the suite's flaky-prone ones; started while the spent cost (a
+test file the diff changed, the suite's flaky-prone ones, those that execute a changed
+source file (the suite's impact map); started while the spent cost (a
 node's runs times its time in the gate's run plus a run's overhead) is under the budget.
 Which nodes and why only: the pool runs them, and the report says what the runs mean."""
 
@@ -13,13 +14,14 @@ import typing
 # The groups in priority order, and what each measured line says of its node. EVERY_NODE is
 # the group of the nodes in none of them, measured only when the gate is asked to measure
 # every selected tier-2 node (``--measure all``).
-GATE_PLAN_GROUPS = ("failed", "new", "changed_file", "flaky")
+GATE_PLAN_GROUPS = ("failed", "new", "changed_file", "flaky", "executes_changed")
 EVERY_NODE = "tier_2"
 MEASURED_BECAUSE = {
     "failed": "failed in this run",
     "new": "new",
     "changed_file": "test file changed",
     "flaky": "flaky in the last 30 days",
+    "executes_changed": "runs a changed file",
     EVERY_NODE: "tier 2 (--measure all)",
 }
 # A suite's measure budget in seconds, unless its settings say otherwise, and its bounds
@@ -45,18 +47,24 @@ class PlanCandidate(typing.NamedTuple):
     new: bool = False
     changed_file: bool = False
     flaky: bool = False
+    # The changed source file the node executes, by the suite's impact map; "" for none.
+    executes_changed: str = ""
 
 
 class PlannedNode(typing.NamedTuple):
-    """A node of the plan: its group, runs and estimated cost in seconds."""
+    """A node of the plan: its group, runs and estimated cost in seconds, and the changed
+    source file it executes (its group executes_changed; "" otherwise)."""
 
     node: str
     group: str
     runs: int
     cost: float
+    path: str = ""
 
     @property
     def why(self) -> str:
+        if self.group == "executes_changed" and self.path:
+            return f"runs the changed {self.path}"
         return MEASURED_BECAUSE[self.group]
 
 
@@ -83,7 +91,8 @@ class GatePlan(typing.NamedTuple):
 def plan_group(candidate: PlanCandidate) -> str | None:
     """The first group a node belongs to, in priority order; None for none."""
     facts = {"failed": candidate.failed, "new": candidate.new,
-             "changed_file": candidate.changed_file, "flaky": candidate.flaky}
+             "changed_file": candidate.changed_file, "flaky": candidate.flaky,
+             "executes_changed": bool(candidate.executes_changed)}
     return next((name for name in GATE_PLAN_GROUPS if facts[name]), None)
 
 
@@ -109,8 +118,9 @@ def gate_plan(candidates, budget: float | None, every_node: bool = False) -> Gat
                 GATE_PLAN_GROUPS)
             cost = (max(0.0, float(candidate.seconds or 0.0)) + RUN_OVERHEAD_SECONDS) * \
                 candidate.runs
+            path = candidate.executes_changed if group == "executes_changed" else ""
             ranked.append((rank, index, PlannedNode(candidate.node, group, candidate.runs,
-                                                    cost)))
+                                                    cost, path)))
     ranked.sort(key=lambda item: item[:2])
     measured: list[PlannedNode] = []
     over: list[PlannedNode] = []

@@ -61,6 +61,7 @@ MODULES = (
     ("pin", "the fixture manifest and the pin command"),
     ("arbiter", "the board's precedence table, for judging here"),
     ("gate_recorder", "gate's pytest run from the inside: each selected node's outcome"),
+    ("impact", "test impact analysis: the source files each test executes"),
     ("patch_class", "gate --diff: the patch's class, from its added lines"),
     ("failure_labels", "the one line that explains each failed node to its author"),
     ("gate_plan", "what a patch's gate measures, in which order, within its budget"),

@@ -101,7 +101,7 @@ def pin_and_gate_parsers(commands):
         "gate", allow_abbrev=False,
         usage="%(prog)s [PYTEST ARGS...] [--patch ID] [--commit SHA] [--fixtures DIR]... "
               "[--deselect-frozen] [--diff RANGE] [--measure [all]] [--measure-budget SECONDS] "
-              "[--upload]",
+              "[--record-impact] [--upload]",
         help="run the tests once and arbitrate each node's signal records",
         description="Runs pytest once over the selection (every argument gate does not know "
                     "is pytest's; after -- all are), and sends each selected node's outcome, "
@@ -136,6 +136,11 @@ def pin_and_gate_parsers(commands):
                       help="the seconds --measure may spend, estimated from each node's time "
                            "in this run (default: the suite's measure budget, on its "
                            "settings page)")
+    gate.add_argument("--record-impact", action="store_true",
+                      help="record which source files each test executes and send that map "
+                           "to the board, replacing the suite's (run it on the default "
+                           "branch: a pull request's gate --measure then measures the tests "
+                           "that execute the files it changes)")
     gate.add_argument("--report", default="flake-report.json",
                       help="where --measure writes the report (default flake-report.json)")
     gate.add_argument("--upload", action="store_true",
@@ -294,6 +299,7 @@ def main(argv=None):
     # pin never.
     needs_board = {"measure": getattr(args, "upload", False), "pin": False,
                    "gate": (getattr(args, "upload", False) or getattr(args, "measure", False)
+                            or getattr(args, "record_impact", False)
                             or not getattr(args, "ledger", None))}
     board = None
     try:

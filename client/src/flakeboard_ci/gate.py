@@ -14,9 +14,10 @@ import tempfile
 import time
 
 from .arbiter import effective_fixture_lock, local_answer
-from .board import _upload
+from .board import _upload, suite_slug
 from .core import UsageError
 from .gate_measure import combined_exit_code, measure_tier_2
+from .impact import git_root, upload_impact
 from .ledger import NotALedger, fetch_ledger, read_ledger_file, write_atomically
 from .measure_pool import plugin_pytest
 from .outputs import output_format, present
@@ -109,11 +110,14 @@ def drift(digest, seed, pin):
     return " and ".join(differs)
 
 
-def run_pytest(pytest_args, leave_out, folder):
+def run_pytest(pytest_args, leave_out, folder, impact_root=None):
     """Run pytest once over the selection, with this file as the plugin that records each
-    selected node's outcome; what it recorded. Its output goes to stderr."""
+    selected node's outcome (and with ``impact_root``, the source files under it each
+    test executes); what it recorded. Its output goes to stderr."""
     recorded = os.path.join(folder, "outcomes.json")
     options = [f"--flakeboard-record={recorded}", "--continue-on-collection-errors"]
+    if impact_root:
+        options.append(f"--flakeboard-impact={impact_root}")
     if leave_out:
         listed = os.path.join(folder, "leave-out.txt")
         with open(listed, "w", encoding="utf-8") as handle:
@@ -171,7 +175,7 @@ def cmd_gate(board, args):
     folder = tempfile.mkdtemp(prefix="flakeboard-gate-")
     try:
         run = run_pytest(args.pytest_args, sorted(frozen) if args.deselect_frozen else [],
-                         folder)
+                         folder, git_root() if args.record_impact else None)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     for path, line in run["collection_errors"]:
@@ -182,6 +186,9 @@ def cmd_gate(board, args):
         print(f"LEFT OUT {node}: frozen until {entry['expires']} by {entry['owner']} "
               f"(--deselect-frozen)", file=notes)
     records = signal_records(run, digest, lock, seed, frozen)
+    if args.record_impact:
+        args.suite = suite_slug(board, args.suite)
+        upload_impact(board, args, run.get("impact") or {}, notes)
     envelope = {"patch": args.patch, "commit": args.commit, "evidence": args.evidence,
                 "deselected_frozen": run["deselected_frozen"], "records": records}
     if risk is not None:

@@ -18,6 +18,7 @@ from .gate_plan import (
     gate_plan,
     in_changed_file,
 )
+from .impact import tests_of_changed
 from .ledger import ledger_entries, write_atomically
 from .measure import Progress, gate_lines, run_measurement, uploaded_row
 from .measure_bisect import BISECT_MAX
@@ -117,11 +118,12 @@ def class_budget(ledger, patch_class):
 def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=None,
                    changed=()):
     """Measure the selection's tier-2 nodes that ran as the plan says (SPEC 2.4c): the
-    failed, the new (with the new-test guard's runs), the changed test files' and the
-    flaky-prone ones within the budget, the others with the repeat budget of the patch's
-    class (--measure all: every one, no budget); and print the report's gate: the board's
-    (--upload), else judged here against the ledger. Its exit code; None when the plan
-    measures nothing (then there is no report)."""
+    failed, the new (with the new-test guard's runs), the changed test files', the
+    flaky-prone ones and those the impact map says execute a changed file, within the
+    budget, the others with the repeat budget of the patch's class (--measure all: every
+    one, no budget); and print the report's gate: the board's (--upload), else judged here
+    against the ledger. Its exit code; None when the plan measures nothing (then there is
+    no report)."""
     seconds = seconds or {}
     ran = [r["node"] for r in records if r["property_check"] != "not_run"]
     failed = {r["node"] for r in records if r["property_check"] == "fail"}
@@ -137,12 +139,15 @@ def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=Non
     once = set(new_nodes) - born  # the guard's share let them run once
     max_upper_rate, min_runs, runs = class_budget(ledger, patch_class)
     flaky = set() if every_node else flaky_prone(board, args)
+    # The suite's impact map: the tests that execute a changed file (none without --diff).
+    executes = tests_of_changed(board, args, changed) if changed and not every_node else {}
     candidates = [
         PlanCandidate(node, seconds.get(node) or 0.0,
                       guard_runs(seconds.get(node), guard_policy["runs"]) if node in born
                       else runs,
                       failed=node in failed, new=node in born,
-                      changed_file=in_changed_file(node, changed), flaky=node in flaky)
+                      changed_file=in_changed_file(node, changed), flaky=node in flaky,
+                      executes_changed=executes.get(node, ""))
         for node in chosen if node not in once
     ]
     if args.measure_budget is not None:

@@ -34,6 +34,7 @@ class GateRecorder:
         self.selected, self.left_out, self.errors = [], [], []
         self.outcomes, self.failed = {}, set()
         self.seconds = collections.defaultdict(float)  # each node's setup, call, teardown
+        self.impact = None  # node -> the source files it executed, with --record-impact
 
     def pytest_collectreport(self, report):
         if report.failed:
@@ -62,6 +63,8 @@ class GateRecorder:
         for node in output.get("flakeboard_left_out", []):
             if node not in self.left_out:
                 self.left_out.append(node)
+        if self.impact is not None:
+            self.impact.update(output.get("flakeboard_impact") or {})
 
     def pytest_runtest_logreport(self, report):
         self.seconds[report.nodeid] += getattr(report, "duration", 0.0) or 0.0
@@ -80,6 +83,8 @@ class GateRecorder:
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:  # an xdist worker: the controller records
             workeroutput["flakeboard_left_out"] = self.left_out
+            if self.impact is not None:
+                workeroutput["flakeboard_impact"] = self.impact
             return
         record = {"outcomes": [[node, self.outcome(node)] for node in self.selected],
                   "collection_errors": self.errors,
@@ -87,6 +92,8 @@ class GateRecorder:
                   "seconds": {node: round(self.seconds[node], 4) for node in self.selected
                               if node in self.seconds},
                   "exitstatus": int(exitstatus)}
+        if self.impact is not None:
+            record["impact"] = self.impact
         with open(self.path, "w", encoding="utf-8") as handle:
             json.dump(record, handle)
 

@@ -1,9 +1,11 @@
 """This file as a pytest plugin (-p flakeboard_ci): its options, and what each registers,
-measure's worker or gate's recorder. Without either option it does nothing."""
+measure's worker or gate's recorder (and its impact recorder). Without either option it
+does nothing."""
 
 from __future__ import annotations
 
 from .gate_recorder import GateRecorder, XdistController
+from .impact import ImpactRecorder
 from .measure_worker import MeasureWorker
 
 
@@ -16,6 +18,9 @@ def pytest_addoption(parser):
     parser.addoption("--flakeboard-leave-out", metavar="PATH",
                      help="(flakeboard_ci.py gate's own) leave the node ids of PATH, one a "
                           "line, out of the run")
+    parser.addoption("--flakeboard-impact", metavar="ROOT",
+                     help="(flakeboard_ci.py gate's own) record the source files under ROOT "
+                          "each test executes")
 
 
 def pytest_configure(config):
@@ -32,8 +37,15 @@ def pytest_configure(config):
                 frozen = [line for line in handle.read().splitlines() if line]
         recorder = GateRecorder(record, frozen)
         config.pluginmanager.register(recorder, "flakeboard-gate-recorder")
-        if xdist_controller(config):
+        controller = xdist_controller(config)
+        if controller:
             config.pluginmanager.register(XdistController(recorder), "flakeboard-gate-xdist")
+        impact_root = config.getoption("flakeboard_impact", None)
+        if impact_root:
+            recorder.impact = {}
+            if not controller:  # under xdist each worker records its own tests
+                config.pluginmanager.register(
+                    ImpactRecorder(impact_root, recorder.impact, config), "flakeboard-impact")
 
 
 def without_xdist(config):

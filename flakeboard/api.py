@@ -10,6 +10,7 @@ from ledger.api.ledger import router as ledger_router
 from ledger.api.status import router as status_router
 from ledger.api.tiers import router as tiers_router
 from runs.api import history  # noqa: F401 - the read GETs, on the uploads' router
+from runs.api.impact import router as impact_router
 from runs.api.trends import router as trends_router
 from runs.api.uploads import router as uploads_router
 from web.api.errors import install_error_handlers
@@ -36,5 +37,6 @@ api.add_router("", junit_router)
 api.add_router("", junit_order_router)
 api.add_router("", targets_router)
 api.add_router("", tiers_router)
+api.add_router("", impact_router)
 api.add_router("", codeowners_router)
 api.add_router("", events_router)

@@ -37,6 +37,8 @@ GET  api:targets                   401 401 401 401 401 401 200 200 403 401
 POST api:tiers                     401 401 401 401 401 401 200 200 403 401
 POST api:junit/order               401 401 401 401 401 401 200 200 403 401
 PUT  api:codeowners                401 401 401 401 401 401 403 200 403 401
+PUT  api:impact                    401 401 401 401 401 401 403 200 403 401
+POST api:impact/nodes              401 401 401 401 401 401 200 200 403 401
 GET  api:reports                   401 401 401 401 401 401 200 200 403 401
 GET  api:verdicts                  401 401 401 401 401 401 200 200 403 401
 GET  api:reports/{id}              401 401 401 401 401 401 200 200 403 401
@@ -73,6 +75,9 @@ def api_request(method: str, action: str, w) -> Request:
                                    json=["tests/test_0.py::test_ok"]),
         "api:codeowners": Request(f"{suite}/codeowners", json=b"tests/ @qa-team\n",
                                   content_type="text/plain"),
+        "api:impact": Request(f"{suite}/impact", json={
+            "commit": "abc123", "map": {"tests/test_0.py::test_ok": ["src/x.py"]}}),
+        "api:impact/nodes": Request(f"{suite}/impact/nodes", json=["src/x.py"]),
         "api:reports/{id}": Request(f"{suite}/reports/{w.report.pk}"),
         "api:verdicts/{id}": Request(f"{suite}/verdicts/{w.batch.pk}"),
         "api:entries/{id}/events": Request(f"{suite}/entries/{w.entry.pk}/events"),

@@ -1,7 +1,7 @@
 """What a patch's gate measures (SPEC 2.4c): the failed, the new, the changed file's, the
-flaky-prone tier-2 nodes and those that execute a changed source file, in that order, started while the budget lasts; the rest ran
-once and are left to the nightly measure. The CI client's copy of the rule is held equal
-to the board's."""
+flaky-prone tier-2 nodes and those that execute a changed source file, in that order,
+started while the budget lasts; the rest ran once and are left to the nightly measure. The
+CI client's copy of the rule is held equal to the board's."""
 
 from __future__ import annotations
 

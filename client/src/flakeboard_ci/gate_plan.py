@@ -3,9 +3,9 @@
 board, and held equal to it by a table test (tests/test_gate_plan.py). Of the selected
 tier-2 nodes, in priority order: those that failed in this run, the new ones, those in a
 test file the diff changed, the suite's flaky-prone ones, those that execute a changed
-source file (the suite's impact map); started while the spent cost (a
-node's runs times its time in the gate's run plus a run's overhead) is under the budget.
-Which nodes and why only: the pool runs them, and the report says what the runs mean."""
+source file (the suite's impact map); started while the spent cost (a node's runs times
+its time in the gate's run plus a run's overhead) is under the budget. Which nodes and why
+only: the pool runs them, and the report says what the runs mean."""
 
 from __future__ import annotations
 

@@ -25,6 +25,8 @@ OPERATIONS = {
     ("post", "/api/v1/suites/{suite}/tiers"),
     ("post", "/api/v1/suites/{suite}/junit/order"),
     ("put", "/api/v1/suites/{suite}/codeowners"),
+    ("put", "/api/v1/suites/{suite}/impact"),
+    ("post", "/api/v1/suites/{suite}/impact/nodes"),
     ("get", "/api/v1/suites/{suite}/reports"),
     ("get", "/api/v1/suites/{suite}/verdicts"),
     ("get", "/api/v1/suites/{suite}/reports/{id}"),
@@ -36,7 +38,8 @@ OPERATIONS = {
 TEXT_ANSWERS = {("/api/v1/suites/{suite}/targets", "200"): "text/plain"}
 
 # The posts that store nothing: a body too long for a URL, answered with 200.
-LOOKUPS = {"/api/v1/suites/{suite}/tiers", "/api/v1/suites/{suite}/junit/order"}
+LOOKUPS = {"/api/v1/suites/{suite}/tiers", "/api/v1/suites/{suite}/junit/order",
+           "/api/v1/suites/{suite}/impact/nodes"}
 
 # The uploads the gate judges, which answer with its exit code; passive evidence (JUnit)
 # has none.

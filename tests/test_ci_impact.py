@@ -33,9 +33,9 @@ HOLDS_THE_IDS = ("import sys\n\nfor tool in (3, 4, 5):\n"
                  "    sys.monitoring.use_tool_id(tool, 'another tool')\n")
 
 
-def recorded(project, *options):
+def recorded(project, *options, key="impact"):
     """Run pytest in ``project`` with the client as its plugin, recording impact under the
-    project; what the gate's recorder wrote."""
+    project; what the gate's recorder wrote under ``key``."""
     out = project / "outcomes.json"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "flakeboard_ci", "-p", "no:cacheprovider",
@@ -43,7 +43,7 @@ def recorded(project, *options):
         cwd=project, env=clean_env(PYTHONPATH=str(CLIENT.parent)), capture_output=True,
         text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    return json.loads(out.read_text())["impact"]
+    return json.loads(out.read_text())[key]
 
 
 @pytest.mark.parametrize("conftest", ["", HOLDS_THE_IDS], ids=["monitoring", "settrace"])
@@ -58,6 +58,14 @@ def test_the_map_names_the_source_files_each_test_executes(tmp_path, conftest):
         "tests/test_a.py::test_a_again": ["src/mod_a.py"],
         "tests/test_b.py::test_b": ["src/mod_b.py"],
     }
+
+
+def test_a_tracer_already_set_is_left_alone_and_no_map_is_recorded(tmp_path):
+    make_project(tmp_path, {**SOURCES, "tests/conftest.py": HOLDS_THE_IDS
+                            + "sys.settrace(lambda frame, event, arg: None)\n"})
+    (tmp_path / "pytest.ini").write_text("[pytest]\npythonpath = src\n")
+    assert recorded(tmp_path) == {}
+    assert "holds sys.settrace" in recorded(tmp_path, key="impact_blocked")
 
 
 @pytest.mark.slow

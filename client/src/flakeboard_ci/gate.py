@@ -188,7 +188,7 @@ def cmd_gate(board, args):
     records = signal_records(run, digest, lock, seed, frozen)
     if args.record_impact:
         args.suite = suite_slug(board, args.suite)
-        upload_impact(board, args, run.get("impact") or {}, notes)
+        upload_impact(board, args, run, notes)
     envelope = {"patch": args.patch, "commit": args.commit, "evidence": args.evidence,
                 "deselected_frozen": run["deselected_frozen"], "records": records}
     if risk is not None:

@@ -35,6 +35,7 @@ class GateRecorder:
         self.outcomes, self.failed = {}, set()
         self.seconds = collections.defaultdict(float)  # each node's setup, call, teardown
         self.impact = None  # node -> the source files it executed, with --record-impact
+        self.impact_blocked = ""  # why it could not be recorded
 
     def pytest_collectreport(self, report):
         if report.failed:
@@ -65,6 +66,7 @@ class GateRecorder:
                 self.left_out.append(node)
         if self.impact is not None:
             self.impact.update(output.get("flakeboard_impact") or {})
+            self.impact_blocked = self.impact_blocked or output.get("flakeboard_impact_blocked")
 
     def pytest_runtest_logreport(self, report):
         self.seconds[report.nodeid] += getattr(report, "duration", 0.0) or 0.0
@@ -85,6 +87,7 @@ class GateRecorder:
             workeroutput["flakeboard_left_out"] = self.left_out
             if self.impact is not None:
                 workeroutput["flakeboard_impact"] = self.impact
+                workeroutput["flakeboard_impact_blocked"] = self.impact_blocked
             return
         record = {"outcomes": [[node, self.outcome(node)] for node in self.selected],
                   "collection_errors": self.errors,
@@ -93,7 +96,8 @@ class GateRecorder:
                               if node in self.seconds},
                   "exitstatus": int(exitstatus)}
         if self.impact is not None:
-            record["impact"] = self.impact
+            record["impact"] = {} if self.impact_blocked else self.impact
+            record["impact_blocked"] = self.impact_blocked
         with open(self.path, "w", encoding="utf-8") as handle:
             json.dump(record, handle)
 

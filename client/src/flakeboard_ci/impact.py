@@ -42,11 +42,13 @@ def git_root(folder="."):
 
 class ImpactRecorder:
     """The source files each test executes, as paths relative to ``root`` with forward
-    slashes, written into ``into`` (node id -> sorted paths) as each test ends."""
+    slashes, written into ``owner.impact`` (node id -> sorted paths) as each test ends. When
+    it cannot record (sys.settrace is another tool's: coverage, a debugger), it says why in
+    ``owner.impact_blocked`` and records nothing, so that no partial map is sent."""
 
-    def __init__(self, root, into, config):
+    def __init__(self, root, owner, config):
         self.root = os.path.realpath(root)
-        self.into = into
+        self.owner = owner
         self.files = None  # the current test's files; None between tests
         self.known = {}  # a code object's file -> its path in the map, or None
         self.skip_names = [*(config.getini("python_files") or []), "conftest.py"]
@@ -79,10 +81,18 @@ class ImpactRecorder:
         return None
 
     def pytest_collection_finish(self, session):
-        self.test_files = {os.path.realpath(str(item.path)) for item in session.items
-                           if getattr(item, "path", None) is not None}
+        files = (getattr(item, "path", None) or getattr(item, "fspath", None)
+                 for item in session.items)
+        self.test_files = {os.path.realpath(str(path)) for path in files if path}
 
     def pytest_runtest_logstart(self, nodeid, location):
+        if self.owner.impact_blocked:
+            return
+        if self.tool is None and sys.gettrace() is not None:
+            self.owner.impact_blocked = ("another tool (coverage, a debugger) holds "
+                                         "sys.settrace")
+            self.owner.impact.clear()
+            return
         self.files = set()
         if self.tool is not None:
             sys.monitoring.restart_events()
@@ -90,12 +100,14 @@ class ImpactRecorder:
             sys.settrace(self._traced)
 
     def pytest_runtest_logfinish(self, nodeid, location):
+        if self.files is None:
+            return
         if self.tool is None:
             sys.settrace(None)
-        files, self.files = self.files or set(), None
+        files, self.files = self.files, None
         paths = {self.in_map(name) for name in files}
         paths.discard(None)
-        self.into[nodeid] = sorted(paths)
+        self.owner.impact[nodeid] = sorted(paths)
 
     def in_map(self, filename):
         """A code object's file as the map names it; None when it is not the project's
@@ -112,7 +124,10 @@ class ImpactRecorder:
             return None
         if any(real.startswith(prefix) for prefix in self.outside):
             return None
-        relative = os.path.relpath(real, self.root)
+        try:
+            relative = os.path.relpath(real, self.root)
+        except ValueError:  # another drive
+            return None
         if relative.startswith(os.pardir) or os.path.isabs(relative):
             return None
         parts = relative.split(os.sep)
@@ -131,8 +146,12 @@ class ImpactRecorder:
             self.tool = None
 
 
-def upload_impact(board, args, impact, notes):
+def upload_impact(board, args, run, notes):
     """Send the run's impact map to the board, replacing the suite's."""
+    impact = run.get("impact") or {}
+    if run.get("impact_blocked"):
+        print(f"IMPACT: not recorded: {run['impact_blocked']}; no map was sent.", file=notes)
+        return
     if not impact:
         print("IMPACT: no test ran; no map was sent.", file=notes)
         return

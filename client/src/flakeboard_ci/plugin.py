@@ -45,7 +45,7 @@ def pytest_configure(config):
             recorder.impact = {}
             if not controller:  # under xdist each worker records its own tests
                 config.pluginmanager.register(
-                    ImpactRecorder(impact_root, recorder.impact, config), "flakeboard-impact")
+                    ImpactRecorder(impact_root, recorder, config), "flakeboard-impact")
 
 
 def without_xdist(config):

@@ -1,5 +1,6 @@
 """The JSON API CI calls, under /api/v1/ (SPEC 5); its OpenAPI document and docs beside it."""
 
+from board.api.failures import router as failures_router
 from board.api.targets import router as targets_router
 from junit.api.order import router as junit_order_router
 from junit.api.uploads import router as junit_router
@@ -36,6 +37,7 @@ api.add_router("", trends_router)
 api.add_router("", junit_router)
 api.add_router("", junit_order_router)
 api.add_router("", targets_router)
+api.add_router("", failures_router)
 api.add_router("", tiers_router)
 api.add_router("", impact_router)
 api.add_router("", codeowners_router)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.urls import reverse
 
 from flakeboard import rules
@@ -30,6 +32,30 @@ def link_nodes(rows: list[dict], rows_key: str, slug: str) -> list[dict]:
     node = NODE_FIELD[rows_key]
     for row in rows:
         row["url"] = None if row[field] == passing else before + text_key(row[node]) + after
+    return rows
+
+
+# Each failed row's explanation (SPEC 2.4c) reads the evidence of every app, which only the
+# board composes: its app gives the function here when Django starts (``board.apps``).
+# Called with the suite, the failed nodes' ids and the batch's day; answers, by node id,
+# ``{"label", "line", "evidence"}``.
+FailuresExplained = Callable[..., dict[str, dict]]
+_failures_explained: list[FailuresExplained] = []
+
+
+def failures_explained_by(explain: FailuresExplained) -> None:
+    _failures_explained[:] = [explain]
+
+
+def failed_explained(rows: list[dict], batch: VerdictBatch) -> list[dict]:
+    """Each row's ``failure``: for a node that failed in an attempt of the gate, the line
+    that explains it to the patch's author, from the evidence the board holds now; None
+    for every other row."""
+    failed = [row["node"] for row in rows if row["attempts"]["failed_in"]]
+    explained = (_failures_explained[0](batch.suite, failed, batch.day)
+                 if failed and _failures_explained else {})
+    for row in rows:
+        row["failure"] = explained.get(row["node"])
     return rows
 
 
@@ -105,7 +131,9 @@ def batch_answer(outcome: IngestOutcome) -> dict:
         "patch_url": _patch_page(batch),
         "attempt": batch.attempt,
         "earlier_attempts": earlier_attempts(batch, replay=outcome.replay),
-        "records": link_nodes(_explained(outcome.rows, batch.suite), "records", batch.suite.slug),
+        "records": failed_explained(
+            link_nodes(_explained(outcome.rows, batch.suite), "records", batch.suite.slug),
+            batch),
     }
 
 

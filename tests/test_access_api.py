@@ -36,6 +36,7 @@ GET  api:status                    401 401 401 401 401 401 200 200 403 401
 GET  api:targets                   401 401 401 401 401 401 200 200 403 401
 POST api:tiers                     401 401 401 401 401 401 200 200 403 401
 POST api:junit/order               401 401 401 401 401 401 200 200 403 401
+POST api:failures                  401 401 401 401 401 401 200 200 403 401
 PUT  api:codeowners                401 401 401 401 401 401 403 200 403 401
 PUT  api:impact                    401 401 401 401 401 401 403 200 403 401
 POST api:impact/nodes              401 401 401 401 401 401 200 200 403 401
@@ -73,6 +74,7 @@ def api_request(method: str, action: str, w) -> Request:
         "api:tiers": Request(f"{suite}/tiers", json=["tests/test_0.py::test_ok"]),
         "api:junit/order": Request(f"{suite}/junit/order?commit=abc123",
                                    json=["tests/test_0.py::test_ok"]),
+        "api:failures": Request(f"{suite}/failures", json=["tests/test_0.py::test_ok"]),
         "api:codeowners": Request(f"{suite}/codeowners", json=b"tests/ @qa-team\n",
                                   content_type="text/plain"),
         "api:impact": Request(f"{suite}/impact", json={

@@ -173,6 +173,43 @@ class AttemptsOut(Answer):
                                              "lists flipped: flaky evidence.")
 
 
+class EntryEvidenceOut(Answer):
+    owner: str
+    expires: IsoDate
+
+
+class FlakyEvidenceOut(Answer):
+    rate: float = Field(ge=0, le=1, description="Its flaky failures per run.")
+    upper95: Upper95
+    since: IsoDate = Field(description="Its first flaky day in the window.")
+    diagnosis: str = Field(description="Its latest measurement's diagnosis where it names "
+                                       "one (order_dependent, repeat_unsafe); empty if none.")
+
+
+class FailureEvidenceOut(Answer):
+    entry: EntryEvidenceOut | None = Field(description="Its live ledger entry, if any.")
+    flaky: FlakyEvidenceOut | None = Field(
+        description="Its flaky evidence as the flaky-tests page holds it over the last 30 "
+                    "days (a flip between gate attempts, flaky at birth, or flaky failures "
+                    "in JUnit files), if any.")
+    default_failures: list[str] = Field(
+        description="The commits (12 characters) of its failed JUnit results on the suite's "
+                    "default branch among the last kept, newest first.")
+    passed_on_default: bool | None = Field(
+        description="Whether its last JUnit result on the default branch passed; null: the "
+                    "board holds no result of it there.")
+
+
+class FailureOut(Answer):
+    """Why a failed node failed, as far as the board knows (SPEC 2.4c)."""
+
+    label: Literal[rules.FAILURE_LABELS] = Field(  # type: ignore[valid-type]
+        description="quarantined, known_flaky, failing_on_default or new_failure: the first "
+                    "that holds, in that order.")
+    line: str = Field(description="The one line the CI client prints under the node.")
+    evidence: FailureEvidenceOut
+
+
 class RecordOut(Answer):
     node: NodeId
     verdict: rules.Verdict
@@ -185,6 +222,11 @@ class RecordOut(Answer):
                                    "on the earlier attempts at this patch and commit.")
     entry: EntryRef | None = Field(description="The node's open ledger entry at upload.")
     url: NodePageUrl
+    failure: FailureOut | None = Field(
+        description="For a node that failed in an attempt of this gate: its label and the "
+                    "line that explains it, from the evidence the board holds now (its live "
+                    "entry, its flaky evidence, its JUnit results on the default branch); "
+                    "null for every other row.")
 
 
 class BatchAnswer(Answer):

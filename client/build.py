@@ -64,6 +64,7 @@ MODULES = (
     ("impact", "test impact analysis: the source files each test executes"),
     ("patch_class", "gate --diff: the patch's class, from its added lines"),
     ("failure_labels", "the one line that explains each failed node to its author"),
+    ("failure_lines", "each failed node's line, from the board, and again once measured"),
     ("gate_plan", "what a patch's gate measures, in which order, within its budget"),
     ("gate_measure", "gate --measure: tier 2 measured with the class's repeat budget"),
     ("gate", "the gate command: a pytest run's signal records, arbitrated"),

@@ -162,8 +162,12 @@ def test_markdown_puts_the_verdict_first_and_failing_rows_in_a_table(run, tmp_pa
     assert first_paragraph(done.stdout).endswith("; exit code 1")
     counts, rows = markdown_tables(done.stdout)
     assert counts == [["REJECT", "1"], ["HOLD", "1"], ["ACCEPT", "1"]]
-    assert [row[:3] for row in rows] == [[HOSTILE[9], "REJECT", "property_fail"],
-                                         [HOSTILE[5], "HOLD", "fixture_drifted"]]
+    # A failed node's reason says why it failed, as far as the board knows.
+    assert [row[:3] for row in rows] == [
+        [HOSTILE[9], "REJECT", "property_fail \u2014 new failure: no result of it on the "
+                               "default branch and no flaky evidence, so probably caused by "
+                               "this change"],
+        [HOSTILE[5], "HOLD", "fixture_drifted"]]
     links = re.findall(r"\[node\]\(http://[^/)]+([^)]+)\)", done.stdout)  # each its node's page
     assert links == [node_page("acme", HOSTILE[9]), node_page("acme", HOSTILE[5])]
     assert not [line for line in done.stdout.split("\n")  # no text-format lines

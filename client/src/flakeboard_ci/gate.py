@@ -16,6 +16,7 @@ import time
 from .arbiter import effective_fixture_lock, local_answer
 from .board import _upload, suite_slug
 from .core import UsageError
+from .failure_lines import failures_asked, failures_of
 from .gate_measure import combined_exit_code, measure_tier_2
 from .impact import git_root, upload_impact
 from .ledger import NotALedger, fetch_ledger, read_ledger_file, write_atomically
@@ -201,18 +202,19 @@ def cmd_gate(board, args):
     if not args.upload:
         print(f"Judged here with the board's precedence table; nothing was uploaded "
               f"(--upload sends {args.output} as a batch).", file=notes)
-        code = present(local_answer(records, frozen), "signals", args)
+        answer = failures_asked(board, args, local_answer(records, frozen), notes)
     else:
         answer = _upload(board, args, "verdicts", body=body.encode("utf-8"),
                          patch=args.patch, commit=args.commit)
-        code = present(answer, "signals", args)
+    code = present(answer, "signals", args)
     if not args.measure:
         return code
     patch_class = risk.patch_class if risk is not None else "low"
     try:
         report_code = measure_tier_2(board, args, ledger, records, patch_class, notes,
                                      seconds=run.get("seconds") or {},
-                                     changed=risk.changed if risk is not None else ())
+                                     changed=risk.changed if risk is not None else (),
+                                     failures=failures_of(answer))
     except KeyboardInterrupt:
         print("flakeboard: gate's measurement was interrupted; no report was written.",
               file=sys.stderr)

@@ -11,6 +11,7 @@ import sys
 import time
 
 from .board import _upload, quote, suite_slug
+from .failure_lines import lines_under, remeasured, with_failures
 from .gate_plan import (
     MEASURE_BUDGET_SECONDS,
     MEASURED_BECAUSE,
@@ -116,14 +117,15 @@ def class_budget(ledger, patch_class):
 
 
 def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=None,
-                   changed=()):
+                   changed=(), failures=None):
     """Measure the selection's tier-2 nodes that ran as the plan says (SPEC 2.4c): the
     failed, the new (with the new-test guard's runs), the changed test files', the
     flaky-prone ones and those the impact map says execute a changed file, within the
     budget, the others with the repeat budget of the patch's class (--measure all: every
     one, no budget); and print the report's gate: the board's (--upload), else judged here
-    against the ledger. Its exit code; None when the plan measures nothing (then there is
-    no report)."""
+    against the ledger, each failed node's ``failure`` (the batch's, by node) labelled
+    again with its measurement. Its exit code; None when the plan measures nothing (then
+    there is no report)."""
     seconds = seconds or {}
     ran = [r["node"] for r in records if r["property_check"] != "not_run"]
     failed = {r["node"] for r in records if r["property_check"] == "fail"}
@@ -177,21 +179,24 @@ def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=Non
     for target in guard:
         print(f"NEW {target.name}: {birth_sentence(target.done, target.fails)}", file=notes)
     why = {planned.node: planned.why for planned in plan.measured}
+    failures = remeasured(failures or {}, {t.name: t.classification for t in targets})
     rows = [target.row() for target in targets]
     write_atomically(args.report, json.dumps(rows, indent=2))
     if not args.upload:
         today = time.strftime("%Y-%m-%d", time.gmtime())
         lines, code = gate_lines(rows, ledger_entries(ledger, True), today, max_upper_rate,
                                  min_runs, new={target.name for target in guard})
-        _print_lines(f"{line}; measured: {why[rows[index]['nodeid']]}"
-                     for index, line in enumerate(lines))
+        nodes = [row["nodeid"] for row in rows]
+        _print_lines(lines_under([(f"{line}; measured: {why[nodes[index]]}", nodes[index])
+                                  for index, line in enumerate(lines)], failures))
         return code
     envelope = {"measurements": [dict(uploaded_row(target), new_test=True) if target.birth
                                  else uploaded_row(target) for target in targets],
                 "commit": args.commit, "evidence": args.evidence,
                 "selected_total": len(records)}
     answer = _upload(board, args, "reports", body=json.dumps(envelope).encode("utf-8"))
-    return present(with_plan(answer, plan, len(chosen)), "report", args)
+    return present(with_failures(with_plan(answer, plan, len(chosen)), failures), "report",
+                   args)
 
 
 def tier_2_nodes(count):

@@ -13,10 +13,13 @@ import time
 import urllib.parse
 
 from .core import UsageError
+from .failure_lines import INDENT, failure_text
 from .stats import birth_sentence
 
-# ``why``: why gate --measure measured the node (SPEC 2.4c), where it says.
-Row = collections.namedtuple("Row", "node status reason flags line url why", defaults=("",))
+# ``why``: why gate --measure measured the node (SPEC 2.4c), where it says; ``failure``:
+# the line that explains a failed node (failure_lines.py), printed under it.
+Row = collections.namedtuple("Row", "node status reason flags line url why failure",
+                             defaults=("", ""))
 # Worst first: rows that fail the job (FAIL, REJECT, then HOLD), warnings, passing rows.
 # The new-test guard's reasons (docs/new-tests.md): their rows say what the runs bound.
 NEW_TEST_REASONS = ("new_test_flaky", "new_test_clean")
@@ -29,7 +32,7 @@ def view(answer, kind):
     word for a passing row."""
     if kind == "report":
         rows = [Row(m["nodeid"], m["status"], m["reason"], m["flags"], _measurement_line(m),
-                    m.get("url"), m.get("measured_because") or "")
+                    m.get("url"), m.get("measured_because") or "", failure_text(m))
                 for m in answer["measurements"]]
         counts, share = answer["counts"], answer["share"]
         details = (f"{counts['measurements']} measurements, {counts['fail']} FAIL, "
@@ -42,7 +45,7 @@ def view(answer, kind):
             rows.append(Row(r["node"], verdict, r["reason"], r["flags"],
                             f"{verdict:<6} {r['node']}: {r['reason']}"
                             f"{_entry_note(r.get('entry'))}{_flags(r['flags'])}",
-                            r.get("url")))
+                            r.get("url"), "", failure_text(r)))
         reasons = sorted(answer["reason_counts"].items())
         details = (f"{len(rows)} records; "
                    f"{', '.join(f'{reason} {n}' for reason, n in reasons) or 'no records'}")
@@ -181,13 +184,13 @@ def present(answer, kind, args):
     decided = earlier_evidence(answer, kind)
     if fmt == "gitlab":
         with gitlab_section(f"flakeboard_{kind}", f"Flakeboard: {summary[0]} ({summary[1]})"):
-            _print_lines(row.line for row in shown)
+            _print_lines(explained(shown))
             _print_lines(decided)
         if passed_line:
             with gitlab_section(f"flakeboard_{kind}_passing", passed_line, collapsed=True):
                 _print_lines(row.line for row in passed if args.all)
     else:
-        _print_lines(row.line for row in shown)
+        _print_lines(explained(shown))
         if passed_line:
             _print_lines([row.line for row in passed] if args.all else [passed_line])
         _print_lines(decided)
@@ -204,6 +207,14 @@ def present(answer, kind, args):
     head, reason, details = summary
     print(f"{head} ({reason}): {details}")
     return _finish(answer)
+
+
+def explained(rows):
+    """Each row's line, and under a failed node's the line that explains it."""
+    for row in rows:
+        yield row.line
+        if row.failure:
+            yield INDENT + row.failure
 
 
 def _print_lines(lines):
@@ -258,8 +269,9 @@ def github_annotations(rows, url):
         left_out += max(0, len(chosen) - ANNOTATIONS_SHOWN)
         for row in chosen[:ANNOTATIONS_SHOWN]:
             title = f"Flakeboard {row.status} {row.node}"
+            message = "\n".join(explained([row]))
             yield (f"::{command} file={github_property(node_file(row.node))},"
-                   f"title={github_property(title)}::{github_data(row.line)}")
+                   f"title={github_property(title)}::{github_data(message)}")
     if left_out:
         where = f" and on the board: {url}" if url else ""
         yield "::notice::" + github_data(
@@ -314,7 +326,8 @@ def markdown_summary(answer, kind, rows, summary, only_failures=False, limit=SUM
     size = sum(len(part.encode()) for part in parts) + 1  # + the last line end
     for index, row in enumerate(listed):
         page = f"[node]({_markdown_url(row.url)})" if row.url else link
-        reason = row.reason + (f"; measured: {row.why}" if row.why else "")
+        reason = (row.reason + (f"; measured: {row.why}" if row.why else "")
+                  + (f" \u2014 {row.failure}" if row.failure else ""))
         line = (f"| {markdown_text(row.node)} | {row.status} | {markdown_text(reason)} | "
                 f"{markdown_text(', '.join(row.flags))} | {page} |\n")
         cut = (f"| \u2026 {len(listed) - index} more rows left out: see the board "

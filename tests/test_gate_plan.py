@@ -74,6 +74,20 @@ def test_a_group_cut_short_is_named():
     assert [p.why for p in plan.measured] == ["failed in this run", "new", "test file changed"]
 
 
+def test_the_workers_share_the_runs_so_the_budget_is_wall_time():
+    # Two workers run a node's blocks side by side: each node costs half, so twice the
+    # nodes fit the same budget.
+    alone = gate_plan(SELECTION, 30)
+    assert [p.node.removeprefix("tests/test_") for p in alone.measured] == [
+        "broken.py::t", "new.py::t"]
+    plan = gate_plan(SELECTION, 30, workers=2)
+    assert [p.node.removeprefix("tests/test_") for p in plan.measured] == [
+        "broken.py::t", "new.py::t", "edited.py::a", "edited.py::b"]
+    assert plan.cost == pytest.approx(6 * (1 + RUN_OVERHEAD_SECONDS) * 10 / 2)
+    assert gate_plan(SELECTION, None, workers=4).cost == pytest.approx(
+        gate_plan(SELECTION, None).cost / 4)
+
+
 def test_a_node_that_executes_a_changed_file_says_which():
     plan = gate_plan(SELECTION, None)
     assert plan.measured[-1].why == "runs the changed src/x.py"
@@ -158,8 +172,9 @@ def as_tuples(plan):
 def test_the_clients_copy_is_held_equal_to_the_rule(budget, every_node):
     copies = [client.PlanCandidate(c.node, c.seconds, c.runs, c.failed, c.new, c.changed_file,
                                    c.flaky, c.executes_changed) for c in SELECTION]
-    assert as_tuples(client.gate_plan(copies, budget, every_node)) == \
-        as_tuples(gate_plan(SELECTION, budget, every_node))
+    for workers in (1, 2):
+        assert as_tuples(client.gate_plan(copies, budget, every_node, workers)) == \
+            as_tuples(gate_plan(SELECTION, budget, every_node, workers))
     assert client.MEASURED_BECAUSE == MEASURED_BECAUSE
     assert client.MEASURE_BUDGET_SECONDS == MEASURE_BUDGET_SECONDS
     assert client.RUN_OVERHEAD_SECONDS == RUN_OVERHEAD_SECONDS

@@ -63,8 +63,8 @@ class PlanCandidate(typing.NamedTuple):
 
 
 class PlannedNode(typing.NamedTuple):
-    """A node of the plan: its group, runs and estimated cost in seconds, and the changed
-    source file it executes (its group executes_changed; "" otherwise)."""
+    """A node of the plan: its group, runs and estimated cost in seconds of wall time, and
+    the changed source file it executes (its group executes_changed; "" otherwise)."""
 
     node: str
     group: str
@@ -116,11 +116,13 @@ def in_changed_file(nodeid: str, changed_paths) -> bool:
                for changed in changed_paths)
 
 
-def gate_plan(candidates, budget: float | None, every_node: bool = False) -> GatePlan:
+def gate_plan(candidates, budget: float | None, every_node: bool = False,
+              workers: int = 1) -> GatePlan:
     """The plan for ``candidates`` (the selected tier-2 nodes that ran, in the run's
     order): the grouped ones in priority order (the run's order within a group), started
-    while the spent cost is under ``budget`` seconds (None: no budget). With
-    ``every_node`` the nodes in no group are planned too, last."""
+    while the spent cost is under ``budget`` seconds of wall time (None: no budget). A
+    node's cost is its runs' time shared by the ``workers`` that run its blocks side by
+    side. With ``every_node`` the nodes in no group are planned too, last."""
     ranked = []
     for index, candidate in enumerate(candidates):
         group = plan_group(candidate) or (EVERY_NODE if every_node else None)
@@ -128,7 +130,7 @@ def gate_plan(candidates, budget: float | None, every_node: bool = False) -> Gat
             rank = GATE_PLAN_GROUPS.index(group) if group in GATE_PLAN_GROUPS else len(
                 GATE_PLAN_GROUPS)
             cost = (max(0.0, float(candidate.seconds or 0.0)) + RUN_OVERHEAD_SECONDS) * \
-                candidate.runs
+                candidate.runs / max(1, workers)
             path = candidate.executes_changed if group == "executes_changed" else ""
             ranked.append((rank, index, PlannedNode(candidate.node, group, candidate.runs,
                                                     cost, path)))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import os
 import sys
 import time
 
@@ -154,7 +155,8 @@ def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=Non
     ]
     if args.measure_budget is not None:
         budget = args.measure_budget
-    plan = gate_plan(candidates, None if every_node else budget, every_node)
+    plan = gate_plan(candidates, None if every_node else budget, every_node,
+                     workers=MEASURE_DEFAULTS.workers or os.cpu_count() or 1)
     print_plan(plan, len(chosen), patch_class, min_runs, runs, notes)
     if not plan.measured:
         print("MEASURE: nothing to measure, no report.", file=notes)

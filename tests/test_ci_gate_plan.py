@@ -6,6 +6,7 @@ measure; `--measure-budget` names what the budget left out."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -36,10 +37,15 @@ def project(tmp_path, suite):
     """Twenty tier-2 tests in four files the board knows, one of them broken, committed;
     then a pull request adding test_pr.py (one stable test, one failing a quarter of its
     seeds) and editing test_b.py."""
+    return pull_request(tmp_path, suite)
+
+
+def pull_request(tmp_path, suite, base=None):
+    """The project fixture's, with the ``base`` modules (path -> source) in its base."""
     modules = {path: "".join(seed_test(node.split("::")[1]) for node in existing(path))
                for path in FILES}
     modules["test_c.py"] += BROKEN
-    make_project(tmp_path, modules)
+    make_project(tmp_path, {**modules, **(base or {})})
     Suite.objects.filter(pk=suite.pk).update(min_runs=MIN_RUNS, max_upper_rate=0.5)
     new_tests_set(suite=suite, actor="@lea", runs=GUARD_RUNS, share=0.3)
     known = [node for path in FILES for node in existing(path)] + ["test_c.py::test_broken"]
@@ -127,3 +133,44 @@ def test_measure_all_measures_every_selected_tier_2_node(gate, project):  # noqa
     assert "MEASURE 23 tier-2 nodes" in done.stdout
     assert "(no budget)" in done.stdout
     assert len(json.loads((project / "flake-report.json").read_text())) == 23
+
+
+# Every pytest process of this project takes 2 s to start: gate's run pays it once, so each
+# node's time in it (and the plan's estimate) is short, but each of measure's processes
+# pays it before its first run.
+SLOW_START = {"conftest.py": "import time\n\ntime.sleep(2)\n"}
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) > 8, reason="measure's workers, one a CPU, would "
+                    "start all eight blocks at once")
+def test_the_budget_holds_in_real_time(gate, tmp_path, suite):  # noqa: F811
+    pull_request(tmp_path, suite, SLOW_START)
+    planned = {"test_c.py::test_broken", "test_pr.py::test_stable", "test_pr.py::test_flaky",
+               *existing("test_b.py")}
+    done = gate("--diff", "HEAD~1", "--commit", "pr-1", "--upload", "--measure-budget", "1.5")
+    out = done.stdout
+    # The estimate fits all eight (about 1.3 s) ...
+    assert "MEASURE 8 tier-2 nodes" in out, out + done.stderr
+    assert "(budget 1.5 s, about 1 s planned)" in out
+    assert "BUDGET: " not in out.split("NIGHTLY:")[0]
+    # ... but the processes started when measuring began (gate's collection of every
+    # target's file, and one block a further worker: fewer than eight) outlast the budget:
+    # no other block started, and each node left without a run is named.
+    left_out = {line.split(" ")[3].rstrip(":") for line in out.splitlines()
+                if line.startswith("NOT MEASURED (budget) ")}
+    assert "test_b.py::test_4" in left_out
+    assert ("NOT MEASURED (budget) test_b.py::test_4: test file changed; the budget of 1.5 s "
+            "ran out before its runs started") in out
+    measured = {m.node.nodeid: m.n for m in
+                Report.objects.get().measurements.select_related("node")}
+    # The failed node's block is the first: it always starts, and it finished.
+    assert "test_c.py::test_broken" in measured
+    assert (f"BUDGET: {len(left_out)} tier-2 node{'s' * (len(left_out) != 1)} of the plan "
+            f"got no run before the budget "
+            f"of 1.5 s ran out; left to the nightly measure with the others: "
+            f"{15 + len(left_out)} tier-2 nodes in all") in out
+    assert set(measured) | left_out == planned
+    assert not set(measured) & left_out
+    assert all(n > 0 for n in measured.values())
+    rows = {row["nodeid"] for row in json.loads((tmp_path / "flake-report.json").read_text())}
+    assert rows == set(measured)

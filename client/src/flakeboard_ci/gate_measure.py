@@ -22,8 +22,9 @@ from .gate_plan import (
 )
 from .impact import tests_of_changed
 from .ledger import ledger_entries, write_atomically
-from .measure import Progress, gate_lines, run_measurement, uploaded_row
+from .measure import gate_lines, run_measurement, uploaded_row
 from .measure_bisect import BISECT_MAX
+from .measure_progress import Progress
 from .measure_runs import (
     SCRIPT_MAX_UPPER_RATE,
     SCRIPT_RUNS,
@@ -174,8 +175,14 @@ def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=Non
         targets.append(target)
     run_order = {node: index for index, node in enumerate(chosen)}
     progress = Progress(sys.stderr)
-    slots = run_measurement(targets, MEASURE_DEFAULTS, max_upper_rate, progress)
+    # The budget holds in real time: no block of runs starts once it has run out.
+    slots = run_measurement(targets, MEASURE_DEFAULTS, max_upper_rate, progress,
+                            budget=plan.budget)
+    targets, plan = budget_cut(targets, plan, notes)
     progress.summary(targets, slots)
+    if not targets:
+        print("MEASURE: the budget ran out before any run started, no report.", file=notes)
+        return None
     targets.sort(key=lambda target: run_order[target.name])
     guard = [target for target in targets if target.birth]
     for target in guard:
@@ -199,6 +206,32 @@ def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=Non
     answer = _upload(board, args, "reports", body=json.dumps(envelope).encode("utf-8"))
     return present(with_failures(with_plan(answer, plan, len(chosen)), failures), "report",
                    args)
+
+
+def budget_cut(targets, plan, notes):
+    """The targets measured, and the plan with those the budget's deadline left without a
+    run moved to its over-budget nodes: each of those is named as the plan names the
+    nodes it left out, and each target cut short after some of its runs is said (its row
+    counts the runs it has, and the board judges those)."""
+    unstarted = {target.name for target in targets if target.cut and not target.done}
+    for target in targets:
+        if target.name in unstarted:
+            planned = next(p for p in plan.measured if p.node == target.name)
+            print(f"NOT MEASURED (budget) {target.name}: {planned.why}; the budget of "
+                  f"{plan.budget:g} s ran out before its runs started", file=notes)
+        elif target.cut:
+            print(f"BUDGET: {target.name} cut short after {target.done} of {target.runs} "
+                  f"runs: the budget of {plan.budget:g} s ran out", file=notes)
+    if not unstarted:
+        return targets, plan
+    measured = tuple(p for p in plan.measured if p.node not in unstarted)
+    over = tuple(p for p in plan.measured if p.node in unstarted) + plan.over_budget
+    plan = plan._replace(measured=measured, over_budget=over,
+                         left_to_nightly=plan.left_to_nightly + len(unstarted))
+    print(f"BUDGET: {tier_2_nodes(len(unstarted))} of the plan got no run before the budget "
+          f"of {plan.budget:g} s ran out; left to the nightly measure with the others: "
+          f"{tier_2_nodes(plan.left_to_nightly)} in all", file=notes)
+    return [target for target in targets if target.name not in unstarted], plan
 
 
 def tier_2_nodes(count):

@@ -3,8 +3,8 @@ background article's budget script (flake_targets.txt in, flake-report.json out,
 seeds and the same OK/WARN/FAIL lines), but each worker is one pytest process that collects
 the targets once and repeats them in process.
 
-Here: the targets file, the settings, the gate against the ledger, the progress on stderr,
-and the measurement that puts the runs and the pool together."""
+Here: the targets file, the settings, the gate against the ledger, and the measurement
+that puts the runs and the pool together (measure_progress.py: the progress on stderr)."""
 
 from __future__ import annotations
 
@@ -19,23 +19,23 @@ import time
 
 from .board import _upload, quote, suite_slug
 from .core import Refused, Unreachable, UsageError
-from .ledger import NotALedger, ledger_entries, read_ledger_file, spoken, write_atomically
+from .ledger import NotALedger, ledger_entries, read_ledger_file, write_atomically
 from .measure_bisect import CAUSE_NODES_MAX
 from .measure_checks import Bisections, IsolationChecks
 from .measure_pool import BlockRuns, Collection, FreshRuns, Pool
+from .measure_progress import Progress
 from .measure_runs import (
-    CLASSIFICATIONS,
     SCRIPT_MAX_UPPER_RATE,
     SCRIPT_RUNS,
     CiOrder,
-    Schedule,
     Target,
     classify_in_order,
     classify_isolated,
     needs_order_check,
 )
+from .measure_schedule import Schedule
 from .outputs import _print_lines, node_file, output_format, present
-from .stats import NEW_TEST_MIN_RUNS, birth_sentence, upper95
+from .stats import NEW_TEST_MIN_RUNS, birth_sentence
 
 
 def read_targets(path):
@@ -135,99 +135,6 @@ def guard_line(row, max_upper_rate, min_runs):
     return ""
 
 
-class Progress:
-    """Where the runs are, on stderr: on a terminal a live line per target in flight (runs
-    done of n, failures, rate, ETA); otherwise a line per finished target. Then a summary
-    that names the slowest targets."""
-
-    LIVE_LINES = 20
-
-    def __init__(self, stream):
-        self.stream, self.live = stream, stream.isatty()
-        self.active = collections.OrderedDict()
-        self.drawn, self.drawn_at, self.runs = 0, 0.0, 0
-        self.began = time.monotonic()
-
-    def update(self, target):
-        self.runs += 1
-        if not target.reported:
-            self.active[target.name] = target
-
-    def finished(self, target):
-        target.reported = True
-        self.active.pop(target.name, None)
-        self.note(result_line(target))
-
-    def timed_out(self, task, timeout):
-        name = task.target.name if task.target is not None else task.node
-        self.note(f"TIMEOUT {name}: its run with PATCH_SEED={task.seed} was stopped after "
-                  f"{timeout:g}s and counts as a failure")
-
-    def note(self, line):
-        self._erase()
-        print(line, file=self.stream, flush=True)
-        self._draw()
-
-    def tick(self):
-        if self.live and time.monotonic() - self.drawn_at > 0.2:
-            self._erase()
-            self._draw()
-
-    def close(self):
-        self._erase()
-
-    def _erase(self):
-        if self.drawn:
-            self.stream.write(f"\x1b[{self.drawn}F\x1b[J")
-            self.drawn = 0
-
-    def _draw(self):
-        if not self.live:
-            return
-        width = shutil.get_terminal_size().columns - 1
-        now = time.monotonic()
-        lines = [live_line(target, now)[:width] for target in self.active.values()]
-        lines = lines[:self.LIVE_LINES]
-        for line in lines:
-            self.stream.write(line + "\n")
-        self.stream.flush()
-        self.drawn, self.drawn_at = len(lines), now
-
-    def summary(self, targets, slots):
-        wall = time.monotonic() - self.began
-        slowest = sorted((t for t in targets if t.outcomes),
-                         key=lambda t: t.seconds() / len(t.outcomes), reverse=True)[:3]
-        named = ", ".join(f"{t.name} ({1000 * t.seconds() / len(t.outcomes):.0f} ms a run)"
-                          for t in slowest)
-        counts = collections.Counter(t.classification for t in targets)
-        kinds = ", ".join(f"{counts[kind]} {kind}" for kind in CLASSIFICATIONS if counts[kind])
-        self.note(f"Measured {len(targets)} target{'s' * (len(targets) != 1)} ({kinds}): "
-                  f"{self.runs} runs in {wall:.1f}s ({self.runs / max(wall, 1e-9):.0f} runs/s, "
-                  f"{slots} worker{'s' * (slots != 1)}). Slowest: {named or 'none'}.")
-
-
-def live_line(target, now):
-    done = len(target.outcomes)
-    fails = sum(outcome.failed for outcome in target.outcomes.values())
-    line = (f"  {target.name}: {done}/{target.runs} runs, {fails} failed "
-            f"({fails / max(done, 1):.1%})")
-    if target.finished:
-        return line + ", now checking it after the tests before it in CI's order"
-    eta = "?"
-    if done and target.started is not None:
-        eta = spoken((now - target.started) / done * (target.runs - done))
-    return f"{line}, ETA {eta}"
-
-
-def result_line(target):
-    line = (f"{target.classification:<15} {target.name}: {target.fails}/{target.done} failed,"
-            f" upper95={upper95(target.fails, target.done):.4f}")
-    if target.stopped:
-        line += (f", stopped early after {target.done} of {target.runs} runs "
-                 f"(over budget with 95% confidence)")
-    return line + (f"; {target.why}" if target.why else "")
-
-
 def measure_policy(args, board, ledger_policy):
     """max_upper_rate and min_runs: --max-upper-rate, else the board's policy (with
     --upload), else a full ledger's, else the script's 0.02 and 200."""
@@ -290,21 +197,23 @@ def ask_ci_order(board, args, targets, progress):
                       f"the session's collection order")
 
 
-def run_measurement(targets, args, max_upper_rate, progress):
+def run_measurement(targets, args, max_upper_rate, progress, budget=None):
     """Measure the targets (each block of a target's runs in a process of its own, or a
     process per run with --fresh), check the isolation of those whose repeats all failed and
     the others in CI's order, and measure the repeat-unsafe ones again with a process per
-    run."""
+    run. With a ``budget`` (seconds, gate's), no block of runs starts after the deadline it
+    sets: a target is cut there (``Target.cut``), with the runs it has or none."""
     slots = args.workers or os.cpu_count() or 1
     folder = tempfile.mkdtemp(prefix="flakeboard-measure-")
     pool = Pool(python=sys.executable, folder=folder, slots=slots,
                 timeout=args.run_timeout, progress=progress)
 
     session = args.order == "session"
+    deadline = None if budget is None else time.monotonic() + budget
 
     def schedule(chosen):
         return Schedule(chosen, early=not args.exact, max_upper_rate=max_upper_rate,
-                        progress=progress, session=session)
+                        progress=progress, session=session, deadline=deadline)
 
     try:
         files = list(collections.OrderedDict.fromkeys(
@@ -315,20 +224,31 @@ def run_measurement(targets, args, max_upper_rate, progress):
             pool.run(FreshRuns(measured))
         else:
             pool.run(BlockRuns(measured, files))
-        targets = [target for target in targets if target.unmeasured is None]
+        measured.cut()
+        targets = [t for t in targets if t.unmeasured is None and not (t.cut and not t.done)]
+        # Past the deadline, the isolation checks of the targets whose runs all failed still
+        # run: two processes each, and they decide between broken, order_dependent and
+        # repeat_unsafe. The checks in CI's order of the others (up to ORDER_CHECKS
+        # processes each), the bisections and a repeat-unsafe target's fresh runs do not
+        # start: the classification by the target's own runs stands, and a repeat-unsafe
+        # one is not measured (its runs in process do not count).
+        late = measured.over()
         suspects = [target for target in targets if target.classification is None]
-        in_order = [target for target in targets if needs_order_check(target)]
+        in_order = [] if late else [target for target in targets if needs_order_check(target)]
         pool.run(IsolationChecks(suspects, alone=not args.fresh, tags=measured.tags,
                                  in_order=in_order, session=session, progress=progress))
         for target in in_order:
             classify_in_order(target)
         unsafe = [t for t in suspects if classify_isolated(t) == "repeat_unsafe"]
         dependent = [t for t in targets if t.suspected and t.classification == "order_dependent"]
-        if dependent and args.bisect_max:
+        if dependent and args.bisect_max and not measured.over():
             pool.run(Bisections(dependent, measured.tags, args.bisect_max, progress))
         for target in unsafe:
             target.reset()
-        pool.run(FreshRuns(schedule(unsafe)))
+            target.cut = measured.over()
+        again = schedule([target for target in unsafe if not target.cut])
+        pool.run(FreshRuns(again))
+        again.cut()
         for target in targets:
             if not target.reported:
                 progress.finished(target)

@@ -1,12 +1,10 @@
 """measure's runs of a target: the script's numbers, the Wilson bounds and the early stop,
-the schedule that hands runs out, and the classification of what they found."""
+and the classification of what they found (measure_schedule.py hands the runs out)."""
 
 from __future__ import annotations
 
 import collections
-import itertools
 import os
-import time
 
 from .core import UsageError
 from .measure_bisect import POLLUTER, STATE_SETTER
@@ -105,12 +103,16 @@ class Target:
         self.returned = []  # indices handed back by a worker that was stopped
         self.done = self.fails = 0
         self.stopped = False
+        # Left with runs not started when the measurement's deadline passed (gate's
+        # budget): it counts the runs it has, or none.
+        self.cut = False
         self.started = None
         self.in_order = []  # the Outcomes of its runs after the tests before it, in CI's order
 
     @property
     def finished(self):
-        return self.stopped or self.done == self.runs or self.unmeasured is not None
+        return (self.stopped or self.cut or self.done == self.runs
+                or self.unmeasured is not None)
 
     def layout(self):
         """Its runs as the processes run them: blocks of RUNS_PER_PROCESS in index order."""
@@ -181,96 +183,6 @@ class Target:
     def in_ci_order(self):
         """The tests before it in CI's order: the session's, else its module's."""
         return self.predecessors if self.before is None else self.before
-
-
-class Block:
-    """Runs of one target that one process runs, in index order, and nothing else: what a
-    run sees in its process (the target's own runs before it in the block, no other
-    target's) is the same whatever the worker count and whichever worker ran it."""
-
-    def __init__(self, target, indices):
-        self.target, self.indices = target, collections.deque(indices)
-
-    def waiting(self):
-        if self.target.finished:
-            return 0
-        return sum(index not in self.target.outcomes for index in self.indices)
-
-
-class Schedule:
-    """Hands out the targets' runs, block by block in index order, and counts their
-    outcomes."""
-
-    def __init__(self, targets, *, early, max_upper_rate, progress, session):
-        self.targets, self.early, self.max_upper_rate = targets, early, max_upper_rate
-        self.session = session  # every target waits for its check in the session's order
-        self.progress = progress
-        self.tags = itertools.count()
-        self.blocks = collections.deque(Block(target, indices) for target in targets
-                                        for indices in target.layout())
-
-    def next_block(self):
-        """The next block to start a process for, or None: the layout's blocks in order,
-        then the runs a stopped process handed back, as a block of their own."""
-        while self.blocks:
-            block = self.blocks.popleft()
-            if block.waiting():
-                return block
-        for target in self.targets:
-            indices = target.take_returned()
-            if indices:
-                return Block(target, indices)
-        return None
-
-    def next_birth_block(self, block=None):
-        """For the process that ran ``block`` of a new test, the next block of a new test
-        of the same file (without ``block``, of any file), or None: fast new tests would
-        otherwise each pay a process start and a collection for a few milliseconds of
-        runs."""
-        if block is not None and not block.target.birth:
-            return None
-        file = None if block is None else node_file(block.target.name)
-        for following in self.blocks:
-            if (following.target.birth and following.waiting()
-                    and file in (None, node_file(following.target.name))):
-                self.blocks.remove(following)
-                return following
-        return None
-
-    def take(self, block, count):
-        """Up to ``count`` of the block's runs, in order, as tasks."""
-        target, tasks = block.target, []
-        while block.indices and len(tasks) < count and not target.finished:
-            index = block.indices.popleft()
-            if index not in target.outcomes:
-                tasks.append(Task(next(self.tags), target.node, target.seed_base + index,
-                                  target, index))
-        if tasks and target.started is None:
-            target.started = time.monotonic()
-        return tasks
-
-    def take_one(self):
-        """One run, for a process of its own (--fresh); None when none is waiting."""
-        block = self.next_block()
-        if block is None:
-            return None
-        task = self.take(block, 1)[0]
-        if block.waiting():
-            self.blocks.appendleft(block)
-        return task
-
-    def record(self, task, outcome):
-        """Count a run; True when it finished its target."""
-        target = task.target
-        finished = target.record(task.index, outcome, self.early, self.max_upper_rate)
-        self.progress.update(target)
-        if finished and target.classification is None:
-            classify_by_outcomes(target)
-        # A target with tests before it waits for its check in CI's order.
-        if (finished and target.classification and not target.reported
-                and not (self.session or target.predecessors)):
-            self.progress.finished(target)
-        return finished
 
 
 def classify_by_outcomes(target):

@@ -151,7 +151,7 @@ def test_the_budget_holds_in_real_time(gate, tmp_path, suite):  # noqa: F811
     out = done.stdout
     # The estimate fits all eight (about 1.3 s) ...
     assert "MEASURE 8 tier-2 nodes" in out, out + done.stderr
-    assert "(budget 1.5 s, about 1 s planned)" in out
+    assert "(budget 1.5 s, about " in out
     assert "BUDGET: " not in out.split("NIGHTLY:")[0]
     # ... but the processes started when measuring began (gate's collection of every
     # target's file, and one block a further worker: fewer than eight) outlast the budget:

@@ -6,6 +6,7 @@ what its budget left out, and says which were cut short."""
 from __future__ import annotations
 
 import io
+import itertools
 
 from tests.ci_client_view import load_client
 
@@ -157,3 +158,37 @@ def test_measures_line_says_a_target_was_cut():
     assert client.result_line(empty) == (
         "not measured    test_t.py::test_empty: the measure budget ran out before its runs "
         "started")
+
+
+class Pool:
+    """Records the processes a source starts: the index of each one's target task."""
+
+    slots = 8
+
+    def __init__(self):
+        self.started = []
+
+    def spawn(self, files, fixed=None, seed=0):
+        self.started.append(fixed[-1].index)
+
+
+def measured(name, failed):
+    (target,) = targets(**{name: 3})
+    target.predecessors = ["test_t.py::test_before"]
+    for index in range(3):
+        target.record(index, client.Outcome(failed, 0.001, "", index == 0), True, 0.02)
+    client.classify_by_outcomes(target)
+    return target
+
+
+def test_past_the_deadline_only_the_suspects_isolation_checks_start():
+    suspect, stable = measured("test_suspect", True), measured("test_stable", False)
+    assert (suspect.classification, stable.classification) == (None, "stable")
+    for over, started in [(False, ["alone", "after", "in_order"]), (True, ["alone", "after"])]:
+        pool = Pool()
+        checks = client.IsolationChecks([suspect], alone=True, tags=itertools.count(),
+                                        in_order=[stable], closed=lambda over=over: over)
+        while checks.spawn(pool, 0):
+            pass
+        assert pool.started == started
+

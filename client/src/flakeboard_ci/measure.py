@@ -232,11 +232,11 @@ def run_measurement(targets, args, max_upper_rate, progress, budget=None):
         # processes each), the bisections and a repeat-unsafe target's fresh runs do not
         # start: the classification by the target's own runs stands, and a repeat-unsafe
         # one is not measured (its runs in process do not count).
-        late = measured.over()
         suspects = [target for target in targets if target.classification is None]
-        in_order = [] if late else [target for target in targets if needs_order_check(target)]
+        in_order = [target for target in targets if needs_order_check(target)]
         pool.run(IsolationChecks(suspects, alone=not args.fresh, tags=measured.tags,
-                                 in_order=in_order, session=session, progress=progress))
+                                 in_order=in_order, session=session, progress=progress,
+                                 closed=measured.over))
         for target in in_order:
             classify_in_order(target)
         unsafe = [t for t in suspects if classify_isolated(t) == "repeat_unsafe"]

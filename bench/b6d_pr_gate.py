@@ -49,9 +49,10 @@ SMOKE_MIN_RUNS = 40
 GAP = ("The physical cost counts the plain run and the measured runs' test bodies only "
        "(about 0.2 s of 5,000 runs of fast tests). gate --measure adds the board's tiers and "
        "targets answers, and measure's processes: one pytest per block of 100 runs (50 for "
-       "the edited file's 25 tests by 200 runs), each paying an interpreter start, pytest's "
-       "import and its file's collection before its first run, then the isolation check of "
-       "the broken test and the report's upload.")
+       "the edited file's 25 tests by 200 runs), then one per check in CI's order (24 of "
+       "those tests have tests before them in their module) and two for the isolation check "
+       "of the broken test, each paying an interpreter start, pytest's import and its "
+       "file's collection; then the report's upload.")
 
 
 def make_suite(known: list[str], min_runs: int | None) -> str:

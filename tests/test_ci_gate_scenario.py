@@ -9,10 +9,12 @@ from __future__ import annotations
 import pytest
 
 from bench.pr_scenario import FILES, NEW_FLAKY, PER_FILE, make_scenario
+from junit.ingest import junit_ingest
 from ledger.models import Suite
 from runs.ingest import signals_ingest
 from runs.models import Report
 from tests.helpers import body, record
+from tests.junit_files import junit_xml
 from tests.measure_projects import seeds_failing
 from tests.test_ci_gate_measure import gate  # noqa: F401 - a fixture
 
@@ -29,6 +31,11 @@ def test_a_pull_request_at_real_size(gate, tmp_path, suite):  # noqa: F811
     Suite.objects.filter(pk=suite.pk).update(min_runs=MIN_RUNS)
     signals_ingest(suite=suite, body=body([record(node) for node in scenario.known]),
                    actor="ci", query={"commit": "base", "patch": "main"})
+    # The default branch's CI ran the broken test's file, and it passed there.
+    path, name = scenario.broken.split("::")
+    junit_ingest(suite=suite, body=junit_xml((path.removesuffix(".py").replace("/", "."),
+                                              name, "passed")),
+                 actor="ci", query={"commit": "base", "branch": "main", "job": "test"})
     done = gate("--diff", "HEAD~1", "--commit", "pr-1", "--upload")
     out = done.stdout
     assert done.returncode == 1, out + done.stderr
@@ -48,3 +55,11 @@ def test_a_pull_request_at_real_size(gate, tmp_path, suite):  # noqa: F811
     assert (f"NIGHTLY: {502 - len(planned)} tier-2 nodes ran once here and were not "
             f"measured") in out
     assert "NOT MEASURED" not in out
+    # Its failure is explained: it passed on the default branch, so this change broke it,
+    # and the gate's measurement says it fails every run.
+    new_failure = ("new failure: it passes on the default branch and no flaky evidence, so "
+                   "probably caused by this change")
+    lines = out.splitlines()
+    explained = [lines[index + 1].strip() for index, line in enumerate(lines)
+                 if line.startswith(("REJECT ", "FAIL ")) and scenario.broken in line]
+    assert explained == [new_failure, f"{new_failure}; measured broken here"]

@@ -113,6 +113,7 @@ class MeasureWorker:
             if multiprocessing.connection.wait([conn], timeout=REAP_EVERY):
                 message = json.loads(conn.recv_bytes())
                 if "fork" in message:
+                    flush()  # else what it holds is written twice
                     pid = os.fork()
                     if pid == 0:
                         self._child(conn, session, templates, message["fork"])
@@ -134,6 +135,7 @@ class MeasureWorker:
             zygote_conn.close()
             self.ident, self.zygote = ident, False
             own_basetemp(session.config, ident)
+            own_capture(session.config)
             conn = multiprocessing.connection.Client(self.address, authkey=self.key)
             self._send(conn, {"hello": ident, "pid": os.getpid()})
             with contextlib.suppress(EOFError):
@@ -145,9 +147,7 @@ class MeasureWorker:
             if returncode is None and not isinstance(exc, KeyboardInterrupt):
                 traceback.print_exc()
         finally:
-            for stream in (sys.stdout, sys.stderr):
-                with contextlib.suppress(OSError, ValueError):
-                    stream.flush()
+            flush()
             os._exit(code)
 
     def _run(self, template, seed, nextitem):
@@ -200,3 +200,24 @@ def own_basetemp(config, ident):
     if given is not None:
         factory._given_basetemp = given.with_name(f"tmp{ident}")
         factory._basetemp = None
+
+
+def own_capture(config):
+    """A forked child's own capture of its output, as a fresh process has: not the file it
+    shares with the zygote and its siblings."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    capturing = getattr(capman, "_global_capturing", None)
+    if capturing is None:
+        return
+    suspended = getattr(capturing, "_state", None) == "suspended"
+    capturing.stop_capturing()
+    capman._global_capturing = None
+    capman.start_global_capturing()
+    if suspended:
+        capman.suspend_global_capture()
+
+
+def flush():
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()

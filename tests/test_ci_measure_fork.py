@@ -1,7 +1,8 @@
 """`flakeboard_ci.py measure`'s blocks of runs forked from one collected parent: the files
 are collected once, each block runs in a child of its own, and where forking is unsafe (a
 project that starts threads at import) each block is a fresh process, said once; either way
-the answer is the same. The checks in CI's order of a module's targets share one process."""
+the answer is the same. The checks in CI's order of a module's targets share one process,
+a child of the same collection."""
 
 from __future__ import annotations
 
@@ -94,6 +95,8 @@ def test_a_modules_targets_share_one_check_in_order_each_after_the_tests_before_
 
 
             def test_pollutes():
+                with open("pollutes.txt", "a") as handle:
+                    handle.write(f"{os.getpid()}\\n")
                 os.environ["POLLUTED"] = "1"
 
 
@@ -110,6 +113,9 @@ def test_a_modules_targets_share_one_check_in_order_each_after_the_tests_before_
                if line.startswith(("stable", "order_dependent"))}
     assert classes == {"test_m.py::test_first": "stable", "test_m.py::test_last": "stable",
                        "test_m.py::test_victim": "order_dependent"}, done.stderr
-    # The collection; one process checks both targets with tests before them in order (the
-    # victim fails there, test_last passes after it); the victim's two checks again.
-    assert len(lines(project / "collections.txt")) == 4
+    # One process checks both targets with tests before them in order (the victim fails
+    # there, test_last passes after it), then the victim's two checks again: each a child
+    # of the one collection.
+    pollutes = lines(project / "pollutes.txt")
+    assert len(pollutes) == len(set(pollutes)) == 3
+    assert len(lines(project / "collections.txt")) == 1

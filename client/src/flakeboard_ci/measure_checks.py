@@ -97,7 +97,7 @@ class IsolationChecks(Source):
         if not self.pending:
             return False
         files, tasks = self.pending.pop(0)
-        pool.spawn(files, fixed=tasks, seed=tasks[-1].seed)
+        pool.start(files, tasks, tasks[-1].seed)
         return True
 
     def hello(self, worker, hello):
@@ -225,7 +225,7 @@ class Bisections(Source):
         if live >= pool.slots or not self.pending:
             return False
         files, tasks = self.pending.pop(0)
-        pool.spawn(files, fixed=tasks, seed=tasks[-1].seed)
+        pool.start(files, tasks, tasks[-1].seed)
         return True
 
     def result(self, task, outcome):

@@ -94,8 +94,9 @@ class ForkedProc:
 class Worker:
     """One pytest process of the pool, as the parent sees it."""
 
-    def __init__(self, ident, proc, log, fixed, zygote=False):
+    def __init__(self, ident, proc, log, fixed, zygote=False, files=()):
         self.ident, self.proc, self.log = ident, proc, log
+        self.files = {os.path.normpath(file) for file in files}  # what it collects
         self.fixed = fixed  # its whole list of tasks, or None: fed as it goes
         # A zygote collects and runs nothing; once its hello says it can fork, the pool forks
         # children of it (Pool.fork) and never feeds it.
@@ -139,6 +140,8 @@ class Pool:
         threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
         self.workers, self.spawned = {}, itertools.count()
         self.said_xdist = self.said_unforked = False
+        # The zygote that said it forks: it outlives each run, for the next to fork from.
+        self.zygote = None
 
     def _accept(self, listener):
         while True:
@@ -180,16 +183,25 @@ class Pool:
         with open(log, "wb") as out:
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT, env=env)
-        worker = self.workers[ident] = Worker(ident, proc, log, fixed, zygote)
+        worker = self.workers[ident] = Worker(ident, proc, log, fixed, zygote, files)
         return worker
 
-    def fork(self, zygote):
-        """A child of the zygote (that said hello): it starts from the zygote's collected
-        state, untouched, connects as a worker of its own and is fed as one."""
+    def fork(self, fixed=None):
+        """A child of the zygote: it starts from the zygote's collected state, untouched,
+        connects as a worker of its own and is fed as one (``fixed``: its tasks)."""
         ident = next(self.spawned)
-        worker = self.workers[ident] = Worker(ident, ForkedProc(zygote), zygote.log, None)
-        zygote.send({"fork": ident})
+        worker = self.workers[ident] = Worker(ident, ForkedProc(self.zygote), self.zygote.log,
+                                              fixed)
+        self.zygote.send({"fork": ident})
         return worker
+
+    def start(self, files, fixed, seed):
+        """A process for ``fixed`` tasks that collects ``files``: a child of the zygote when
+        it collected them all, else a fresh one started with PATCH_SEED ``seed``."""
+        if (self.zygote is not None
+                and {os.path.normpath(file) for file in files} <= self.zygote.files):
+            return self.fork(fixed)
+        return self.spawn(files, fixed=fixed, seed=seed)
 
     def run(self, source):
         """Run what ``source`` starts and feeds until no process is left."""
@@ -199,13 +211,8 @@ class Pool:
             while source.spawn(self, sum(not w.answered() and not w.zygote
                                          for w in self.workers.values())):
                 pass
-            if not self.workers:
-                return
-            if all(w.zygote for w in self.workers.values()):
-                for zygote in self.workers.values():
-                    if zygote.hello and not zygote.ended:
-                        zygote.send({"end": True})  # nothing more to fork
-                        zygote.ended = True
+            if all(w.zygote and w.hello for w in self.workers.values()):
+                return  # nothing left but the zygote: it waits for the next run
             self._receive(source)
             for worker in list(self.workers.values()):
                 self._check(worker, source)
@@ -227,7 +234,9 @@ class Pool:
             worker.conn, worker.hello, worker.since = conn, hello, time.monotonic()
             if isinstance(worker.proc, ForkedProc):
                 worker.proc.pid = hello.get("pid")
-            elif worker.zygote and not hello.get("fork"):
+            elif worker.zygote and hello.get("fork"):
+                self.zygote = worker
+            elif worker.zygote:
                 worker.zygote = False  # it is fed as any process
                 if not self.said_unforked:
                     self.said_unforked = True
@@ -304,6 +313,8 @@ class Pool:
             worker.outstanding.update((task.tag, task) for task in worker.fixed)
         self._lose(worker, source, code, late)
         self.workers.pop(worker.ident, None)
+        if self.zygote is worker:
+            self.zygote = None
         if worker.conn is not None:
             worker.conn.close()
         source.ended(worker, code)

@@ -77,7 +77,6 @@ class BlockRuns(Source):
     def __init__(self, schedule, files=None):
         self.schedule, self.blocks = schedule, {}
         self.collection = Collection(schedule.targets, files) if files else None
-        self.zygote = None  # the collecting process, once it said it forks
 
     def spawn(self, pool, live):
         if self.collection is not None and not self.collection.started:
@@ -89,8 +88,8 @@ class BlockRuns(Source):
         block = self.schedule.next_block()
         if block is None:
             return False
-        if self.zygote is not None and self.zygote.ident in pool.workers:
-            worker = pool.fork(self.zygote)
+        if pool.zygote is not None:
+            worker = pool.fork()
         else:
             worker = pool.spawn([node_file(block.target.name)])
         self.blocks[worker.ident] = block
@@ -100,8 +99,6 @@ class BlockRuns(Source):
         if self.collection is not None and worker.ident not in self.blocks:
             self.collection.hello(worker, hello)
             self.collection = None
-            if worker.zygote:
-                self.zygote = worker
 
     def feed(self, worker, count):
         if self.collection is not None:

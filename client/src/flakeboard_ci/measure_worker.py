@@ -124,7 +124,7 @@ class MeasureWorker:
                 done, status = os.waitpid(pid, os.WNOHANG)
                 if done:
                     self._send(conn, {"exited": children.pop(pid),
-                                      "code": os.waitstatus_to_exitcode(status)})
+                                      "code": exit_code(status)})
 
     def _child(self, zygote_conn, session, templates, ident):
         """A forked child: a worker of its own (its ident, its connection, its basetemp)
@@ -221,3 +221,8 @@ def flush():
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
+
+
+def exit_code(status):
+    """A wait status as Popen.returncode says it (os.waitstatus_to_exitcode, Python 3.9+)."""
+    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)

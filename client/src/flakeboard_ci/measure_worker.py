@@ -10,6 +10,7 @@ import copy
 import json
 import multiprocessing.connection
 import os
+import pathlib
 import sys
 import threading
 import traceback
@@ -198,7 +199,7 @@ def own_basetemp(config, ident):
     factory = getattr(config, "_tmp_path_factory", None)
     given = getattr(factory, "_given_basetemp", None)
     if given is not None:
-        factory._given_basetemp = given.with_name(f"tmp{ident}")
+        factory._given_basetemp = pathlib.Path(os.path.dirname(str(given)), f"tmp{ident}")
         factory._basetemp = None
 
 

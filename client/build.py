@@ -56,6 +56,7 @@ MODULES = (
     ("measure_runs", "a target's runs: Wilson bounds, early stop, classification"),
     ("measure_schedule", "measure's schedule: the blocks of runs, within a deadline"),
     ("measure_pool", "measure's pool of pytest worker processes"),
+    ("measure_sources", "what measure's pool runs: the blocks of runs, forked or fresh"),
     ("measure_checks", "the checks in CI's order: isolation, the session, the bisection"),
     ("measure_progress", "measure's progress on stderr, and its summary"),
     ("measure", "the measure command: the flake budget's evidence, fast"),

@@ -171,6 +171,9 @@ class Pool:
     def spawn(self, files, fixed=None, seed=0):
         self.started.append(fixed[-1].index)
 
+    def start(self, files, fixed, seed):  # forked or fresh, a process all the same
+        self.spawn(files, fixed, seed)
+
 
 def measured(name, failed):
     (target,) = targets(**{name: 3})

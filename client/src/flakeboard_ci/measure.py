@@ -22,7 +22,7 @@ from .core import Refused, Unreachable, UsageError
 from .ledger import NotALedger, ledger_entries, read_ledger_file, write_atomically
 from .measure_bisect import CAUSE_NODES_MAX
 from .measure_checks import Bisections, IsolationChecks
-from .measure_pool import BlockRuns, Collection, FreshRuns, Pool
+from .measure_pool import Pool
 from .measure_progress import Progress
 from .measure_runs import (
     SCRIPT_MAX_UPPER_RATE,
@@ -34,6 +34,7 @@ from .measure_runs import (
     needs_order_check,
 )
 from .measure_schedule import Schedule
+from .measure_sources import BlockRuns, Collection, FreshRuns
 from .outputs import _print_lines, node_file, output_format, present
 from .stats import NEW_TEST_MIN_RUNS, birth_sentence
 

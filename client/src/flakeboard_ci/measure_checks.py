@@ -7,8 +7,10 @@ from __future__ import annotations
 import collections
 
 from .measure_bisect import Bisection
-from .measure_pool import SESSION, Source
+from .measure_pool import SESSION
 from .measure_runs import SCRIPT_SEED_BASE, Task, order_seeds
+from .measure_sources import Source
+from .outputs import node_file
 
 
 class IsolationChecks(Source):
@@ -55,10 +57,24 @@ class IsolationChecks(Source):
                                                   index)]))
 
     def _in_modules(self, targets):
+        """The targets' first checks in CI's order within their modules: one process per
+        module runs its tests in order up to its last such target, so each target runs
+        after exactly the tests before it in its module; a test before a target runs with
+        that target's seed, each target with its own."""
+        modules = collections.OrderedDict()
         for target in targets:
             if target.predecessors and target in self.in_order:
-                self._fixed(target.files_of([]), target, order_seeds(target)[0],
-                            "in_order", target.predecessors)
+                modules.setdefault(node_file(target.node), []).append(target)
+        for module in modules.values():
+            module.sort(key=lambda target: len(target.predecessors))
+            tasks, placed = [], set()
+            for target in module:
+                seed = order_seeds(target)[0]
+                tasks.extend(Task(next(self.tags), node, seed, None, None)
+                             for node in target.predecessors if node not in placed)
+                placed.update([*target.predecessors, target.node])
+                tasks.append(Task(next(self.tags), target.node, seed, target, "in_order"))
+            self.pending.append((module[-1].files_of([]), tasks))
 
     def _again(self, target, seed):
         files = target.files_of([]) if target.scope == "module" else SESSION
@@ -81,7 +97,7 @@ class IsolationChecks(Source):
         if not self.pending:
             return False
         files, tasks = self.pending.pop(0)
-        pool.spawn(files, fixed=tasks, seed=tasks[-1].seed)
+        pool.start(files, tasks, tasks[-1].seed)
         return True
 
     def hello(self, worker, hello):
@@ -209,7 +225,7 @@ class Bisections(Source):
         if live >= pool.slots or not self.pending:
             return False
         files, tasks = self.pending.pop(0)
-        pool.spawn(files, fixed=tasks, seed=tasks[-1].seed)
+        pool.start(files, tasks, tasks[-1].seed)
         return True
 
     def result(self, task, outcome):

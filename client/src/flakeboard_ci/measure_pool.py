@@ -1,10 +1,11 @@
-"""measure's worker processes: the pool of pytest processes, and the sources of what they
-run (shared runs, a process per run, isolation checks). Each process loads the file the pool
+"""measure's worker processes: the pool of pytest processes, started fresh or forked from a
+collected parent (measure_sources.py: what they run). Each process loads the file the pool
 runs from as its plugin: the assembled flakeboard_ci.py, never this module."""
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import json
 import multiprocessing.connection
@@ -12,16 +13,18 @@ import os
 import py_compile
 import queue
 import re
+import signal
 import subprocess
 import threading
 import time
 
 from .core import UsageError
-from .measure_runs import SCRIPT_SEED_BASE, Outcome, adopt_collection
-from .outputs import node_file
+from .measure_runs import SCRIPT_SEED_BASE, Outcome
 
 CHUNK = 16  # runs sent to a worker at a time: small enough to stop early, big enough to stream
 WORKER_KEY_ENV = "FLAKEBOARD_WORKER_KEY"
+# Set for a process that is to collect and run nothing, then fork a child per block of runs.
+ZYGOTE_ENV = "FLAKEBOARD_ZYGOTE"
 # A whole session's process: what a bare pytest collects, in the collection's order.
 SESSION = ["-p", "no:randomly"]
 NO_PYTEST = re.compile(r"No module named '?pytest'?$", re.M)
@@ -54,12 +57,50 @@ class MeasureError(UsageError):
     """Measuring cannot go on: the workers cannot start (exit 64)."""
 
 
+class ForkedProc:
+    """A process a zygote forked, as the pool sees it: its parent reports its exit code; the
+    pool stops it by its process id, which it says in its hello."""
+
+    def __init__(self, zygote):
+        self.zygote, self.pid, self.returncode = zygote, None, None
+
+    def poll(self):
+        if self.returncode is None and self.zygote.proc.poll() is not None and not self._alive():
+            self.returncode = -1  # its parent is gone and cannot report it
+        return self.returncode
+
+    def _alive(self):
+        if self.pid is None:
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+
+    def kill(self):
+        if self.pid is not None and self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self):
+        if self.returncode is None:
+            self.returncode = -signal.SIGKILL  # its parent reaps it
+        return self.returncode
+
+
 class Worker:
     """One pytest process of the pool, as the parent sees it."""
 
-    def __init__(self, ident, proc, log, fixed):
+    def __init__(self, ident, proc, log, fixed, zygote=False, files=()):
         self.ident, self.proc, self.log = ident, proc, log
+        self.files = {os.path.normpath(file) for file in files}  # what it collects
         self.fixed = fixed  # its whole list of tasks, or None: fed as it goes
+        # A zygote collects and runs nothing; once its hello says it can fork, the pool forks
+        # children of it (Pool.fork) and never feeds it.
+        self.zygote = zygote
         self.conn = self.hello = None
         self.outstanding = collections.OrderedDict()  # tag -> Task, in the order it runs them
         self.since = time.monotonic()  # when its first outstanding task started, about
@@ -98,7 +139,9 @@ class Pool:
         self.closing = False
         threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
         self.workers, self.spawned = {}, itertools.count()
-        self.said_xdist = False
+        self.said_xdist = self.said_unforked = False
+        # The zygote that said it forks: it outlives each run, for the next to fork from.
+        self.zygote = None
 
     def _accept(self, listener):
         while True:
@@ -124,7 +167,9 @@ class Pool:
         self.waker.close()
         self.woken.close()
 
-    def spawn(self, files, fixed=None, seed=SCRIPT_SEED_BASE):
+    def spawn(self, files, fixed=None, seed=SCRIPT_SEED_BASE, zygote=False):
+        """Start a pytest process that collects ``files``; with ``zygote``, one that runs
+        nothing and forks a child per ``fork``, where it can (else it is fed as any)."""
         ident = next(self.spawned)
         command, env = plugin_pytest(self.python, [
             f"--flakeboard-worker={ident}:{self.listener.address}",
@@ -132,26 +177,47 @@ class Pool:
             "-q", "--tb=no", "-p", "no:cacheprovider", *files],
             dict(os.environ, PYTHONHASHSEED="0", PATCH_SEED=str(seed)), self.plugin)
         env[WORKER_KEY_ENV] = self.key.hex()
+        if zygote:
+            env[ZYGOTE_ENV] = "1"
         log = os.path.join(self.folder, f"worker{ident}.log")
         with open(log, "wb") as out:
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT, env=env)
-        worker = self.workers[ident] = Worker(ident, proc, log, fixed)
+        worker = self.workers[ident] = Worker(ident, proc, log, fixed, zygote, files)
         return worker
+
+    def fork(self, fixed=None):
+        """A child of the zygote: it starts from the zygote's collected state, untouched,
+        connects as a worker of its own and is fed as one (``fixed``: its tasks)."""
+        ident = next(self.spawned)
+        worker = self.workers[ident] = Worker(ident, ForkedProc(self.zygote), self.zygote.log,
+                                              fixed)
+        self.zygote.send({"fork": ident})
+        return worker
+
+    def start(self, files, fixed, seed):
+        """A process for ``fixed`` tasks that collects ``files``: a child of the zygote when
+        it collected them all, else a fresh one started with PATCH_SEED ``seed``."""
+        if (self.zygote is not None
+                and {os.path.normpath(file) for file in files} <= self.zygote.files):
+            return self.fork(fixed)
+        return self.spawn(files, fixed=fixed, seed=seed)
 
     def run(self, source):
         """Run what ``source`` starts and feeds until no process is left."""
         while True:
-            # A process that answered all it was sent is only exiting: its slot is free.
-            while source.spawn(self, sum(not w.answered() for w in self.workers.values())):
+            # A process that answered all it was sent is only exiting: its slot is free. A
+            # zygote waits, and takes none.
+            while source.spawn(self, sum(not w.answered() and not w.zygote
+                                         for w in self.workers.values())):
                 pass
-            if not self.workers:
-                return
+            if all(w.zygote and w.hello for w in self.workers.values()):
+                return  # nothing left but the zygote: it waits for the next run
             self._receive(source)
             for worker in list(self.workers.values()):
                 self._check(worker, source)
             for worker in list(self.workers.values()):
-                if worker.hello and not worker.ended:
+                if worker.hello and not worker.ended and not worker.zygote:
                     self._feed(worker, source)
             self.progress.tick()
 
@@ -166,6 +232,16 @@ class Pool:
                 conn.close()
                 continue
             worker.conn, worker.hello, worker.since = conn, hello, time.monotonic()
+            if isinstance(worker.proc, ForkedProc):
+                worker.proc.pid = hello.get("pid")
+            elif worker.zygote and hello.get("fork"):
+                self.zygote = worker
+            elif worker.zygote:
+                worker.zygote = False  # it is fed as any process
+                if not self.said_unforked:
+                    self.said_unforked = True
+                    self.progress.note(f"flakeboard: each block of runs starts a fresh pytest "
+                                       f"process: {hello.get('unforked') or 'fork is unsafe'}")
             if hello.get("xdist") and not self.said_xdist:
                 self.said_xdist = True
                 self.progress.note(f"flakeboard: the project's pytest-xdist (-n {hello['xdist']})"
@@ -192,6 +268,11 @@ class Pool:
             worker.conn = None
 
     def _message(self, worker, message, source):
+        if "exited" in message:  # a zygote's child
+            child = self.workers.get(message["exited"])
+            if child is not None and isinstance(child.proc, ForkedProc):
+                child.proc.returncode = message["code"]
+            return
         if "dropped" in message:
             for tag in message["dropped"]:
                 worker.outstanding.pop(tag, None)
@@ -232,6 +313,8 @@ class Pool:
             worker.outstanding.update((task.tag, task) for task in worker.fixed)
         self._lose(worker, source, code, late)
         self.workers.pop(worker.ident, None)
+        if self.zygote is worker:
+            self.zygote = None
         if worker.conn is not None:
             worker.conn.close()
         source.ended(worker, code)
@@ -288,141 +371,3 @@ class Pool:
         for task in tasks:
             worker.outstanding[task.tag] = task
         worker.send({"tasks": [[task.tag, task.node, task.seed] for task in tasks]})
-
-
-class Source:
-    """What a pool runs: which processes to start, what to send them, where results go."""
-
-    def spawn(self, pool, live):
-        """Start a process with ``pool.spawn`` if one is due (``live`` are running): True
-        when it did."""
-        return False
-
-    def hello(self, worker, hello):
-        pass
-
-    def feed(self, worker, count):
-        return []
-
-    def waiting(self, worker):
-        """How many runs are still to be sent to the fed ``worker``."""
-        return 0
-
-    def result(self, task, outcome):
-        return False
-
-    def lost(self, task):
-        pass
-
-    def unheard(self, worker, why):
-        """A fed process ended before it said hello; True when the source can do without
-        it, else measuring stops with ``why``."""
-        return False
-
-    def ended(self, worker, code):
-        """The process is gone (``code``: its exit code, None when it was stopped); what
-        was sent it is answered or handed back already."""
-
-
-class Collection(Source):
-    """One process that collects the targets' files and runs nothing: the check that every
-    target names one test, before a process per run is started."""
-
-    def __init__(self, targets, files):
-        self.targets, self.files, self.started = targets, files, False
-
-    def spawn(self, pool, live):
-        if self.started:
-            return False
-        self.started = True
-        pool.spawn(self.files, fixed=[])
-        return True
-
-    def hello(self, worker, hello):
-        adopt_collection(self.targets, hello, os.getcwd())
-
-
-class BlockRuns(Source):
-    """A process per block of a target's runs (the schedule's layout): it collects the
-    target's file and runs that target alone, so no target's state reaches another's runs
-    and the answer does not depend on the worker count. New tests measured at birth are
-    the exception: a process goes on from one's block to the next of its file, as they
-    ran one after the other in gate's own run. With ``files``, the first process
-    collects them all and runs nothing (as Collection), while the others start: they are
-    sent runs once it has named every target's node."""
-
-    def __init__(self, schedule, files=None):
-        self.schedule, self.blocks = schedule, {}
-        self.collection = Collection(schedule.targets, files) if files else None
-
-    def spawn(self, pool, live):
-        if self.collection is not None and not self.collection.started:
-            # Fed as the others are: once it has collected, it may go on with new tests'
-            # runs (it collected their files too) instead of leaving its slot to a process
-            # yet to start.
-            self.collection.started = True
-            pool.spawn(self.collection.files)
-            return True
-        if live >= pool.slots:
-            return False
-        block = self.schedule.next_block()
-        if block is None:
-            return False
-        worker = pool.spawn([node_file(block.target.name)])
-        self.blocks[worker.ident] = block
-        return True
-
-    def hello(self, worker, hello):
-        if self.collection is not None and worker.ident not in self.blocks:
-            self.collection.hello(worker, hello)
-            self.collection = None
-
-    def feed(self, worker, count):
-        if self.collection is not None:
-            return []
-        block = self.blocks.get(worker.ident)
-        if block is None:  # the collecting process
-            block = self.schedule.next_birth_block()
-            if block is None:
-                return []
-            self.blocks[worker.ident] = block
-        if not block.indices or block.target.finished:
-            # Its runs all sent: a new test's process goes on with the next of its file.
-            following = self.schedule.next_birth_block(block)
-            if following is not None:
-                block = self.blocks[worker.ident] = following
-        return self.schedule.take(block, count)
-
-    def waiting(self, worker):
-        block = self.blocks.get(worker.ident)
-        return 0 if block is None else block.waiting()
-
-    def result(self, task, outcome):
-        return self.schedule.record(task, outcome)
-
-    def lost(self, task):
-        task.target.give_back(task.index)
-
-
-class FreshRuns(BlockRuns):
-    """A new process per run, started with its seed as the script starts it, that collects
-    the target alone (its node id, as the script names it). A run's time is its process's,
-    from its start to its answer."""
-
-    def __init__(self, schedule):
-        super().__init__(schedule)
-        self.started = {}  # task tag -> when its process was started
-
-    def spawn(self, pool, live):
-        if live >= pool.slots:
-            return False
-        task = self.schedule.take_one()
-        if task is None:
-            return False
-        self.started[task.tag] = time.monotonic()
-        pool.spawn([task.target.name], fixed=[task], seed=task.seed)
-        return True
-
-    def result(self, task, outcome):
-        seconds = time.monotonic() - self.started.pop(task.tag, time.monotonic())
-        return super().result(task, outcome._replace(seconds=seconds))

@@ -1,16 +1,23 @@
 """measure's workers from the inside: the served file is also the pytest plugin each worker
 process loads (-p flakeboard_ci, plugin.py), which runs the tests it is sent on fresh copies
-of the collected items."""
+of the collected items; a zygote runs none, and forks a child per block of runs instead."""
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import copy
 import json
 import multiprocessing.connection
 import os
+import pathlib
+import sys
+import threading
+import traceback
 
-from .measure_pool import WORKER_KEY_ENV
+from .measure_pool import WORKER_KEY_ENV, ZYGOTE_ENV
+
+REAP_EVERY = 0.02  # seconds: how often a zygote looks for its children's exits
 
 
 def fresh_item(template):
@@ -46,6 +53,7 @@ class MeasureWorker:
         self.xdist = xdist  # the -n of the project's pytest-xdist, set aside
         self.ident = int(ident)
         self.key = bytes.fromhex(os.environ.pop(WORKER_KEY_ENV, ""))
+        self.zygote = os.environ.pop(ZYGOTE_ENV, "") == "1"
         self.errors, self.reports = [], []
         self.queue, self.ended, self.promised = collections.deque(), False, None
 
@@ -61,12 +69,28 @@ class MeasureWorker:
         templates = collections.OrderedDict()
         for item in session.items:
             templates.setdefault(item.nodeid, item)
+        hello = {"hello": self.ident, "items": list(templates),
+                 "rootdir": str(getattr(config, "rootpath", None) or config.rootdir),
+                 "errors": self.errors, "xdist": self.xdist}
+        unforked = self.zygote and unforkable()
+        if self.zygote:
+            hello.update(fork=not unforked, unforked=unforked)
         conn = multiprocessing.connection.Client(self.address, authkey=self.key)
         try:
-            self._send(conn, {"hello": self.ident, "items": list(templates),
-                              "rootdir": str(getattr(config, "rootpath", None) or config.rootdir),
-                              "errors": self.errors, "xdist": self.xdist})
-            while True:
+            self._send(conn, hello)
+            if self.zygote and not unforked:
+                self._fork_loop(conn, session, templates)
+            else:
+                self._serve(conn, templates)
+        except EOFError:
+            pass  # measure has gone: pytest's session end tears down what is set up
+        finally:
+            conn.close()
+        return True
+
+    def _serve(self, conn, templates):
+        """Run the tasks it is sent until told to end."""
+        while True:
                 self._receive(conn, block=not self.queue and not self.ended)
                 if not self.queue:
                     if self.ended:
@@ -80,11 +104,52 @@ class MeasureWorker:
                 nextitem = templates.get(self.queue[0][1]) if self.queue else None
                 answer = self._run(templates.get(node), seed, nextitem)
                 self._send(conn, dict(answer, tag=tag))
-        except EOFError:
-            pass  # measure has gone: pytest's session end tears down what is set up
+
+    def _fork_loop(self, conn, session, templates):
+        """The zygote's: fork a child per ``fork`` it is sent, say when each exits, and end
+        when told to once they all have. It runs no test: each child starts from the same
+        collected state."""
+        children = {}  # process id -> the child's ident
+        while not (self.ended and not children):
+            if multiprocessing.connection.wait([conn], timeout=REAP_EVERY):
+                message = json.loads(conn.recv_bytes())
+                if "fork" in message:
+                    flush()  # else what it holds is written twice
+                    pid = os.fork()
+                    if pid == 0:
+                        self._child(conn, session, templates, message["fork"])
+                    children[pid] = message["fork"]
+                elif "end" in message:
+                    self.ended = True
+            for pid in list(children):
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    self._send(conn, {"exited": children.pop(pid),
+                                      "code": exit_code(status)})
+
+    def _child(self, zygote_conn, session, templates, ident):
+        """A forked child: a worker of its own (its ident, its connection, its basetemp)
+        that runs what it is sent as a fresh process does, then exits at once, so that
+        nothing of the zygote's state is torn down."""
+        code = 0
+        try:
+            zygote_conn.close()
+            self.ident, self.zygote = ident, False
+            own_basetemp(session.config, ident)
+            own_capture(session.config)
+            conn = multiprocessing.connection.Client(self.address, authkey=self.key)
+            self._send(conn, {"hello": ident, "pid": os.getpid()})
+            with contextlib.suppress(EOFError):
+                self._serve(conn, templates)
+        except BaseException as exc:  # the child ends here whatever happened
+            returncode = getattr(exc, "returncode", None)
+            code = returncode if isinstance(returncode, int) else (
+                2 if isinstance(exc, KeyboardInterrupt) else 1)
+            if returncode is None and not isinstance(exc, KeyboardInterrupt):
+                traceback.print_exc()
         finally:
-            conn.close()
-        return True
+            flush()
+            os._exit(code)
 
     def _run(self, template, seed, nextitem):
         if template is None:
@@ -115,3 +180,50 @@ class MeasureWorker:
     @staticmethod
     def _send(conn, message):
         conn.send_bytes(json.dumps(message).encode("utf-8"))
+
+
+def unforkable():
+    """Why this process cannot fork a child per block of runs, or "": no fork here, or
+    threads running after the collection (a child would hold a copy of their locks, but not
+    the threads)."""
+    if not hasattr(os, "fork"):
+        return "os.fork is unavailable here"
+    if threading.active_count() > 1:
+        return (f"the collection left {threading.active_count() - 1} thread(s) running, and "
+                f"forking a process with threads is unsafe")
+    return ""
+
+
+def own_basetemp(config, ident):
+    """A forked child's own --basetemp, beside the zygote's, as a fresh process has."""
+    factory = getattr(config, "_tmp_path_factory", None)
+    given = getattr(factory, "_given_basetemp", None)
+    if given is not None:
+        factory._given_basetemp = pathlib.Path(os.path.dirname(str(given)), f"tmp{ident}")
+        factory._basetemp = None
+
+
+def own_capture(config):
+    """A forked child's own capture of its output, as a fresh process has: not the file it
+    shares with the zygote and its siblings."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    capturing = getattr(capman, "_global_capturing", None)
+    if capturing is None:
+        return
+    suspended = getattr(capturing, "_state", None) == "suspended"
+    capturing.stop_capturing()
+    capman._global_capturing = None
+    capman.start_global_capturing()
+    if suspended:
+        capman.suspend_global_capture()
+
+
+def flush():
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+
+
+def exit_code(status):
+    """A wait status as Popen.returncode says it (os.waitstatus_to_exitcode, Python 3.9+)."""
+    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)

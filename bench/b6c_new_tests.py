@@ -148,7 +148,8 @@ def run(scale: float, backend: str, workdir) -> list[Row]:
     if full:
         progress(f"{ID}: a fresh environment with {', '.join(TOOLS)}")
     python = make_tools(workdir / "venv", TOOLS) if full else Path(sys.executable)
-    project, old, new = make_project(workdir / "project", existing, new_count)
+    # The venv is shared by both backends' passes; the project (a git history) is each's own.
+    project, old, new = make_project(workdir / f"project-{backend}", existing, new_count)
     tokens = {GUARDED: make_suite(GUARDED, "tests/test_old.py::*", old),
               UNGUARDED: make_suite(UNGUARDED, "*", old + new)}
     connections.close_all()

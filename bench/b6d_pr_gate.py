@@ -111,7 +111,7 @@ def run(scale: float, backend: str, workdir) -> list[Row]:
         progress(f"{ID}: a fresh environment with {', '.join(TOOLS)}")
     # A smoke run installs nothing: the board's own interpreter (its pytest-xdist).
     python = make_tools(workdir / "venv", TOOLS) if full else Path(sys.executable)
-    scenario = make_scenario(workdir / "project", files, per_file)
+    scenario = make_scenario(workdir / f"project-{backend}", files, per_file)  # a git history each
     planned = {scenario.broken, *scenario.new, *scenario.edited}
     token = make_suite(scenario.known, None if full else SMOKE_MIN_RUNS)
     connections.close_all()

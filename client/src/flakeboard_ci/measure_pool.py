@@ -22,6 +22,11 @@ from .core import UsageError
 from .measure_runs import SCRIPT_SEED_BASE, Outcome
 
 CHUNK = 16  # runs sent to a worker at a time: small enough to stop early, big enough to stream
+# A worker with more runs than this queued is not waited on, but read every POLL seconds:
+# each answer it sends then goes into its socket's buffer, without waking this process and
+# taking the worker's core from it, run after run. One that is about to run dry is waited on.
+QUEUED = 4
+POLL = 0.005
 WORKER_KEY_ENV = "FLAKEBOARD_WORKER_KEY"
 # Set for a process that is to collect and run nothing, then fork a child per block of runs.
 ZYGOTE_ENV = "FLAKEBOARD_ZYGOTE"
@@ -250,14 +255,16 @@ class Pool:
             source.hello(worker, hello)
             greeted = True
         conns = {w.conn: w for w in self.workers.values() if w.conn is not None}
+        waited = [conn for conn, worker in conns.items() if not busy(worker)]
         # A worker that said hello waits for its tasks: feed it before waiting on anything.
-        timeout = 0 if greeted else 0.05
-        for conn in multiprocessing.connection.wait([self.woken, *conns], timeout=timeout):
-            if conn is self.woken:
-                while self.woken.poll():
-                    self.woken.recv_bytes()
-            else:
-                self._read(conns[conn], source)
+        timeout = 0 if greeted else POLL if len(waited) < len(conns) else 0.05
+        ready = multiprocessing.connection.wait([self.woken, *waited], timeout=timeout)
+        if self.woken in ready:
+            while self.woken.poll():
+                self.woken.recv_bytes()
+        for conn, worker in conns.items():
+            if conn in ready or (conn not in waited and worker.conn is not None):
+                self._read(worker, source)
 
     def _read(self, worker, source):
         try:
@@ -295,9 +302,9 @@ class Pool:
     def _check(self, worker, source):
         """Handle a worker that exited or outlasted the timeout."""
         code = worker.proc.poll()
-        # The clock runs from the hello: collecting is not part of a run.
-        late = (bool(worker.outstanding) and self.timeout is not None
-                and time.monotonic() - worker.since > self.timeout)
+        if code is None and self._late(worker) and worker.conn is not None:
+            self._read(worker, source)  # what it answered since it was last read
+        late = self._late(worker)
         if code is None and not late:
             return
         if code is None:
@@ -318,6 +325,11 @@ class Pool:
         if worker.conn is not None:
             worker.conn.close()
         source.ended(worker, code)
+
+    def _late(self, worker):
+        # The clock runs from the hello: collecting is not part of a run.
+        return (bool(worker.outstanding) and self.timeout is not None
+                and time.monotonic() - worker.since > self.timeout)
 
     def _lose(self, worker, source, code, late):
         """The worker is gone: its running task failed (timed out, or crashed the process);
@@ -361,7 +373,8 @@ class Pool:
             tasks = source.feed(worker, CHUNK)
             if tasks:
                 self._send(worker, tasks)
-            elif len(worker.outstanding) <= 1 and not source.waiting(worker):
+            elif not source.waiting(worker):
+                # Nothing more is to come: it runs its last queued run without asking.
                 worker.send({"end": True})
                 worker.ended = True
 
@@ -371,3 +384,9 @@ class Pool:
         for task in tasks:
             worker.outstanding[task.tag] = task
         worker.send({"tasks": [[task.tag, task.node, task.seed] for task in tasks]})
+
+
+def busy(worker):
+    """Whether a fed worker has runs enough queued to be read by polling, not waited on."""
+    return (worker.hello is not None and not worker.zygote
+            and len(worker.outstanding) > QUEUED)

@@ -6,6 +6,7 @@ that cannot be measured beside ids that can is named, and the others are measure
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -179,3 +180,23 @@ def test_a_pool_closed_at_once_says_nothing_from_its_accepting_thread(tmp_path, 
     assert len(threads) == 5
     assert [f"{failure.exc_type.__name__}: {failure.exc_value}" for failure in failures] == []
     assert not any(thread.is_alive() for thread in threads)  # each saw the pool closed
+
+
+def test_measures_workspace_compiles_its_plugin_and_is_removed_in_the_background():
+    # The plugin compiles in a thread while gate runs; at the end, a process of its own
+    # removes the folder with every run's temporary folders, and measure does not wait.
+    client = load_client()
+    workspace = client.Workspace()
+    folder = workspace.folder
+    assert workspace.path() == os.path.join(folder, "flakeboard_ci_worker.pyc")
+    assert os.path.getsize(workspace.path()) > 0
+    runs = os.path.join(folder, "tmp1", "test_steady0")
+    os.makedirs(runs)
+    with open(os.path.join(runs, "x"), "w") as handle:
+        handle.write("x")
+    removing = len(client.REMOVING)
+    workspace.discard()
+    workspace.discard()  # once only
+    assert len(client.REMOVING) == removing + 1
+    assert client.REMOVING[-1].wait(timeout=60) == 0
+    assert not os.path.exists(folder)

@@ -119,7 +119,7 @@ def class_budget(ledger, patch_class):
 
 
 def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=None,
-                   changed=(), failures=None):
+                   changed=(), failures=None, workspace=None):
     """Measure the selection's tier-2 nodes that ran as the plan says (SPEC 2.4c): the
     failed, the new (with the new-test guard's runs), the changed test files', the
     flaky-prone ones and those the impact map says execute a changed file, within the
@@ -127,7 +127,7 @@ def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=Non
     one, no budget); and print the report's gate: the board's (--upload), else judged here
     against the ledger, each failed node's ``failure`` (the batch's, by node) labelled
     again with its measurement. Its exit code; None when the plan measures nothing (then
-    there is no report)."""
+    there is no report). ``workspace``: measure's, made early (measure_workspace.py)."""
     seconds = seconds or {}
     ran = [r["node"] for r in records if r["property_check"] != "not_run"]
     failed = {r["node"] for r in records if r["property_check"] == "fail"}
@@ -177,7 +177,7 @@ def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=Non
     progress = Progress(sys.stderr)
     # The budget holds in real time: no block of runs starts once it has run out.
     slots = run_measurement(targets, MEASURE_DEFAULTS, max_upper_rate, progress,
-                            budget=plan.budget)
+                            budget=plan.budget, workspace=workspace)
     targets, plan = budget_cut(targets, plan, notes)
     progress.summary(targets, slots)
     if not targets:

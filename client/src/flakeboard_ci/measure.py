@@ -12,10 +12,7 @@ import collections
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 
 from .board import _upload, quote, suite_slug
@@ -36,6 +33,7 @@ from .measure_runs import (
 )
 from .measure_schedule import Schedule
 from .measure_sources import BlockRuns, Collection, FreshRuns
+from .measure_workspace import Workspace
 from .outputs import _print_lines, node_file, output_format, present
 from .stats import NEW_TEST_MIN_RUNS, birth_sentence
 
@@ -199,16 +197,22 @@ def ask_ci_order(board, args, targets, progress):
                       f"the session's collection order")
 
 
-def run_measurement(targets, args, max_upper_rate, progress, budget=None):
+def run_measurement(targets, args, max_upper_rate, progress, budget=None, workspace=None):
     """Measure the targets (each block of a target's runs in a process of its own, or a
     process per run with --fresh), check the isolation of those whose repeats all failed and
     the others in CI's order, and measure the repeat-unsafe ones again with a process per
     run. With a ``budget`` (seconds, gate's), no block of runs starts after the deadline it
-    sets: a target is cut there (``Target.cut``), with the runs it has or none."""
+    sets: a target is cut there (``Target.cut``), with the runs it has or none. Its
+    ``workspace`` (a Workspace started early, else one of its own) is removed at its end."""
     slots = args.workers or os.cpu_count() or 1
-    folder = tempfile.mkdtemp(prefix="flakeboard-measure-")
-    pool = Pool(python=sys.executable, folder=folder, slots=slots,
-                timeout=args.run_timeout, progress=progress)
+    workspace = workspace or Workspace()
+    folder = workspace.folder
+    try:
+        pool = Pool(python=sys.executable, folder=folder, slots=slots,
+                    timeout=args.run_timeout, progress=progress, plugin=workspace)
+    except BaseException:
+        workspace.discard()
+        raise
 
     session = args.order == "session"
     deadline = None if budget is None else time.monotonic() + budget
@@ -256,24 +260,8 @@ def run_measurement(targets, args, max_upper_rate, progress, budget=None):
                 progress.finished(target)
     finally:
         pool.close()
-        discard(folder)
+        workspace.discard()
     return slots
-
-
-REMOVING = []  # the processes removing measurements' folders, kept until the interpreter ends
-
-
-def discard(folder):
-    """Remove the processes' folder in a process of its own, which may outlive measure: it
-    holds every run's temporary folder (hundreds, for a test that asks for tmp_path), and
-    removing them all took as long as measuring."""
-    try:
-        REMOVING.append(subprocess.Popen(
-            [sys.executable, "-c", "import shutil, sys; shutil.rmtree(sys.argv[1], True)",
-             folder], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True))
-    except OSError:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def uploaded_row(target):
@@ -303,9 +291,10 @@ def cmd_measure(board, args):
         raise UsageError(f"cannot write {args.output}: its folder is missing or read-only")
     max_upper_rate, min_runs = measure_policy(args, board, ledger_policy)
     progress = Progress(sys.stderr)
+    workspace = Workspace()  # the plugin compiles while the board is asked
     ask_ci_order(board, args, targets, progress)
     try:
-        slots = run_measurement(targets, args, max_upper_rate, progress)
+        slots = run_measurement(targets, args, max_upper_rate, progress, workspace=workspace)
     except KeyboardInterrupt:
         progress.close()
         print("flakeboard: measure was interrupted; nothing was written.", file=sys.stderr)

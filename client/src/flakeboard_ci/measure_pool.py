@@ -10,7 +10,6 @@ import itertools
 import json
 import multiprocessing.connection
 import os
-import py_compile
 import queue
 import re
 import signal
@@ -20,6 +19,7 @@ import time
 
 from .core import UsageError
 from .measure_runs import SCRIPT_SEED_BASE, Outcome
+from .measure_workspace import compiled_plugin
 
 CHUNK = 16  # runs sent to a worker at a time: small enough to stop early, big enough to stream
 # A worker with more runs than this queued is not waited on, but read every POLL seconds:
@@ -43,19 +43,6 @@ def plugin_pytest(python, arguments, environ, plugin=None):
     pythonpath = [p for p in (environ.get("PYTHONPATH"), plugin_dir) if p]
     env = dict(environ, PYTHONPATH=os.pathsep.join(pythonpath))
     return [python, "-m", "pytest", "-p", os.path.splitext(plugin_file)[0], *arguments], env
-
-
-def compiled_plugin(folder):
-    """This file compiled once into ``folder``, under a name of its own, for the workers
-    to load: a worker then neither compiles it (PYTHONDONTWRITEBYTECODE, a read-only
-    folder) nor finds a copy of the client in the project first. None when it cannot be
-    compiled: the workers load the file itself."""
-    path = os.path.join(folder, "flakeboard_ci_worker.pyc")
-    try:
-        py_compile.compile(os.path.abspath(__file__), cfile=path, doraise=True)
-    except (OSError, py_compile.PyCompileError):
-        return None
-    return path
 
 
 class MeasureError(UsageError):
@@ -131,11 +118,11 @@ class Pool:
     """Worker processes, each a pytest that loads this file as a plugin, collects its files
     once and runs what it is sent; a process is stopped when a run outlasts the timeout."""
 
-    def __init__(self, *, python, folder, slots, timeout, progress):
+    def __init__(self, *, python, folder, slots, timeout, progress, plugin=None):
         self.python, self.folder, self.slots = python, folder, slots
         self.timeout, self.progress = timeout, progress
         self.key = os.urandom(16)
-        self.plugin = compiled_plugin(folder)
+        self.plugin = compiled_plugin(folder) if plugin is None else plugin.path()
         # A Unix socket (a named pipe on Windows): a TCP one would hold small answers back.
         self.listener = multiprocessing.connection.Listener(authkey=self.key)
         self.accepted = queue.Queue()
@@ -222,7 +209,8 @@ class Pool:
             for worker in list(self.workers.values()):
                 self._check(worker, source)
             for worker in list(self.workers.values()):
-                if worker.hello and not worker.ended and not worker.zygote:
+                if (worker.hello and not worker.ended and not worker.zygote
+                        and worker.conn is not None):
                     self._feed(worker, source)
             self.progress.tick()
 

@@ -110,20 +110,31 @@ class MeasureWorker:
         when told to once they all have. It runs no test: each child starts from the same
         collected state."""
         children = {}  # process id -> the child's ident
+        # Where it can, it waits on each child's process descriptor too, which is readable
+        # once the child has exited: its exit is said at once, not at the next look.
+        exits = {}  # process id -> its descriptor
         while not (self.ended and not children):
-            if multiprocessing.connection.wait([conn], timeout=REAP_EVERY):
+            timeout = None if len(exits) == len(children) else REAP_EVERY
+            if conn in multiprocessing.connection.wait([conn, *exits.values()], timeout):
                 message = json.loads(conn.recv_bytes())
                 if "fork" in message:
                     flush()  # else what it holds is written twice
                     pid = os.fork()
                     if pid == 0:
+                        for descriptor in exits.values():
+                            os.close(descriptor)
                         self._child(conn, session, templates, message["fork"])
                     children[pid] = message["fork"]
+                    descriptor = exit_descriptor(pid)
+                    if descriptor is not None:
+                        exits[pid] = descriptor
                 elif "end" in message:
                     self.ended = True
             for pid in list(children):
                 done, status = os.waitpid(pid, os.WNOHANG)
                 if done:
+                    if pid in exits:
+                        os.close(exits.pop(pid))
                     self._send(conn, {"exited": children.pop(pid),
                                       "code": exit_code(status)})
 
@@ -192,6 +203,15 @@ def unforkable():
         return (f"the collection left {threading.active_count() - 1} thread(s) running, and "
                 f"forking a process with threads is unsafe")
     return ""
+
+
+def exit_descriptor(pid):
+    """A descriptor that is readable once the process has exited (os.pidfd_open: Linux
+    5.3 and Python 3.9 on), or None: then its exit is looked for every REAP_EVERY."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def own_basetemp(config, ident):

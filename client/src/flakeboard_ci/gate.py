@@ -21,7 +21,6 @@ from .gate_measure import combined_exit_code, measure_tier_2
 from .impact import git_root, upload_impact
 from .ledger import NotALedger, fetch_ledger, read_ledger_file, write_atomically
 from .measure_pool import plugin_pytest
-from .measure_workspace import Workspace
 from .outputs import output_format, present
 from .patch_class import classify_diff, git_diff
 from .pin import FixturesMissing, fixture_manifest, same_digest
@@ -163,16 +162,6 @@ def signal_records(run, digest, lock, seed, frozen):
 
 
 def cmd_gate(board, args):
-    # With --measure, measure's workspace is made (its plugin compiled) during gate's run.
-    workspace = Workspace() if args.measure else None
-    try:
-        return gate_and_measure(board, args, workspace)
-    finally:
-        if workspace is not None:
-            workspace.discard()
-
-
-def gate_and_measure(board, args, workspace):
     environ = os.environ
     notes = sys.stderr if output_format(args, environ) == "json" else sys.stdout
     seed = patch_seed(environ)
@@ -225,7 +214,7 @@ def gate_and_measure(board, args, workspace):
         report_code = measure_tier_2(board, args, ledger, records, patch_class, notes,
                                      seconds=run.get("seconds") or {},
                                      changed=risk.changed if risk is not None else (),
-                                     failures=failures_of(answer), workspace=workspace)
+                                     failures=failures_of(answer))
     except KeyboardInterrupt:
         print("flakeboard: gate's measurement was interrupted; no report was written.",
               file=sys.stderr)

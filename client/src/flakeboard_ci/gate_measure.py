@@ -31,6 +31,7 @@ from .measure_runs import (
     SCRIPT_SEED_BASE,
     Target,
 )
+from .measure_workspace import Workspace
 from .outputs import _print_lines, present
 from .patch_class import CLASS_RUNS_FACTOR
 from .stats import NEW_TEST_MIN_RUNS, birth_sentence
@@ -119,7 +120,7 @@ def class_budget(ledger, patch_class):
 
 
 def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=None,
-                   changed=(), failures=None, workspace=None):
+                   changed=(), failures=None):
     """Measure the selection's tier-2 nodes that ran as the plan says (SPEC 2.4c): the
     failed, the new (with the new-test guard's runs), the changed test files', the
     flaky-prone ones and those the impact map says execute a changed file, within the
@@ -127,7 +128,7 @@ def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=Non
     one, no budget); and print the report's gate: the board's (--upload), else judged here
     against the ledger, each failed node's ``failure`` (the batch's, by node) labelled
     again with its measurement. Its exit code; None when the plan measures nothing (then
-    there is no report). ``workspace``: measure's, made early (measure_workspace.py)."""
+    there is no report)."""
     seconds = seconds or {}
     ran = [r["node"] for r in records if r["property_check"] != "not_run"]
     failed = {r["node"] for r in records if r["property_check"] == "fail"}
@@ -137,6 +138,19 @@ def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=Non
         print("MEASURE: no tier-2 node was selected; nothing to measure, no report.",
               file=notes)
         return None
+    # measure's workspace (its plugin compiled) is made while the board is asked for more.
+    workspace = Workspace()
+    try:
+        return measure_chosen(board, args, ledger, records, patch_class, notes, seconds,
+                              changed, failures, chosen, new, guard_policy, budget, failed,
+                              workspace)
+    finally:
+        workspace.discard()
+
+
+def measure_chosen(board, args, ledger, records, patch_class, notes, seconds, changed,
+                   failures, chosen, new, guard_policy, budget, failed, workspace):
+    """measure_tier_2's measurement of the ``chosen`` tier-2 nodes, in ``workspace``."""
     every_node = args.measure == "all"
     new_nodes = [node for node in chosen if new.get(node)]
     born = set(guarded(new_nodes, len(records), notes, guard_policy["share"]))

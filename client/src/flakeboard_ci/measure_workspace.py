@@ -31,8 +31,8 @@ REMOVING = []  # the processes removing measure's folders, kept until the interp
 
 class Workspace:
     """measure's folder, and the plugin compiled into it in a thread of its own: started
-    before what precedes the runs (gate's own run, the board's answers), it is ready by
-    the time the first worker starts."""
+    before what precedes the runs (the board's answers), it is ready by the time the first
+    worker starts."""
 
     def __init__(self):
         self.folder = tempfile.mkdtemp(prefix="flakeboard-measure-")
@@ -56,6 +56,11 @@ class Workspace:
             return
         self.thread.join()
         folder, self.folder = self.folder, None
+        with os.scandir(folder) as entries:
+            ran = any(entry.is_dir() for entry in entries)
+        if not ran:  # nothing ran: the plugin alone, removed at once
+            shutil.rmtree(folder, ignore_errors=True)
+            return
         try:
             REMOVING.append(subprocess.Popen(
                 [sys.executable, "-c", "import shutil, sys; shutil.rmtree(sys.argv[1], True)",

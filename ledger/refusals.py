@@ -167,6 +167,17 @@ def refuse_too_many(rows: list, name: str, max_records: int, field: str | None =
         )])
 
 
+def load_list(body: bytes | str, name: str, max_records: int) -> list:
+    """A body that must be a JSON list of ``name`` (node ids, paths), refused whole when it
+    is not one or holds more than ``max_records``; its items are checked by the caller."""
+    data = load_json(body)
+    if not isinstance(data, list):
+        raise UploadInvalid("validation_failed", [WireProblem(
+            Code.INVALID_SHAPE, f"the body must be a list of {name} (got {kind_of(data)})")])
+    refuse_too_many(data, name, max_records)
+    return data
+
+
 def _sentence(error: dict) -> str:
     kind, got, ctx = error["type"], error.get("input"), error.get("ctx") or {}
     if kind == "missing":

@@ -119,3 +119,16 @@ def test_a_refused_question_names_its_row(impact, paths, row, words):
     detail = answer.json["details"][0]
     assert (detail["row"], detail["field"]) == (row, "path")
     assert words in detail["message"]
+
+
+@pytest.mark.parametrize(("question", "status", "words"), [
+    ({"paths": ["src/a.py"]}, 422, "the body must be a list of paths (got an object)"),
+    (["src/a.py", "src/b.py", "src/c.py"], 413, "the upload holds 3 paths, over the limit of 2"),
+])
+def test_a_question_that_is_not_a_list_of_paths_within_the_limit_is_refused_whole(
+        impact, question, status, words):
+    _, nodes = impact
+    with override_settings(UPLOAD_MAX_RECORDS=2):
+        answer = nodes(question)
+    assert answer.status == status, answer.raw
+    assert words in answer.json["details"][0]["message"]

@@ -76,13 +76,7 @@ class TiersAnswer(Schema):
 
 def parse_nodeids(body: bytes, max_records: int) -> list[str]:
     """The body's node ids, whole; UploadInvalid naming the row of each bad one."""
-    data = refusals.load_json(body)
-    if not isinstance(data, list):
-        raise refusals.UploadInvalid("validation_failed", [refusals.WireProblem(
-            refusals.Code.INVALID_SHAPE,
-            f"the body must be a list of node ids (got {refusals.kind_of(data)})",
-        )])
-    refusals.refuse_too_many(data, "node ids", max_records)
+    data = refusals.load_list(body, "node ids", max_records)
     try:
         return NodeIds.validate_python(data)
     except ValidationError as exc:

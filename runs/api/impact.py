@@ -13,7 +13,7 @@ from ninja import Router, Schema
 from pydantic import Field
 
 from ledger.api.auth import Scope, suite_for_token
-from ledger.refusals import Code, UploadInvalid, WireProblem, kind_of, load_json, refuse_too_many
+from ledger.refusals import Code, UploadInvalid, WireProblem, load_list
 from web.api.bodies import raw_json_body
 from web.api.errors import ErrorOut, refused
 from web.api.openapi import json_body
@@ -82,11 +82,7 @@ def impact_put(request, suite: str):
 
 def parse_paths(body: bytes, max_paths: int) -> list[str]:
     """The body's paths, whole; UploadInvalid naming the row of each refused one."""
-    data = load_json(body)
-    if not isinstance(data, list):
-        raise UploadInvalid("validation_failed", [WireProblem(
-            Code.INVALID_SHAPE, f"the body must be a list of paths (got {kind_of(data)})")])
-    refuse_too_many(data, "paths", max_paths)
+    data = load_list(body, "paths", max_paths)
     found = [WireProblem(Code.INVALID_VALUE, f"path {why}", row, "path")
              for row, path in enumerate(data) if (why := path_problem(path)) is not None]
     if found:

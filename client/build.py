@@ -61,6 +61,7 @@ MODULES = (
     ("measure_checks", "the checks in CI's order: isolation, the session, the bisection"),
     ("measure_progress", "measure's progress on stderr, and its summary"),
     ("measure", "the measure command: the flake budget's evidence, fast"),
+    ("measure_batch", "a test's runs in a row, under one pass of pytest's protocol"),
     ("measure_worker", "measure's workers from the inside"),
     ("pin", "the fixture manifest and the pin command"),
     ("arbiter", "the board's precedence table, for judging here"),

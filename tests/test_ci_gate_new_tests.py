@@ -112,15 +112,10 @@ def test_the_suites_guard_numbers_decide_the_runs_and_the_share(gate, project, s
     assert f"NEW {STABLE}: new: 0/8 failed, rate ≤ 32.4% at 95%" in done.stdout
 
 
-# Each test's call phase and the pytest process that ran it (gate's run, measure's workers).
-PID_LOG = """
-import os
-
-
-def pytest_runtest_logreport(report):
-    if report.when == "call":
-        with open(os.environ["PID_LOG"], "a") as out:
-            out.write(f"{os.getpid()} {report.nodeid}\\n")
+# Each run of a test with this body writes its process id and its name (gate's run, measure's
+# workers).
+PID_LOG = """with open(os.environ["PID_LOG"], "a") as out:
+    out.write(f"{os.getpid()} {os.environ['PYTEST_CURRENT_TEST'].split(' ')[0]}\\n")
 """
 
 
@@ -130,8 +125,7 @@ def test_the_new_tests_of_a_file_share_the_guards_processes(gate, project, suite
     each, and gate's own run was their check in order (no process of its own)."""
     new_tests_set(suite=suite, actor="@lea", runs=30, share=1.0)  # every one measured
     (project / "test_pr.py").write_text("import os\n\n\n" + "".join(
-        seed_test(f"test_new_{i}") for i in range(12)))
-    (project / "conftest.py").write_text(PID_LOG)
+        seed_test(f"test_new_{i}", body=PID_LOG) for i in range(12)))
     log = tmp_path / "pids.log"
     done = gate("test_pr.py", "--commit", "pr-9", PID_LOG=str(log))
     assert "NEW 12 tier-2 nodes new at pr-9" in done.stdout, done.stdout + done.stderr

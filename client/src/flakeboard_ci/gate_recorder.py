@@ -8,7 +8,7 @@ import collections
 import json
 import re
 
-from .measure_worker import failure_line
+from .measure_batch import failure_line
 
 # The line of a traceback that names the exception: "SyntaxError: invalid syntax".
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b")

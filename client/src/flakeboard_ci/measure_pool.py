@@ -21,7 +21,11 @@ from .core import UsageError
 from .measure_runs import SCRIPT_SEED_BASE, Outcome
 from .measure_workspace import compiled_plugin
 
-CHUNK = 16  # runs sent to a worker at a time: small enough to stop early, big enough to stream
+CHUNK = 16  # runs sent to a worker at a time, at least: few enough to stop early, enough to stream
+# A worker is kept fed with FILL seconds of runs at least, by the runs' recent mean time (at
+# most MOST runs): fast runs would otherwise use up what it holds between two reads.
+FILL = 0.02
+MOST = 500
 # A worker with more runs than this queued is not waited on, but read every POLL seconds:
 # each answer it sends then goes into its socket's buffer, without waking this process and
 # taking the worker's core from it, run after run. One that is about to run dry is waited on.
@@ -131,6 +135,7 @@ class Pool:
         self.closing = False
         threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
         self.workers, self.spawned = {}, itertools.count()
+        self.run_seconds = None  # a run's recent mean time, as the workers answer
         self.said_xdist = self.said_unforked = False
         # The zygote that said it forks: it outlives each run, for the next to fork from.
         self.zygote = None
@@ -263,6 +268,8 @@ class Pool:
             worker.conn = None
 
     def _message(self, worker, message, source):
+        for answer in message.get("answers", ()):  # runs in a row, answered together
+            self._message(worker, answer, source)
         if "exited" in message:  # a zygote's child
             child = self.workers.get(message["exited"])
             if child is not None and isinstance(child.proc, ForkedProc):
@@ -272,8 +279,12 @@ class Pool:
             for tag in message["dropped"]:
                 worker.outstanding.pop(tag, None)
             return
+        if "tag" not in message:
+            return
         task = worker.outstanding.pop(message["tag"])
         worker.since = time.monotonic()
+        seconds, mean = message["seconds"], self.run_seconds
+        self.run_seconds = seconds if mean is None else mean + (seconds - mean) / 8
         first = task.node not in worker.ran
         worker.ran.add(task.node)
         outcome = Outcome(message["failed"], message["seconds"], message["detail"], first)
@@ -357,14 +368,24 @@ class Pool:
             worker.send({"end": True})
             worker.ended = True
             return
-        if len(worker.outstanding) < CHUNK:
-            tasks = source.feed(worker, CHUNK)
+        chunk = self.chunk()
+        if len(worker.outstanding) < chunk:
+            tasks = source.feed(worker, chunk)
             if tasks:
                 self._send(worker, tasks)
             elif not source.waiting(worker):
                 # Nothing more is to come: it runs its last queued run without asking.
                 worker.send({"end": True})
                 worker.ended = True
+
+    def chunk(self):
+        """How many runs a fed worker is kept with: CHUNK, or FILL seconds of runs by the
+        recent mean of a run's time, up to MOST."""
+        if self.run_seconds is None:
+            return CHUNK
+        if self.run_seconds * MOST <= FILL:
+            return MOST
+        return max(CHUNK, int(FILL / self.run_seconds))
 
     def _send(self, worker, tasks):
         if not worker.outstanding:

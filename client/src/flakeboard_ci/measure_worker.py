@@ -11,10 +11,12 @@ import json
 import multiprocessing.connection
 import os
 import pathlib
+import select
 import sys
 import threading
 import traceback
 
+from .measure_batch import RunsInARow, failure_line, own_protocol_reason
 from .measure_pool import WORKER_KEY_ENV, ZYGOTE_ENV
 
 REAP_EVERY = 0.02  # seconds: how often a zygote looks for its children's exits
@@ -25,6 +27,7 @@ def fresh_item(template):
     request, so function-scoped fixtures are made anew (a new tmp_path each time), its own
     report sections, and for a method a new instance of its class. Its parents are shared,
     and with them the fixtures of wider scope."""
+    known(template)
     item = copy.copy(template)
     item._report_sections = []
     item.user_properties = []
@@ -36,12 +39,11 @@ def fresh_item(template):
     return item
 
 
-def failure_line(report):
-    """The line of a failed report that says what went wrong."""
-    text = getattr(report, "longreprtext", "") or str(report.longrepr or "")
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    errors = [line[1:].strip() for line in lines if line.startswith("E ")]
-    return (errors[0] if errors else lines[-1] if lines else "failed")[:300]
+def known(template):
+    """Work out once what every copy of the item would work out again: its location (for
+    a test function, from its source), which its copies then share."""
+    template.location  # noqa: B018 (a cached property: worked out here, once)
+    return template
 
 
 class MeasureWorker:
@@ -56,6 +58,7 @@ class MeasureWorker:
         self.zygote = os.environ.pop(ZYGOTE_ENV, "") == "1"
         self.errors, self.reports = [], []
         self.queue, self.ended, self.promised = collections.deque(), False, None
+        self.shared = {}  # node id -> whether its runs in a row share pytest's protocol
 
     def pytest_collectreport(self, report):
         if report.failed:
@@ -79,6 +82,8 @@ class MeasureWorker:
         try:
             self._send(conn, hello)
             if self.zygote and not unforked:
+                for template in templates.values():  # once here, not in every child
+                    known(template)
                 self._fork_loop(conn, session, templates)
             else:
                 self._serve(conn, templates)
@@ -101,9 +106,46 @@ class MeasureWorker:
                 while not self.queue and not self.ended:
                     self._receive(conn, block=True)
                 self.promised = self.queue[0][0] if self.queue else None
+                template = templates.get(node)
+                if self._in_a_row(template, node):
+                    self._run_in_a_row(conn, template, (tag, node, seed))
+                    continue
                 nextitem = templates.get(self.queue[0][1]) if self.queue else None
-                answer = self._run(templates.get(node), seed, nextitem)
+                answer = self._run(template, seed, nextitem)
                 self._send(conn, dict(answer, tag=tag))
+
+    def _in_a_row(self, template, node):
+        """Whether the node's run can begin runs in a row: the next is its own too, and
+        its runs can share a pass of pytest's protocol."""
+        if template is None or not self.queue or self.queue[0][1] != node:
+            return False
+        if node not in self.shared:
+            self.shared[node] = not own_protocol_reason(template)
+        return self.shared[node]
+
+    def _run_in_a_row(self, conn, template, first):
+        """Run ``first`` and the node's next queued runs under one pass of pytest's
+        protocol, up to the last queued one: it is left to follow them, as the protocol's
+        next item."""
+        node = first[1]
+        said = readable(conn)
+
+        def follow():
+            if said():
+                self._receive(conn, block=False)
+            if len(self.queue) > 1 and self.queue[0][1] == node == self.queue[1][1]:
+                task = self.queue.popleft()
+                self.promised = self.queue[0][0]
+                return task
+            return None
+
+        item = fresh_item(template)
+        runs = RunsInARow(item, first, follow,
+                          lambda answers: self._send(conn, {"answers": answers}))
+        item.runtest = runs.runtest
+        self.reports = []
+        item.config.hook.pytest_runtest_protocol(item=item, nextitem=template)
+        runs.finish(self.reports)
 
     def _fork_loop(self, conn, session, templates):
         """The zygote's: fork a child per ``fork`` it is sent, say when each exits, and end
@@ -203,6 +245,16 @@ def unforkable():
         return (f"the collection left {threading.active_count() - 1} thread(s) running, and "
                 f"forking a process with threads is unsafe")
     return ""
+
+
+def readable(conn):
+    """A function that tells whether ``conn`` has something to read: a poll object where
+    there is one, which costs less, run after run, than conn.poll()."""
+    if not hasattr(select, "poll"):
+        return conn.poll
+    poller = select.poll()
+    poller.register(conn.fileno(), select.POLLIN)
+    return lambda: bool(poller.poll(0))
 
 
 def exit_descriptor(pid):

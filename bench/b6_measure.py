@@ -135,6 +135,16 @@ def make_tools(venv: Path, tools: list[str] = TOOLS) -> Path:
     return python
 
 
+def tools_python(bench_id: str, workdir: Path, tools: list[str], full: bool) -> Path:
+    """A full run's python: a fresh environment with ``tools`` (workdir/venv, shared by both
+    backends' passes). A smoke run installs nothing (it may have no network): the board's own
+    interpreter."""
+    if not full:
+        return Path(sys.executable)
+    progress(f"{bench_id}: a fresh environment with {', '.join(tools)}")
+    return make_tools(workdir / "venv", tools)
+
+
 # Runs the command given and prints the largest RSS (KiB) of any process under it.
 RSS_WRAPPER = ("import resource, subprocess, sys; code = subprocess.call(sys.argv[1:]); "
                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
@@ -194,11 +204,8 @@ def run(scale: float, backend: str, workdir) -> list[Row]:
     script_runs = SCRIPT_RUNS if full else 1
     runs = RUNS if full else 3
     targets = TARGETS if full else TARGETS[:2]
-    if full:
-        progress(f"{ID}: a fresh environment with {', '.join(TOOLS)}")
-        python = make_tools(workdir / "venv")
-    else:
-        python = Path(sys.executable)
+    python = tools_python(ID, workdir, TOOLS, full)
+    if not full:
         os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     project = make_project(workdir / "project", targets)
     figures, times, peaks = {"runs": runs, "workers": workers, "targets": len(targets)}, {}, {}

@@ -19,12 +19,11 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 
-from .b6_measure import CLIENT, make_tools
+from .b6_measure import CLIENT, tools_python
 from .measure import TIMES, Row, fmt_seconds, progress, unavailable
 
 ID = "B6b"
@@ -111,11 +110,8 @@ def run(scale: float, backend: str, workdir) -> list[Row]:
     workers = os.cpu_count() or 1
     full = scale >= 1
     per_module = PER_MODULE if full else 10
-    if full:
-        progress(f"{ID}: a fresh environment with {', '.join(TOOLS)}")
-        python = make_tools(workdir / "venv", TOOLS)
-    else:
-        python = Path(sys.executable)
+    python = tools_python(ID, workdir, TOOLS, full)
+    if not full:
         os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     project = make_project(workdir / "project", per_module)
     total = MODULES * per_module

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import sys
 import textwrap
 from pathlib import Path
 
@@ -31,11 +30,9 @@ from django.db import connections
 
 from flakeboard.rules import plural
 from ledger.tiers import tier_rule_add
-from ledger.tokens import token_create
-from runs.ingest import signals_ingest
 
 from . import data
-from .b6_measure import CLIENT, make_tools
+from .b6_measure import CLIENT, tools_python
 from .b6b_order import timed_run
 from .measure import TIMES, Row, fmt_seconds, progress, repeats, routable, scaled, unavailable
 from .server import Gunicorn
@@ -97,12 +94,7 @@ def make_suite(slug: str, tier_one: str, known: list[str]) -> str:
     commit (a signal upload); a write token of it."""
     suite = data.make_suite(slug, pin=False)
     tier_rule_add(suite=suite, glob=tier_one, tier=1, actor="bench")
-    records = [{"node": node, "property_check": "pass", "fixture_lock": "match",
-                "flake_status": "stable"} for node in known]
-    signals_ingest(suite=suite, body=json.dumps({"records": records}).encode(), actor="bench",
-                   query={"commit": BASE, "patch": "main"})
-    _, raw = token_create(suite=suite, scope="write", actor="bench", name="bench")
-    return raw
+    return data.known_from(suite, known, BASE)
 
 
 def gate(python: Path, project: Path, url: str, suite: str, token: str,
@@ -143,12 +135,9 @@ def run(scale: float, backend: str, workdir) -> list[Row]:
             f"against the limit ({new_count} {TIMES} {GUARD_RUNS} runs ÷ {workers} workers)")
     if not routable(f"/api/v1/suites/{GUARDED}/tiers"):
         return [unavailable(ID, backend, what, "POST /api/v1/suites/{suite}/tiers")]
-    # A smoke run installs nothing (it may have no network): the board's own interpreter, its
-    # plugins not loaded (gate runs with PYTEST_DISABLE_PLUGIN_AUTOLOAD, as CI's tests do).
-    if full:
-        progress(f"{ID}: a fresh environment with {', '.join(TOOLS)}")
-    python = make_tools(workdir / "venv", TOOLS) if full else Path(sys.executable)
-    # The venv is shared by both backends' passes; the project (a git history) is each's own.
+    # gate runs with PYTEST_DISABLE_PLUGIN_AUTOLOAD, as CI's tests do.
+    python = tools_python(ID, workdir, TOOLS, full)
+    # The project (a git history) is each backend's own.
     project, old, new = make_project(workdir / f"project-{backend}", existing, new_count)
     tokens = {GUARDED: make_suite(GUARDED, "tests/test_old.py::*", old),
               UNGUARDED: make_suite(UNGUARDED, "*", old + new)}

@@ -22,16 +22,12 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import sys
 from pathlib import Path
 
 from django.db import connections
 
-from ledger.tokens import token_create
-from runs.ingest import signals_ingest
-
 from . import data
-from .b6_measure import CLIENT, make_tools
+from .b6_measure import CLIENT, tools_python
 from .b6b_order import timed_run
 from .measure import TIMES, Row, fmt_seconds, progress, repeats, routable, scaled, unavailable
 from .pr_scenario import CALL_LOG_ENV, FILES, PER_FILE, make_scenario
@@ -63,12 +59,7 @@ def make_suite(known: list[str], min_runs: int | None) -> str:
     if min_runs is not None:
         suite.min_runs = min_runs
         suite.save(update_fields=["min_runs"])
-    records = [{"node": node, "property_check": "pass", "fixture_lock": "match",
-                "flake_status": "stable"} for node in known]
-    signals_ingest(suite=suite, body=json.dumps({"records": records}).encode(), actor="bench",
-                   query={"commit": BASE, "patch": "main"})
-    _, raw = token_create(suite=suite, scope="write", actor="bench", name="bench")
-    return raw
+    return data.known_from(suite, known, BASE)
 
 
 def gate(python: Path, project: Path, url: str, token: str, log: Path,
@@ -107,10 +98,8 @@ def run(scale: float, backend: str, workdir) -> list[Row]:
             f"-n 2 (1 failed, 2 new, 1 file of {per_file} edited)")
     if not routable(f"/api/v1/suites/{SUITE}/tiers"):
         return [unavailable(ID, backend, what, "POST /api/v1/suites/{suite}/tiers")]
-    if full:
-        progress(f"{ID}: a fresh environment with {', '.join(TOOLS)}")
-    # A smoke run installs nothing: the board's own interpreter (its pytest-xdist).
-    python = make_tools(workdir / "venv", TOOLS) if full else Path(sys.executable)
+    # A smoke run's interpreter is the board's own (its pytest-xdist).
+    python = tools_python(ID, workdir, TOOLS, full)
     scenario = make_scenario(workdir / f"project-{backend}", files, per_file)  # a git history each
     planned = {scenario.broken, *scenario.new, *scenario.edited}
     token = make_suite(scenario.known, None if full else SMOKE_MIN_RUNS)

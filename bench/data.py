@@ -20,6 +20,8 @@ from django.db import connections, transaction
 
 from flakeboard import rules
 from ledger.models import AuditEvent, Node, QuarantineEntry, Suite
+from ledger.tokens import token_create
+from runs.ingest import signals_ingest
 from runs.models import Measurement, NodeVerdict, ReasonRollup, Report, VerdictBatch
 
 SEED = 9137
@@ -86,6 +88,17 @@ def make_suite(slug: str, *, pin: bool = True) -> Suite:
         suite.fixture_manifest, suite.fixture_seed = MANIFEST, SEED
         suite.save(update_fields=["fixture_manifest", "fixture_seed"])
     return suite
+
+
+def known_from(suite: Suite, known: Sequence[str], commit: str) -> str:
+    """``known`` uploaded to ``suite`` from ``commit`` (a signal upload, every node stable);
+    a write token of the suite."""
+    records = [{"node": node, "property_check": "pass", "fixture_lock": "match",
+                "flake_status": "stable"} for node in known]
+    signals_ingest(suite=suite, body=json.dumps({"records": records}).encode(), actor="bench",
+                   query={"commit": commit, "patch": "main"})
+    _, raw = token_create(suite=suite, scope="write", actor="bench", name="bench")
+    return raw
 
 
 def staff_user():

@@ -30,15 +30,7 @@ api = DocumentedAPI(
     auth=SuiteToken(),
 )
 install_error_handlers(api)
-api.add_router("", ledger_router)
-api.add_router("", status_router)
-api.add_router("", uploads_router)
-api.add_router("", trends_router)
-api.add_router("", junit_router)
-api.add_router("", junit_order_router)
-api.add_router("", targets_router)
-api.add_router("", failures_router)
-api.add_router("", tiers_router)
-api.add_router("", impact_router)
-api.add_router("", codeowners_router)
-api.add_router("", events_router)
+for router in (ledger_router, status_router, uploads_router, trends_router, junit_router,
+               junit_order_router, targets_router, failures_router, tiers_router, impact_router,
+               codeowners_router, events_router):
+    api.add_router("", router)

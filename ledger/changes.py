@@ -6,7 +6,7 @@ while the marker is the same, nothing can have changed, and the read is skipped.
 
 - SQLite: ``PRAGMA data_version`` moves when another connection commits, and the
   connection's own ``total_changes`` when it writes. Exact, for microseconds.
-- PostgreSQL: triggers on the two tables (ledger migration 0016) send a notification on
+- PostgreSQL: triggers on the two tables (ledger's first migration) send a notification on
   the channel ``flakeboard_rows`` when a statement changes them; each process listens on
   a connection of its own and counts what arrived, polled without waiting. A change made by
   another process is seen when its notification arrives, within milliseconds of its

@@ -66,6 +66,19 @@ def renewals_recorded() -> int:
     return AuditEvent.objects.filter(action=AuditEvent.Action.RENEW).count()
 
 
+def assert_refused(error, message: str) -> None:
+    """A refusal for the cap, naming the cap and the figure."""
+    assert (error.code, error.messages) == ("cap_exceeded", [message])
+
+
+def assert_unchanged(suite, today, board, before, *, renewals: int, quarantined: int) -> None:
+    """Nothing renewed by the refused call: every entry as ``before``, no renewal recorded
+    but the ``renewals`` before it, the share's ``quarantined`` count unchanged."""
+    assert kept(board.values()) == before
+    assert renewals_recorded() == renewals
+    assert share_figures(suite, today).quarantined == quarantined
+
+
 # --- one entry ---------------------------------------------------------------------------
 
 
@@ -81,13 +94,9 @@ def test_renewing_an_expired_entry_over_the_cap_is_refused_naming_cap_and_figure
     with pytest.raises(ValidationError) as refused:
         renew(board[EXPIRED[1]], today)
     [error] = refused.value.error_dict[NON_FIELD_ERRORS]
-    assert error.code == "cap_exceeded"
-    assert error.messages == [
-        "Renewing this expired entry would put 4 of 60 known nodes in quarantine (6.7%), "
-        "over the suite's cap of 5.0%."]
-    assert kept(board.values()) == before
-    assert renewals_recorded() == 1
-    assert share_figures(suite, today).quarantined == 3
+    assert_refused(error, "Renewing this expired entry would put 4 of 60 known nodes in "
+                   "quarantine (6.7%), over the suite's cap of 5.0%.")
+    assert_unchanged(suite, today, board, before, renewals=1, quarantined=3)
 
 
 @pytest.mark.parametrize("cap", [0.05, 0.01])
@@ -140,13 +149,10 @@ def test_a_bulk_renewal_over_the_cap_is_refused_whole(suite, today, board):
     with pytest.raises(ValidationError) as refused:
         renew_all(suite, today, selected)
     [error] = refused.value.error_list
-    assert error.code == "cap_exceeded"
-    assert error.messages == [
-        "Renewing the 3 expired entries selected would put 5 of 60 known nodes in quarantine "
-        "(8.3%), over the suite's cap of 5.0%. Nothing was renewed."]
-    assert kept(board.values()) == before
-    assert renewals_recorded() == 0
-    assert share_figures(suite, today).quarantined == 2
+    assert_refused(error, "Renewing the 3 expired entries selected would put 5 of 60 known "
+                   "nodes in quarantine (8.3%), over the suite's cap of 5.0%. Nothing was "
+                   "renewed.")
+    assert_unchanged(suite, today, board, before, renewals=0, quarantined=2)
 
 
 def test_a_bulk_renewal_that_fits_renews_every_entry(suite, today, board):

@@ -21,6 +21,20 @@ A, B = "tests/p.py::test_a", "tests/p.py::test_b"
 META = {"patch": "p-1", "commit": "c1", "evidence": "ci/run-77"}
 
 
+def replayed(again, first, field: str, outcome: str, reason: str) -> dict:
+    """The answer to a replay of the first attempt's body, which the gate now fails: 200, a
+    duplicate whose ``field`` is ``outcome`` for ``reason``, exit code 1 in body and header.
+    It names the attempt whose body it is (the first), and the other it is judged with."""
+    assert again.status == 200
+    answer = again.json
+    assert (answer["duplicate"], answer[field], answer["reason"], answer["exit_code"]) == (
+        True, outcome, reason, 1)
+    assert again.headers["Flakeboard-Exit-Code"] == "1"
+    assert (answer["id"], answer["attempt"], answer["repeats_attempt"]) == (
+        first.json["id"], 1, 1)
+    return answer
+
+
 def test_a_replayed_batch_answers_the_merged_verdict_now(board, suite, token):
     """The issue's reproduction: ACCEPT, then REJECT, then the first body again."""
     first_body = body({**META, "records": [record(A), record(B)]})
@@ -34,14 +48,7 @@ def test_a_replayed_batch_answers_the_merged_verdict_now(board, suite, token):
 
     again = board.verdicts(suite.slug, token, first_body)
 
-    assert again.status == 200
-    answer = again.json
-    assert (answer["duplicate"], answer["verdict"], answer["reason"], answer["exit_code"]) == (
-        True, "reject", "property_fail", 1)
-    assert again.headers["Flakeboard-Exit-Code"] == "1"
-    # It names the attempt whose body it is, and the other attempt it is judged with.
-    assert (answer["id"], answer["attempt"], answer["repeats_attempt"]) == (
-        first.json["id"], 1, 1)
+    answer = replayed(again, first, "verdict", "reject", "property_fail")
     assert [(e["attempt"], e["id"], e["verdict"]) for e in answer["earlier_attempts"]] == [
         (2, second.json["id"], "reject")]
     rows = {r["node"]: r for r in answer["records"]}
@@ -69,13 +76,7 @@ def test_a_replayed_report_answers_its_pooled_verdict_now(board, suite, token):
 
     again = board.report(suite.slug, token, first_body)
 
-    assert again.status == 200
-    answer = again.json
-    assert (answer["duplicate"], answer["status"], answer["reason"], answer["exit_code"]) == (
-        True, "FAIL", "over_budget", 1)
-    assert again.headers["Flakeboard-Exit-Code"] == "1"
-    assert (answer["id"], answer["attempt"], answer["repeats_attempt"]) == (
-        first.json["id"], 1, 1)
+    answer = replayed(again, first, "status", "FAIL", "over_budget")
     assert [e["id"] for e in answer["earlier_attempts"]] == [second.json["id"]]
     row = answer["measurements"][0]
     assert (row["status"], row["n"], row["fails"]) == ("FAIL", 200, 0)  # as sent

@@ -73,31 +73,18 @@ def test_entry_state(expires: date, cleared: bool, violation: bool, state: str) 
 
 
 @pytest.mark.parametrize(
-    ("facts", "counts"),
+    ("facts", "counts", "revives"),
     [
-        pytest.param(ACTIVE, True, id="active"),
-        pytest.param(LAST_DAY, True, id="expires-today"),
-        pytest.param(EXPIRED, False, id="expired"),
-        pytest.param(VIOLATING, False, id="violating"),
-        pytest.param(VIOLATING_EXPIRED, False, id="violating-expired"),
+        pytest.param(ACTIVE, True, False, id="active"),
+        pytest.param(LAST_DAY, True, False, id="expires-today"),
+        pytest.param(EXPIRED, False, True, id="expired"),
+        pytest.param(VIOLATING, False, False, id="violating"),
+        pytest.param(VIOLATING_EXPIRED, False, False, id="violating-expired"),
     ],
 )
-def test_which_entries_count_towards_the_share(facts: EntryFacts, counts: bool) -> None:
+def test_which_entries_count_towards_the_share_and_which_renewals_bring_them_back(
+        facts: EntryFacts, counts: bool, revives: bool) -> None:
     assert entry_is_live(facts, TODAY) is counts
-
-
-@pytest.mark.parametrize(
-    ("facts", "revives"),
-    [
-        pytest.param(ACTIVE, False, id="active"),
-        pytest.param(LAST_DAY, False, id="expires-today"),
-        pytest.param(EXPIRED, True, id="expired"),
-        pytest.param(VIOLATING, False, id="violating"),
-        pytest.param(VIOLATING_EXPIRED, False, id="violating-expired"),
-    ],
-)
-def test_which_renewals_bring_an_entry_back_into_the_share(facts: EntryFacts,
-                                                           revives: bool) -> None:
     assert renewal_revives(facts, TODAY) is revives
 
 

@@ -7,14 +7,12 @@ entry fails the gate whatever an upload says of its node."""
 from __future__ import annotations
 
 from datetime import timedelta
-from importlib import import_module
 
 import pytest
-from django.apps import apps as django_apps
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.models import Node, QuarantineEntry, Suite
+from ledger.models import Node, QuarantineEntry
 from ledger.quarantine import quarantine_create
 from ledger.selectors import ledger_for_gate
 from ledger.tiers import tier_rule_add
@@ -156,20 +154,3 @@ def test_no_stated_tier_passes_an_expired_entry_or_moves_the_ledger(ruled, uploa
         last = report_ingest(suite=ruled, body=body([measurement(EXPIRED)]), actor="ci",
                              query={"commit": "after"}).upload
         assert (last.reason, last.exit_code) == ("quarantine_expired", 1)
-
-
-def test_a_tier_that_stuck_before_is_resolved_again_by_the_rules(ruled):
-    """A board where stated tiers stuck: the migration gives each node its rules' tier back,
-    and a new ledger revision, so the expired entry is served and fails again."""
-    tiers_by_rules_alone = import_module(
-        "ledger.migrations.0017_node_tiers_by_rules_alone").tiers_by_rules_alone
-    Node.objects.filter(nodeid__in=[EXPIRED, LIVE]).update(tier=0, stated_tier=0)
-    Node.objects.filter(nodeid=PROPS).update(stated_tier=2)
-    assert sorted(ledger_for_gate(ruled)) == []
-    revision = Suite.objects.get(pk=ruled.pk).ledger_revision
-    tiers_by_rules_alone(django_apps, None)
-    tiers = dict(Node.objects.filter(nodeid__in=[EXPIRED, LIVE, PROPS])
-                 .values_list("nodeid", "tier"))
-    assert tiers == {EXPIRED: 2, LIVE: 2, PROPS: 1}
-    assert sorted(ledger_for_gate(ruled)) == [EXPIRED, LIVE]
-    assert Suite.objects.get(pk=ruled.pk).ledger_revision == revision + 1

@@ -1,7 +1,6 @@
 """Every failure of a patch's gate explained to its author: one label and one line per failed
 node, from the board's evidence, the gate's own measurement confirming or correcting it; the
-served CI client (which carries this module's body: its module is a link to the rule's) labels
-as the board does."""
+CI client's copy of the rule is held equal to the board's."""
 
 from __future__ import annotations
 

@@ -10,9 +10,8 @@ node, from the evidence the board holds of it. In this order:
   default branch, or the board holds no result of it there, which the line says).
 
 The gate's measurement, where there is one, is said on the line: it confirms or corrects
-the label. The CI client's module client/src/flakeboard_ci/failure_labels.py is a link to
-this file, whose body the served client carries (client/build.py): it imports the standard
-library only and runs on Python 3.8, and a table test holds the served labels to these."""
+the label. The CI client holds a copy of this module
+(client/src/flakeboard_ci/failure_labels.py), held equal to it by a table test."""
 
 from __future__ import annotations
 

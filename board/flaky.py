@@ -25,6 +25,8 @@ from .flips import flip_ranking, flipped_rows, gate_flip
 FLIPPED = "Flipped between gate attempts"
 BORN_FLAKY = "Flaky at birth"
 JUNIT_FLAKY = "Flaky in JUnit files"
+# The overview's tile counts the flaky tests of this window, one the page offers.
+FLAKY_TILE_DAYS = 7
 # The evidence filter's choices: each kind of flaky evidence, by its heading.
 EVIDENCE = {"flipped": FLIPPED, "birth": BORN_FLAKY, "junit": JUNIT_FLAKY}
 
@@ -92,6 +94,13 @@ class FlakyRanking:
                                 None if stop is None else stop - offset]
             offset += size
         return rows
+
+
+def flaky_count(suite: Suite, window: Window) -> int:
+    """How many tests were flaky in the window, each once whatever its evidence: flipped
+    between gate attempts, flaky at birth, or flaky in JUnit files. The one count of flaky
+    tests: the flaky-tests page's headline says it, the overview's tile too."""
+    return FlakyRanking(suite, window).count()
 
 
 def flaky_page_rows(suite: Suite, window: Window, ranked: list[dict], *,

@@ -119,6 +119,7 @@ class FlakyRow:
     # the page that shows it.
     flip: Any = None
     birth: Any = None
+    evidence: Any = None  # what the row is listed for, in its figures' columns
     heading: str = ""  # the group this row begins on its page, set by the page
 
     @property

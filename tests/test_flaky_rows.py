@@ -7,6 +7,9 @@ it flaky: never a row of zeros beside the sentence that says it flipped."""
 from __future__ import annotations
 
 import re
+from urllib.parse import parse_qs
+
+from django.urls import reverse
 
 from flakeboard import rules
 from junit.ingest import junit_ingest
@@ -85,10 +88,14 @@ def test_each_row_shows_its_own_evidence(suite, flaky_page):
 
 
 def test_a_flip_also_flaky_in_junit_keeps_its_junit_column(suite, flaky_page):
-    flip(suite)
+    """Its figures and its Quarantine prefill are the flip's; its JUnit column JUnit's."""
+    batch = flip(suite)
     junit_flake(suite, FLIPPED, commit="j2", times=2)
     response = flaky_page()
     (row,) = response.context["rows"]
     assert row.evidence.figures.runs == 2  # the flip's attempts
     assert row.figures.flaky_failures == 2  # JUnit's, in the JUnit column
     assert "1 day flaky" in cells(response.content.decode(), row)["JUnit, 30 days"]
+    query = parse_qs(row.quarantine_query)
+    assert (query["n"], query["fails"]) == (["2"], ["1"])
+    assert query["evidence"][0].endswith(reverse("batch", args=[suite.slug, batch.pk]))

@@ -18,6 +18,7 @@ from django.urls import reverse
 from flakeboard import rules
 from junit.selectors import Window
 from ledger.models import Suite
+from runs.broken import counts
 from runs.models import Measurement
 
 
@@ -72,7 +73,7 @@ def births(suite: Suite, ranked: list[dict]) -> dict[int, Birth]:
     if not pks:
         return found  # a page without births reads nothing more
     for m in Measurement.objects.filter(pk__in=pks).select_related("report"):
-        n, fails = (m.pooled["n"], m.pooled["fails"]) if m.pooled else (m.n, m.fails)
+        n, fails = counts(m)
         found[m.node_id] = Birth(m.report.commit, m.report_id,
                                  reverse("report", args=[suite.slug, m.report_id]),
                                  m.report.day, n, fails)

@@ -12,12 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from django.db.models import Max, Min
+from django.db.models import Count, Max, Min
 from django.urls import reverse
 
 from flakeboard import rules
 from junit.selectors import Window
 from ledger.models import Suite
+from runs.broken import counts
 from runs.models import Measurement
 
 
@@ -36,11 +37,13 @@ def birth_rows(suite: Suite, window: Window):
 def birth_ranking(suite: Suite, window: Window, rows=None):
     """The nodes flaky at birth in the window (or in ``rows``, some of its ``birth_rows``),
     the latest first: values rows of ``node_id``, ``first_flaky`` and ``last_flaky`` (days,
-    as the JUnit ranking has them) and ``last_measurement``."""
+    as the JUnit ranking has them), ``born_commits`` (the commits it was flaky at birth at)
+    and ``last_measurement``."""
     rows = birth_rows(suite, window) if rows is None else rows
     return (
         rows.values("node_id")
         .annotate(first_flaky=Min("report__day"), last_flaky=Max("report__day"),
+                  born_commits=Count("report__commit", distinct=True),
                   last_measurement=Max("pk"))
         .order_by("-last_measurement", "node_id")
     )
@@ -70,7 +73,7 @@ def births(suite: Suite, ranked: list[dict]) -> dict[int, Birth]:
     if not pks:
         return found  # a page without births reads nothing more
     for m in Measurement.objects.filter(pk__in=pks).select_related("report"):
-        n, fails = (m.pooled["n"], m.pooled["fails"]) if m.pooled else (m.n, m.fails)
+        n, fails = counts(m)
         found[m.node_id] = Birth(m.report.commit, m.report_id,
                                  reverse("report", args=[suite.slug, m.report_id]),
                                  m.report.day, n, fails)

@@ -11,11 +11,14 @@ file's limit, and the advice would never be followed.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import date
 from functools import cached_property
 
 from django.db.models import Count, Subquery
 from django.db.models.functions import Coalesce
 
+from junit.rules import FlakyFigures
 from junit.selectors import FlakyRow, Window, flaky_days, flaky_ranking, flaky_rows
 from ledger.models import Suite
 
@@ -25,6 +28,8 @@ from .flips import flip_ranking, flipped_rows, gate_flip
 FLIPPED = "Flipped between gate attempts"
 BORN_FLAKY = "Flaky at birth"
 JUNIT_FLAKY = "Flaky in JUnit files"
+# The overview's tile counts the flaky tests of this window, one the page offers.
+FLAKY_TILE_DAYS = 7
 # The evidence filter's choices: each kind of flaky evidence, by its heading.
 EVIDENCE = {"flipped": FLIPPED, "birth": BORN_FLAKY, "junit": JUNIT_FLAKY}
 
@@ -94,17 +99,53 @@ class FlakyRanking:
         return rows
 
 
+def flaky_count(suite: Suite, window: Window) -> int:
+    """How many tests were flaky in the window, each once whatever its evidence: flipped
+    between gate attempts, flaky at birth, or flaky in JUnit files. The one count of flaky
+    tests: the flaky-tests page's headline says it, the overview's tile too."""
+    return FlakyRanking(suite, window).count()
+
+
+@dataclass(frozen=True)
+class RowEvidence:
+    """The evidence a row of the page lists it for, in its figures' columns: a flip's
+    attempts at its latest commit (failures: the attempts that failed it), a birth's runs
+    of the new-test guard, or a test's runs in JUnit files; the commits it was flaky at and
+    the days it was seen flaky. ``failed`` and ``runs`` say what its two counts are."""
+
+    figures: FlakyFigures
+    first: date | None
+    last: date | None
+    failed: str = "Flaky failures"
+    runs: str = "Runs"
+
+
+def row_evidence(row: FlakyRow, ranked: dict) -> RowEvidence:
+    """A row's own evidence: its flip's, its birth's, or else its JUnit figures."""
+    days = ranked["first_flaky"], ranked["last_flaky"]
+    if flip := row.flip:
+        failed = len(flip.attempts.failed_in)
+        return RowEvidence(FlakyFigures(flip.attempts.runs, failed, failed, flip.commits),
+                           *days, failed="Failed attempts", runs="Attempts")
+    if birth := row.birth:
+        return RowEvidence(FlakyFigures(birth.n, birth.fails, birth.fails,
+                                        ranked["born_commits"]),
+                           *days, failed="Failed runs", runs="Runs at birth")
+    return RowEvidence(row.figures, row.first_flaky, row.last_flaky)
+
+
 def flaky_page_rows(suite: Suite, window: Window, ranked: list[dict], *,
                     headings: bool = True) -> list[FlakyRow]:
     """The rows of ``ranked`` (a page of a ``FlakyRanking``), each flipped one with its
-    latest flip, each flaky at birth with its latest birth; with ``headings``, each row
-    that begins a group on the page says so."""
+    latest flip, each flaky at birth with its latest birth, each with its own evidence;
+    with ``headings``, each row that begins a group on the page says so."""
     rows = flaky_rows(suite, window, [row["node_id"] for row in ranked])
     born = births(suite, ranked)
     previous = None
     for row, ranked_row in zip(rows, ranked, strict=True):
         row.flip = gate_flip(suite, ranked_row) if "last_batch" in ranked_row else None
         row.birth = born.get(row.node.pk) if "last_measurement" in ranked_row else None
+        row.evidence = row_evidence(row, ranked_row)
         group = FLIPPED if row.flip else BORN_FLAKY if row.birth else JUNIT_FLAKY
         if headings and group != previous:
             row.heading = group

@@ -76,11 +76,6 @@ def flaky_ranking(suite: Suite, window: Window, days=None):
     )
 
 
-def flaky_count(suite: Suite, window: Window) -> int:
-    """How many tests had flaky failures in the window (the overview's tile)."""
-    return flaky_days(suite, window).values("node_id").distinct().count()
-
-
 @dataclass(frozen=True)
 class Spark:
     """A test's flaky failures per day over the last SPARK_DAYS days, oldest first."""
@@ -124,6 +119,7 @@ class FlakyRow:
     # the page that shows it.
     flip: Any = None
     birth: Any = None
+    evidence: Any = None  # what the row is listed for, in its figures' columns
     heading: str = ""  # the group this row begins on its page, set by the page
 
     @property

@@ -3,6 +3,7 @@ is enforced here, once; the form, the API, the admin and the import command call
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date, datetime
 
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
@@ -42,6 +43,19 @@ def _check_tier(errors: _Errors, suite: Suite, nodeid: str) -> None:
         f"tier {resolution.tier}, and only tier-2 (repeat-budget) nodes may be quarantined.",
         "tier_refused",
     )
+
+
+# Refusals on facts the ledger does not hold: an app that stores a node's runs registers a
+# check here when it starts (runs: a node whose latest measurement failed every run is
+# broken, not flaky). Each takes the suite and the node, and answers why the node may not
+# be quarantined, or "".
+REFUSALS: list[Callable[[Suite, Node], str]] = []
+
+
+def _check_refusals(errors: _Errors, suite: Suite, node: Node | None) -> None:
+    for refusal in REFUSALS if node is not None else ():
+        if why := refusal(suite, node):
+            errors.add("node", why, "not_flaky")
 
 
 def _check_fields(errors: _Errors, *, owner, evidence, expires, today, max_days, allow_past):
@@ -122,6 +136,7 @@ def quarantine_create(
         suite = lock_suite(suite.pk)
         node = Node.objects.filter(suite=suite).named(nodeid).first()
         _check_tier(errors, suite, nodeid)
+        _check_refusals(errors, suite, node)
         if node is not None and QuarantineEntry.objects.open().filter(node=node).exists():
             errors.add("node", f"{nodeid} already has an open quarantine entry.", "already_open")
         if not imported:

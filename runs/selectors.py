@@ -14,6 +14,7 @@ from flakeboard import rules
 from ledger.models import Node, QuarantineEntry, Suite
 from ledger.selectors import open_entries_by_node, tier_rule_specs
 
+from .broken import Broken, broken
 from .models import Measurement, Report, VerdictBatch
 
 # The node page's chart: its latest measurements. Its tables page through them all.
@@ -74,12 +75,18 @@ class ReportRow:
         return not rules.quarantinable(self.tier.tier)
 
     @property
+    def broken(self) -> Broken | None:
+        """Failed every run: broken, not flaky (``runs.broken``)."""
+        return broken(self.measurement)
+
+    @property
     def quarantinable(self) -> bool:
-        """A tier-2 row over budget whose node holds no open entry: what a quarantine is
-        for. A row with too few runs needs more runs, not an entry."""
+        """A tier-2 row over budget whose node holds no open entry, and which passed some
+        run: what a quarantine is for. A row with too few runs needs more runs, not an
+        entry; a broken one a fix."""
         open_entry = self.entry is not None and self.entry.cleared_at is None
         over = self.measurement.reason == rules.Reason.OVER_BUDGET
-        return over and not self.tier_refused and not open_entry
+        return over and not self.tier_refused and not open_entry and not self.broken
 
     @property
     def mismatch(self) -> bool:
@@ -163,6 +170,11 @@ class NodeHistory:
     entries: list[QuarantineEntry]  # newest first
     periods: list[QuarantinePeriod]  # oldest first
     chart: dict
+
+    @property
+    def broken(self) -> Broken | None:
+        """Whether the node's latest measurement shows it broken (``runs.broken``)."""
+        return broken(self.measurements[-1]) if self.measurements else None
 
 
 def latest_measurements(node: Node, limit: int = LATEST_MEASUREMENTS) -> list[Measurement]:

@@ -133,7 +133,7 @@ def test_tiles_are_coloured_by_their_value_and_say_their_plurals(client_for, lea
     empty = _tiles(client_for(lead).get(reverse("overview", args=[suite.slug])).content.decode())
     assert empty == {"0 active": "neutral", "0 expiring within 7 days": "neutral",
                      "0 expired": "neutral", "0 tier violations": "neutral",
-                     "0 ready to clear": "neutral", "0 flaky this week": "neutral"}
+                     "0 ready to clear": "neutral", "0 flaky tests in the last 7 days": "neutral"}
     report_ingest(suite=suite, body=body([measurement(f"tests/test_{i}.py::test_ok")
                                           for i in range(40)]), actor="ci")
     quarantine_create(suite=suite, nodeid="tests/test_1.py::test_ok", owner="@lea",

@@ -173,3 +173,44 @@ def test_a_custom_day_can_be_typed_and_applies_on_enter(live_server, client, sui
     assert typed_requests == []
     assert summary.startswith(f"{first.isoformat()} to {today.isoformat()}")
     assert address.endswith(f"?range=custom&from={first.isoformat()}&to={today.isoformat()}")
+
+
+# Each select of the trends form: its width on screen, and the width its longest option's
+# text needs in the select's own font, with the select's padding and border.
+SELECT_WIDTHS = """() => Array.from(document.querySelectorAll(".range-form select")).map((s) => {
+  const style = getComputedStyle(s);
+  const context = document.createElement("canvas").getContext("2d");
+  context.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+  const text = Math.max(...Array.from(s.options).map((o) => context.measureText(o.text).width));
+  const frame = ["paddingLeft", "paddingRight", "borderLeftWidth", "borderRightWidth"]
+    .reduce((sum, side) => sum + parseFloat(style[side]), 0);
+  return {name: s.name, width: s.getBoundingClientRect().width, needs: text + frame};
+})"""
+# What Chromium draws at a select's end beside its text: the arrow.
+ARROW = 16
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_each_select_of_the_form_shows_its_longest_option_whole(live_server, client, suite,
+                                                                lead, width):
+    """The Bucket select is as wide as "per day, per week beyond 90 days" (and the arrow
+    beside it), on a desk; on a phone too, where the form still fits the screen."""
+    from playwright.sync_api import sync_playwright
+
+    client.force_login(lead)
+    session = client.cookies[settings.SESSION_COOKIE_NAME].value
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": session,
+                              "url": live_server.url}])
+        page = context.new_page()
+        page.goto(f"{live_server.url}{reverse('trends', args=[suite.slug])}")
+        page.wait_for_load_state("networkidle")
+        selects = page.evaluate(SELECT_WIDTHS)
+        page_width = page.evaluate("() => document.documentElement.scrollWidth")
+        browser.close()
+    assert {s["name"] for s in selects} == {"range", "bucket"}
+    for select in selects:
+        assert select["width"] >= select["needs"] + ARROW, select
+    assert page_width <= width

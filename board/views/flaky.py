@@ -34,17 +34,14 @@ TEMPLATE = "board/flaky.html"
 
 
 def quarantine_query(request, suite, row, window) -> str:
-    """The entry form's prefill: the node and its passive counts with this page as
-    evidence; for a node no JUnit file showed flaky, its flip's attempts with the batch, or
-    its birth's runs with the report."""
-    if row.flip and not row.figures.flaky_failures:
-        n, fails = row.flip.attempts.runs, len(row.flip.attempts.failed_in)
-        evidence = request.build_absolute_uri(row.flip.url)
-    elif row.birth and not row.figures.flaky_failures:
-        n, fails = row.birth.n, row.birth.fails
-        evidence = request.build_absolute_uri(row.birth.url)
+    """The entry form's prefill: the node and the counts its row shows (``row.evidence``),
+    with the page that holds them as evidence: its flip's batch, its birth's report, or
+    this page on the node for its JUnit runs."""
+    own = row.evidence.figures
+    n, fails = own.runs, own.flaky_failures
+    if source := row.flip or row.birth:
+        evidence = request.build_absolute_uri(source.url)
     else:
-        n, fails = row.figures.runs, row.figures.flaky_failures
         page = reverse("flaky", args=[suite.slug]) + "?" + urlencode(
             {"q": row.node.nodeid, "days": window.days})
         evidence = request.build_absolute_uri(page)

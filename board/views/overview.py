@@ -7,7 +7,8 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from junit.selectors import Window, flaky_count
+from board.flaky import FLAKY_TILE_DAYS, flaky_count
+from junit.selectors import Window
 from ledger import selectors as ledger_selectors
 from ledger.access import suite_for
 from ledger.status import status_causes
@@ -32,7 +33,8 @@ def overview(request, suite):
             "nav": "overview",
             "today": today,
             "counts": counts,
-            "flaky_week": flaky_count(suite, Window(today, 7)),
+            "flaky_count": flaky_count(suite, Window(today, FLAKY_TILE_DAYS)),
+            "flaky_days": FLAKY_TILE_DAYS,
             "status": now,
             "status_causes": status_causes(suite, now),
             "share": share,

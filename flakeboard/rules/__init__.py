@@ -177,6 +177,7 @@ from .new_tests import (
     NEW_TEST_MIN_RUNS,
     NEW_TEST_RUNS,
     NEW_TEST_SHARE,
+    always_failing,
     birth_sentence,
     catch_chance,
     first_commit_after,

@@ -8,6 +8,7 @@ first commits were kept)."""
 from __future__ import annotations
 
 from .stats import upper95
+from .vocab import Classification
 
 # What a node's first_commit is when its evidence predates the record of first commits.
 BEFORE_RECORD = ""
@@ -45,6 +46,14 @@ def flaky_at_birth(n: int, fails: int) -> bool:
     """A new node that both passed and failed in its runs: flaky from the day it was
     written, whatever the runs' number (the guard never lets a flip pass)."""
     return 0 < fails < n
+
+
+def always_failing(runs: int, failures: int, classification: str | None = None) -> bool:
+    """A node that failed every one of its runs (one at least): broken, not flaky. Quarantine
+    is for flaky tests (SPEC 2), so it is never offered such a node, and never takes one.
+    Unless the measurement found it fails only after other tests (``order_dependent``): it
+    passes alone, and its polluter is named."""
+    return runs > 0 and failures == runs and classification != Classification.ORDER_DEPENDENT
 
 
 def passes_the_guard(n: int, fails: int) -> bool:

@@ -109,6 +109,9 @@ def test_its_batch_page_says_it_is_an_infrastructure_failure(suite, client_for, 
     later = client.get(reverse("batch", args=[suite.slug, retry.pk])).content.decode()
     assert "An infrastructure failure" not in later
     assert "flipped between attempts" not in later
+    patch = client.get(reverse("patch", args=[suite.slug, broken.patch])).content.decode()
+    assert patch.count(">infrastructure</span>") == 1
+    assert "No node flipped between these attempts." in patch
 
 
 def test_the_answer_says_it(suite, board, token):

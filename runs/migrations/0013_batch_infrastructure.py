@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0012_impact_map'),
+        ('runs', '0001_squashed_0012_impact_map'),
     ]
 
     operations = [

@@ -1,7 +1,8 @@
 """Flips between gate attempts, read as flaky evidence (SPEC 2.4a).
 
 A node flipped at a patch and commit when it failed in one attempt of the gate there and
-passed in another (``rules.NodeAttempts.flipped``, stored on its batch row at ingest). Every
+passed in another, neither an infrastructure failure (``rules.NodeAttempts.flipped``,
+stored on its batch row at ingest: a broken runner's attempt is never flaky evidence). Every
 later attempt at that patch and commit carries the node's row, still flipped, so a node's
 latest flipped row holds all its attempts there. A flip is flaky evidence, as a JUnit flip
 is: the flaky-tests page lists the node and the targets file offers it to measure.

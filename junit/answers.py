@@ -3,11 +3,10 @@ answer alike (the API and, later, the client's summary read it)."""
 
 from __future__ import annotations
 
-from flakeboard.rules import TEST_SET_UNTRUSTED, plural
+from flakeboard.rules import TEST_SET_UNTRUSTED, InfrastructureReason, plural
 
 from .ingest import JUnitOutcome
 from .models import JUnitFile
-from .rules import InfrastructureReason
 
 LEFT_OUT = "its tests are stored, and left out of flaky-test detection"
 

@@ -48,7 +48,7 @@ from .detect import FileContext, Findings, detect
 from .models import CaseResult, JUnitFile
 from .nodes import nodes_for_cases
 from .parse import JUnitInvalid, ParsedFile, parse_junit
-from .rules import Outcome, Producer, failing_tests, infrastructure_reason, merge_attempts
+from .rules import Outcome, Producer, failing_tests, merge_attempts
 from .signatures import signature
 
 RESULT_COLUMNS = ("suite_id", "file_id", "node_id", "day", "position", "outcome", "attempts",
@@ -140,7 +140,7 @@ def _store(suite: Suite, parsed: ParsedFile, meta: UploadMeta, *, digest: str, a
     signatures = {node: signature(r.message) for node, r in results.items() if r.failures}
     share = suite.junit_infrastructure_share
     failing = failing_tests(list(results.values()))
-    reason = infrastructure_reason(failing, share=share,
+    reason = gate_rules.infrastructure_reason(failing, share=share,
                                    errors_outside_tests=parsed.errors_outside_tests)
     findings = Findings([], []) if reason else detect(
         FileContext(suite, meta.commit, meta.job, meta.branch, today), results, signatures)

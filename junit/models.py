@@ -22,7 +22,7 @@ from django.db import models
 from flakeboard import rules as gate_rules
 from ledger.models import Node, Suite
 
-from .rules import InfrastructureReason, Outcome, Producer
+from .rules import Outcome, Producer
 from .signatures import MESSAGE_MAX_LENGTH, SIGNATURE_MAX_LENGTH
 
 META = gate_rules.META_MAX_LENGTH
@@ -53,7 +53,8 @@ class JUnitFile(models.Model):
     failing_share = models.FloatField(default=0.0, help_text="Of the tests that ran.")
     infrastructure_share = models.FloatField(help_text="The suite's share at upload.")
     infrastructure_reason = models.CharField(
-        max_length=30, blank=True, choices=[(r.value, r.value) for r in InfrastructureReason],
+        max_length=30, blank=True,
+        choices=[(r.value, r.value) for r in gate_rules.InfrastructureReason],
         help_text="Set when the file is an infrastructure failure, left out of detection.",
     )
     # Stated the default branch, unvouched, on a suite that trusts only a default-branch

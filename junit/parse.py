@@ -34,6 +34,10 @@ from .signatures import first_line
 
 MAX_PROBLEMS = 50
 ELEMENTS_PER_CASE = 20  # a testcase, its results, reruns, outputs and properties, and more
+# Elements open at once, the root included: far more than any writer nests test suites,
+# and refused as the parser reads, so a deep file never becomes a deep tree.
+MAX_DEPTH = 64
+FEED_CHUNK = 64 * 1024  # bytes handed to the parser at a time
 ROOTS = ("testsuites", "testsuite")
 OWN_OUTCOMES = {"failure": Outcome.FAILED, "error": Outcome.ERROR, "skipped": Outcome.SKIPPED}
 # Maven Surefire's failed attempts of a testcase: before the one it reports, and after.
@@ -112,19 +116,32 @@ class _TooManyElements(Exception):
     pass
 
 
+class _TooDeep(Exception):
+    pass
+
+
 class _CountingBuilder(TreeBuilder):
-    """The tree, refused past ``limit`` elements: a body of many small elements would
-    otherwise cost far more memory than its bytes."""
+    """The tree, refused past ``limit`` elements or ``MAX_DEPTH`` elements open at once: a
+    body of many small elements would otherwise cost far more memory than its bytes, and a
+    deep one a tree that every walk of it pays for."""
 
     def __init__(self, limit: int):
         super().__init__()
         self.left = limit
+        self.depth = 0
 
     def start(self, tag, attrs):
         self.left -= 1
         if self.left < 0:
             raise _TooManyElements
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _TooDeep
         return super().start(tag, attrs)
+
+    def end(self, tag):
+        self.depth -= 1
+        return super().end(tag)
 
 
 def _root(body: bytes, max_elements: int) -> Element:
@@ -132,8 +149,13 @@ def _root(body: bytes, max_elements: int) -> Element:
         target=_CountingBuilder(max_elements), forbid_dtd=True, forbid_entities=True,
         forbid_external=True)
     try:
-        parser.feed(body)
+        # Fed in chunks, so the parser's own buffer stays small whatever the body's size.
+        for start in range(0, len(body), FEED_CHUNK):
+            parser.feed(body[start:start + FEED_CHUNK])
         root = parser.close()
+    except _TooDeep:
+        raise _refused("too_deep", f"The file nests elements more than {MAX_DEPTH} deep, "
+                                   "the limit of one upload") from None
     except _TooManyElements:
         raise _refused("too_many_elements", f"The file holds more than {max_elements:,} XML "
                        "elements, the limit of one upload (UPLOAD_MAX_RECORDS)") from None

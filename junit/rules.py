@@ -25,20 +25,17 @@ Python, another OS), a likely platform dependence, and not flaky.
 **Infrastructure.** A file holding an error outside any test (``INFRASTRUCTURE_MARKS``),
 or in which more than the suite's share of the tests that ran never passed (counted when
 at least INFRASTRUCTURE_MIN_TESTS ran: a handful of failing tests is not a broken runner), is an
-infrastructure failure: stored and shown, and left out of flaky detection.
+infrastructure failure: stored and shown, and left out of flaky detection. The rule is
+``flakeboard.rules.infrastructure``, which judges an attempt of the gate the same way.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from fractions import Fraction
-from typing import NamedTuple
 
 from flakeboard import rules as gate_rules
-from flakeboard.rules import share_over_limit
-
-INFRASTRUCTURE_MIN_TESTS = 10
+from flakeboard.rules import FailingTests
 
 
 class Outcome(StrEnum):
@@ -59,11 +56,6 @@ class Producer(StrEnum):
     JEST = "jest"
     GOTESTSUM = "gotestsum"
     OTHER = "junit"
-
-
-class InfrastructureReason(StrEnum):
-    ERROR_OUTSIDE_TESTS = "error_outside_tests"
-    FAILING_SHARE = "failing_share"
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,35 +121,12 @@ def is_flaky(passes: int, failures: int) -> bool:
     return passes >= 1 and failures >= 1
 
 
-class FailingTests(NamedTuple):
-    """Of a file's tests, those that ran and, of those, the ones that never passed: counted
-    once, for the share the file stores and the infrastructure rule reads."""
-
-    ran: int
-    never_passed: int
-
-    @property
-    def share(self) -> Fraction:
-        return Fraction(self.never_passed, self.ran) if self.ran else Fraction(0)
-
-
 def failing_tests(tests: list[CaseOutcome]) -> FailingTests:
     """A file's failing tests, counted in one pass: the upload stores their share and the
-    infrastructure rule judges it, from the same count."""
+    infrastructure rule (``flakeboard.rules.infrastructure``) judges it, from the same
+    count."""
     ran = [t for t in tests if t.ran]
     return FailingTests(len(ran), sum(t.passes == 0 for t in ran))
-
-
-def infrastructure_reason(
-    failing: FailingTests, *, errors_outside_tests: int, share: float
-) -> InfrastructureReason | None:
-    """Why a file is an infrastructure failure, or None. ``share`` is the suite's: a file
-    is one when more than that share of its tests fail (exactly: 8 of 10 is not over 0.8)."""
-    if errors_outside_tests:
-        return InfrastructureReason.ERROR_OUTSIDE_TESTS
-    if failing.ran >= INFRASTRUCTURE_MIN_TESTS and share_over_limit(failing.share, share):
-        return InfrastructureReason.FAILING_SHARE
-    return None
 
 
 class CommitFinding(StrEnum):

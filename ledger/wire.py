@@ -106,8 +106,28 @@ Manifest = Annotated[
                        "before them (stored as sha256: and lower-case hex); blank is none.",
     }),
 ]
+
+
+def _trimmed(value: str) -> str:
+    """A name read without the spaces around it; one of spaces only names nothing, and is
+    refused rather than stored as a name no one can see."""
+    trimmed = value.strip()
+    if value and not trimmed:
+        raise refusal(Code.INVALID_VALUE, "must not be only spaces (leave it out for none)")
+    return trimmed
+
+
+# A candidate patch's name: a label, read trimmed.
+PatchName = Annotated[
+    str, Strict(), _label(rules.META_MAX_LENGTH), AfterValidator(_trimmed),
+    WithJsonSchema({
+        "type": "string", "maxLength": rules.META_MAX_LENGTH,
+        "description": "The candidate patch: read trimmed; a name of spaces only is refused.",
+    }),
+]
 # Upload metadata and an import's owner and evidence: missing or null is blank.
 OptionalMeta = Annotated[Meta | None, AfterValidator(_blank_if_null)]
+OptionalPatch = Annotated[PatchName | None, AfterValidator(_blank_if_null)]
 OptionalCommit = Annotated[Commit | None, AfterValidator(_blank_if_null)]
 OptionalEvidence = Annotated[Evidence | None, AfterValidator(_blank_if_null)]
 OptionalText = Annotated[Annotated[str, Strict()] | None, AfterValidator(_blank_if_null)]

@@ -23,9 +23,16 @@ from .webhooks import send_test, shown_url, webhook_remove, webhook_set
 LOG_LIMIT = 20
 
 
+class _URLField(forms.URLField):
+    """Read as a URL (https:// when no scheme is given); checked whole by ``webhook_set``,
+    which names an address it refuses as resolved."""
+
+    default_validators = []
+
+
 class WebhookForm(forms.Form):
-    url = forms.URLField(label="URL", max_length=2000, assume_scheme="https",
-                         help_text="http:// or https://; the board posts each day's items here.")
+    url = _URLField(label="URL", max_length=2000, assume_scheme="https",
+                    help_text="http:// or https://; the board posts each day's items here.")
     format = forms.ChoiceField(label="Format", choices=Webhook.Format.choices,
                                initial=Webhook.Format.SLACK)
 

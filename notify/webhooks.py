@@ -14,6 +14,7 @@ from datetime import date
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db import transaction
 from django.utils import timezone
@@ -21,7 +22,7 @@ from django.utils import timezone
 from ledger.audit import record_event
 from ledger.locks import lock_suite
 from ledger.models import AuditEvent, Suite
-from web.outbound import Refused, post
+from web.outbound import Refused, check_url, post
 
 from . import payloads
 from .digests import Digest, suite_items
@@ -42,12 +43,23 @@ def shown_url(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}/…"
 
 
+def _checked_url(url: str) -> str:
+    """The URL, if the board would post to it: the delivery's own guard first, so that an
+    address in any spelling (2130706433, 0x7f000001, [::ffff:127.0.0.1]) is refused naming
+    it as resolved; a host that does not resolve now is checked again at each delivery."""
+    try:
+        check_url(url, unresolved_ok=True)
+    except Refused as exc:
+        raise ValidationError(f"Not saved: {exc}.", code="refused") from None
+    _validate_url(url)
+    return url
+
+
 def webhook_set(*, suite: Suite, url: str, webhook_format: str, actor: str
                 ) -> tuple[Webhook, str | None]:
     """Set the suite's webhook, or replace its URL and format. A new webhook gets a new
     signing secret, answered here only (None when replacing: the secret is kept)."""
-    url = url.strip()
-    _validate_url(url)
+    url = _checked_url(url.strip())
     webhook_format = Webhook.Format(webhook_format)
     with transaction.atomic():
         lock_suite(suite.pk)

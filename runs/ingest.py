@@ -255,6 +255,12 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
             suite, {record.node: record.tier for record in parsed.records}, today, parsed.commit,
             also=prior)
         pin = judged.fixture_pin
+        # A broken runner's attempt (SPEC 2.4a): its failures count for the verdict, and no
+        # node flips on them.
+        checks = [record.property_check for record in parsed.records]
+        failing = rules.failing_records(checks)
+        infrastructure = rules.attempt_infrastructure(
+            checks, share=judged.junit_infrastructure_share) is not None
         # The arbiter's answer depends on the record's signals, the node's earlier attempts
         # and its entry, never on the node's name: decided once per distinct combination,
         # with the values it stores and answers.
@@ -284,7 +290,7 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
             record = rules.SignalRecord("", *signals)
             own = rules.evaluate_record(record, ledger_entry=facts, pin=pin, today=today)
             merged = rules.add_attempt(before, attempt, record.property_check,
-                                       own.fixture_lock)
+                                       own.fixture_lock, infrastructure=infrastructure)
             return decision(signals, rules.judge_attempts(
                 record, merged, ledger_entry=facts, today=today, tier=tier), merged)
 
@@ -334,7 +340,7 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
             pin_manifest=pin.manifest if pin else "", pin_seed=pin.seed if pin else None,
             deselected_frozen=list(parsed.deselected_frozen),
             patch_class=parsed.patch_class or "", risky_lines=parsed.risky_lines,
-            attempt=attempt,
+            attempt=attempt, failing_share=float(failing.share), infrastructure=infrastructure,
         )
         batch.judge(judged)
         if replay_of is not None:

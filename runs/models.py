@@ -247,6 +247,19 @@ class VerdictBatch(Upload):
         null=True, blank=True,
         help_text="The patch's added source lines that touch concurrency or time.",
     )
+    # The infrastructure rule, as a JUnit file's (``rules.attempt_infrastructure``).
+    failing_share = models.FloatField(
+        default=0.0,
+        help_text="Of the nodes this attempt sent that ran (passed or failed), the share "
+                  "that failed.",
+    )
+    infrastructure = models.BooleanField(
+        default=False,
+        help_text="More than the suite's infrastructure share of the nodes this attempt "
+                  "ran failed: its runner broke. Its failures count for the verdict, and are "
+                  "never flaky evidence.",
+    )
+
     class Meta(Upload.Meta):
         verbose_name_plural = "verdict batches"
         constraints, indexes = upload_keys("batch")

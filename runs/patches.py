@@ -132,7 +132,7 @@ def _flips(latest: list[int]) -> dict[int, tuple[list[Flip], int]]:
     found: dict[int, tuple[list[Flip], int]] = {}
     for batch_id, nodeid, key, seen, count in rows:
         flips, _ = found.setdefault(batch_id, ([], count))
-        first = first_flip(seen["failed_in"], seen["passed_in"]) if seen else None
+        first = first_flip(*rules.NodeAttempts.from_answer(seen).flaky_evidence) if seen else None
         flips.append(Flip(nodeid, key, first))
     return found
 

@@ -97,7 +97,7 @@ def retry_counts(suite: Suite, *, start: date, end: date, bucket: str = "day") -
     flipped = (NodeVerdict.objects.filter(batch__in=retries, flipped=True, sent=True)
                .values_list("batch__day", "batch__attempt", "attempts").order_by())
     for day, attempt, seen in flipped:
-        if seen and first_flip(seen["failed_in"], seen["passed_in"]) == attempt:
+        if seen and first_flip(*rules.NodeAttempts.from_answer(seen).flaky_evidence) == attempt:
             counts["flips"][index[bucket_start(day, bucket)]] += 1
     return {"buckets": [d.isoformat() for d in starts], **counts}
 

@@ -43,6 +43,7 @@ from ledger.wire import (
     OptionalCommit,
     OptionalEvidence,
     OptionalMeta,
+    OptionalPatch,
     RunCount,
     Seed,
     StatedTier,
@@ -178,7 +179,7 @@ class ReportEnvelope(_Envelope):
 class SignalsEnvelope(_Envelope):
     ROWS, NODE = "records", "node"
 
-    patch: OptionalMeta = ""
+    patch: OptionalPatch = ""
     deselected_frozen: list[NodeId] = Field(
         default_factory=list,
         description="The frozen nodes the client's gate left out of the run and the batch "

@@ -161,3 +161,23 @@ def test_upload_errors_apply_to_verdicts_too(board, suite, token):
     with override_settings(UPLOAD_MAX_BYTES=len(payload) - 1):
         assert board.verdicts(suite.slug, token, payload).status == 413
     assert not VerdictBatch.objects.exists()
+
+
+@pytest.mark.parametrize("sent_in", ["envelope", "query"])
+def test_a_patch_name_is_read_trimmed_and_one_of_spaces_only_is_refused(board, suite, token,
+                                                                       sent_in):
+    def send(patch: str, nodeid: str):
+        if sent_in == "query":
+            return board.verdicts(suite.slug, token, body([record(nodeid)]),
+                                  query={"patch": patch})
+        return board.verdicts(suite.slug, token, body({"records": [record(nodeid)],
+                                                       "patch": patch}))
+
+    assert send("  p-9 ", "a::x").status == 201
+    assert VerdictBatch.objects.get().patch == "p-9"
+    answer = send("   ", "a::y")
+    assert (answer.status, answer.error) == (422, "validation_failed"), answer.raw
+    assert [(d["row"], d["field"], d["code"]) for d in answer.json["details"]] == [
+        (None, "patch", "invalid_value")]
+    assert "field 'patch': must not be only spaces" in answer.json["message"]
+    assert VerdictBatch.objects.count() == 1

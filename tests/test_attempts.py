@@ -37,10 +37,12 @@ def test_a_clean_retry_does_not_forget_a_failure(board, suite, token):
         (1, first.json["id"], "reject")]
     assert answer["earlier_attempts"][0]["url"].endswith(f"/verdicts/{first.json['id']}/")
     rows = {r["node"]: r for r in answer["records"]}
-    assert rows[A]["attempts"] == {"runs": 2, "failed_in": [1], "passed_in": [2]}
+    assert rows[A]["attempts"] == {"runs": 2, "failed_in": [1], "passed_in": [2],
+                                   "infrastructure_in": []}
     assert (rows[A]["verdict"], rows[A]["reason"], rows[A]["sent"]) == (
         "reject", "property_fail", True)
-    assert rows[B]["attempts"] == {"runs": 2, "failed_in": [], "passed_in": [1, 2]}
+    assert rows[B]["attempts"] == {"runs": 2, "failed_in": [], "passed_in": [1, 2],
+                                   "infrastructure_in": []}
     assert rows[B]["verdict"] == "accept"
     # Each attempt is stored as sent: the second one's record of A says pass.
     assert NodeVerdict.objects.get(batch_id=answer["id"], node__nodeid=A).property_check == "pass"
@@ -53,14 +55,14 @@ def test_a_retry_that_leaves_the_failed_node_out_still_fails(board, suite, token
     assert (answer["verdict"], answer["exit_code"]) == ("reject", 1)
     rows = {r["node"]: r for r in answer["records"]}
     assert (rows[A]["sent"], rows[A]["verdict"], rows[A]["attempts"]) == (
-        False, "reject", {"runs": 1, "failed_in": [1], "passed_in": []})
+        False, "reject", {"runs": 1, "failed_in": [1], "passed_in": [], "infrastructure_in": []})
     batch = VerdictBatch.objects.get(pk=answer["id"])
     assert batch.record_count == 1
     # The third attempt reads only the second: the carried row keeps the evidence.
     third = attempt(board, suite, token, [record(A), record(B)]).json
     assert third["verdict"] == "reject"
     assert {r["node"]: r["attempts"] for r in third["records"]}[A] == {
-        "runs": 2, "failed_in": [1], "passed_in": [3]}
+        "runs": 2, "failed_in": [1], "passed_in": [3], "infrastructure_in": []}
 
 
 def test_a_new_commit_starts_afresh_and_so_does_another_patch(board, suite, token):
@@ -84,7 +86,7 @@ def test_not_run_and_fixture_merge_as_the_worst_seen(board, suite, token):
     assert (rows[A]["verdict"], rows[A]["reason"], rows[A]["fixture_lock"]) == (
         "hold", "fixture_drifted", "drifted")
     assert (rows[B]["verdict"], rows[B]["attempts"]) == (
-        "accept", {"runs": 2, "failed_in": [], "passed_in": [2]})
+        "accept", {"runs": 2, "failed_in": [], "passed_in": [2], "infrastructure_in": []})
 
 
 def test_a_duplicate_answers_the_stored_merged_result(board, suite, token):

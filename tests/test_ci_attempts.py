@@ -34,7 +34,7 @@ FORMATS = {  # --format and what it prints of the earlier attempt
     "markdown": lambda out, first: "failed in attempt 1" in out and "attempt 2 at this" in out,
     "json": lambda out, first: [r["attempts"] for r in json.loads(out)["records"]
                                 if r["node"] == NODE] == [
-        {"runs": 2, "failed_in": [1], "passed_in": [2]}],
+        {"runs": 2, "failed_in": [1], "passed_in": [2], "infrastructure_in": []}],
 }
 
 

@@ -266,7 +266,8 @@ def test_attempts_sent_at_once_are_judged_one_after_another(request, backend, pr
         "reject" if b["attempt"] >= failed_at else "accept" for b in stored]
     last = stored[-1]["records"][nodes[3]]
     assert last == {"runs": processes, "failed_in": [failed_at],
-                    "passed_in": [a for a in range(1, processes + 1) if a != failed_at]}
+                    "passed_in": [a for a in range(1, processes + 1) if a != failed_at],
+                    "infrastructure_in": []}
 
 
 RACE = """

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
 
+import web.csv
 from ledger.quarantine import quarantine_clear, quarantine_create
 from ledger.settings_services import policy_update
 from web.csv import neutralised
@@ -25,9 +28,24 @@ NEUTRALISED = [
     ("@SUM(A1)", "'@SUM(A1)"),
     ("\tx", "'\tx"),
     ("\rx", "'\rx"),
+    # Whitespace a spreadsheet skips before the sign.
+    (" =1+1", "' =1+1"),
+    ("  +1", "'  +1"),
+    ("\t-1", "'\t-1"),
+    (" \t@x", "' \t@x"),
+    ("\n=1", "'\n=1"),
+    ("\u3000=1", "'\u3000=1"),
+    # The full-width signs, which some locales evaluate, and after whitespace too.
+    ("\uff1dHYPERLINK(\"http://x\")", "'\uff1dHYPERLINK(\"http://x\")"),
+    ("\uff0b1", "'\uff0b1"),
+    ("\uff0d1", "'\uff0d1"),
+    ("\uff20SUM(A1)", "'\uff20SUM(A1)"),
+    (" \uff1d1", "' \uff1d1"),
     ("tests/a.py::test_x", "tests/a.py::test_x"),
     ("a=b", "a=b"),
-    (" =b", " =b"),
+    (" b=1", " b=1"),
+    ("a\uff1db", "a\uff1db"),
+    ("   ", "   "),
     ("", ""),
 ]
 
@@ -131,3 +149,27 @@ def test_the_audit_csv_is_the_suites_whole_trail_oldest_first(client_for, suite,
     assert events[2][6] == "'=HYPERLINK(\"http://evil\")"
     assert events[3][6] == "'+ stricter"
     assert '"max_upper_rate": 0.03' in events[3][5]
+
+
+def test_every_csv_download_writes_its_cells_through_the_guard(monkeypatch, client_for, suite,
+                                                              lead, today):
+    quarantined(suite, today, 1)
+    monkeypatch.setattr(web.csv, "neutralised", lambda cell: "guarded")
+    client = client_for(lead)
+    week = {"from": (today - timedelta(days=6)).isoformat(), "to": today.isoformat()}
+    downloads = [(reverse("ledger_csv", args=[suite.slug]), {}),
+                 (reverse("audit_csv", args=[suite.slug]), {}),
+                 (reverse("trends_csv", args=[suite.slug, "share"]), week)]
+    for url, query in downloads:
+        body = rows_of(client.get(url, query))[1:]
+        assert body and {cell for row in body for cell in row} == {"guarded"}, url
+
+
+def test_no_module_writes_a_csv_but_the_one_with_the_guard():
+    root = Path(__file__).resolve().parent.parent
+    writers = sorted(
+        str(path.relative_to(root))
+        for package in ("flakeboard", "web", "ledger", "runs", "junit", "notify", "board")
+        for path in (root / package).rglob("*.py")
+        if re.search(r"csv\.(writer|DictWriter)|text/csv", path.read_text()))
+    assert writers == ["web/csv.py"]

@@ -6,6 +6,7 @@ limit once decompressed, and files or queries that are not a valid upload."""
 from __future__ import annotations
 
 import gzip
+import tracemalloc
 import zlib
 
 import pytest
@@ -177,6 +178,38 @@ def test_a_file_of_many_small_elements_is_refused_before_it_costs_memory(post, s
     assert f"more than {10 * parse.ELEMENTS_PER_CASE:,} XML elements" in answer["message"]
     ok = b"<testsuite>" + b"<x/>" * (10 * parse.ELEMENTS_PER_CASE - 1) + b"</testsuite>"
     assert post(ok).status_code == 201
+
+
+def nested(depth: int, name: bytes = b"s") -> bytes:
+    """A file ``depth`` elements deep: test suites in test suites, a testcase innermost."""
+    suites = depth - 2
+    return (b"<testsuites>" + (b'<testsuite name="' + name + b'">') * suites
+            + b'<testcase classname="a" name="t"/>' + b"</testsuite>" * suites
+            + b"</testsuites>")
+
+
+def test_a_file_nested_deeper_than_the_limit_is_refused_naming_it(post):
+    deep = nested(50_000)  # 1.6 MB of nested test suites
+    assert 1_500_000 < len(deep) < 1_700_000
+    answer = refused(post, deep, 400, "too_deep")
+    assert f"more than {parse.MAX_DEPTH} deep" in answer["message"]
+    refused(post, nested(parse.MAX_DEPTH + 1), 400, "too_deep")
+    assert post(nested(parse.MAX_DEPTH)).status_code == 201
+
+
+def test_the_parser_refuses_depth_as_it_reads_in_bounded_memory():
+    deep = nested(50_000)
+    tracemalloc.start()
+    try:
+        with pytest.raises(parse.JUnitInvalid) as refusal:
+            parse.parse_junit(deep, max_cases=100_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert refusal.value.code == "too_deep"
+    # No tree of it is built: the refusal costs a fraction of the body it reads.
+    assert peak < len(deep) // 4
+    assert len(parse.parse_junit(nested(parse.MAX_DEPTH), max_cases=10).cases) == 1
 
 
 def test_each_invalid_testcase_is_named_by_its_index_and_field(post):

@@ -8,17 +8,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from flakeboard.rules import INFRASTRUCTURE_MIN_TESTS, InfrastructureReason, infrastructure_reason
 from junit.rules import (
     FAILURES,
-    INFRASTRUCTURE_MIN_TESTS,
     Attempt,
     CaseOutcome,
     CommitFinding,
-    InfrastructureReason,
     Outcome,
     commit_finding,
     failing_tests,
-    infrastructure_reason,
     is_flaky,
     merge_attempts,
 )

@@ -10,6 +10,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
+from django.utils.html import escape
 
 from ledger.models import AuditEvent
 from notify.models import Webhook, WebhookPost
@@ -151,3 +152,46 @@ def test_with_htmx_each_action_answers_the_section_with_its_notice_focused(
     assert "has-error" in refused and " data-focus " in refused
     removed = section("settings_webhook_remove")
     assert "Webhook removed." in removed and "No webhook" in removed
+
+
+# A private address in each spelling a resolver reads, and what the guard resolved it to.
+PRIVATE_URLS = [
+    ("http://127.0.0.1/hook", "127.0.0.1 resolves to 127.0.0.1, a loopback address"),
+    ("http://2130706433/hook", "2130706433 resolves to 127.0.0.1, a loopback address"),
+    ("http://0177.0.0.1/hook", "0177.0.0.1 resolves to 127.0.0.1, a loopback address"),
+    ("http://0x7f000001/hook", "0x7f000001 resolves to 127.0.0.1, a loopback address"),
+    ("http://[::1]/hook", "::1 resolves to ::1, a loopback address"),
+    ("http://[::ffff:127.0.0.1]/hook",
+     "::ffff:127.0.0.1 resolves to 127.0.0.1, a loopback address"),
+    ("https://10.0.0.7/hook", "10.0.0.7 resolves to 10.0.0.7, a private address"),
+    ("http://169.254.169.254/latest", "resolves to 169.254.169.254, a link-local address"),
+]
+PRIVATE_IDS = ["loopback", "decimal", "octal", "hex", "ipv6", "ipv4-mapped", "private",
+               "link-local"]
+
+
+@pytest.mark.parametrize(("url", "said"), PRIVATE_URLS, ids=PRIVATE_IDS)
+def test_set_webhook_refuses_a_private_address_naming_it_as_resolved(suite, settings, url,
+                                                                     said):
+    settings.WEBHOOKS_ALLOW_PRIVATE_IPS = False
+    with pytest.raises(CommandError) as refused:
+        set_webhook("acme", url)
+    assert said in str(refused.value)
+    assert not Webhook.objects.exists()
+    assert not AuditEvent.objects.filter(action=AuditEvent.Action.SETTINGS).exists()
+
+
+@pytest.mark.parametrize(("url", "said"), PRIVATE_URLS, ids=PRIVATE_IDS)
+def test_the_page_refuses_a_private_address_naming_it_as_resolved(browser, suite, settings,
+                                                                  url, said):
+    settings.WEBHOOKS_ALLOW_PRIVATE_IPS = False
+    response = browser.post(reverse("settings_webhook_save", args=["acme"]),
+                            {"url": url, "format": "json"})
+    assert response.status_code == 200 and not Webhook.objects.exists()
+    assert escape(said) in response.content.decode()
+
+
+def test_with_the_switch_on_a_private_address_is_saved(suite, settings):
+    settings.WEBHOOKS_ALLOW_PRIVATE_IPS = True
+    set_webhook("acme", "http://127.0.0.1:8080/hook")
+    assert Webhook.objects.get(suite=suite).url == "http://127.0.0.1:8080/hook"

@@ -15,8 +15,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from flakeboard.rules import INFRASTRUCTURE_MIN_TESTS as INFRASTRUCTURE
 from junit.ingest import junit_ingest
-from junit.rules import INFRASTRUCTURE_MIN_TESTS as INFRASTRUCTURE
 from ledger.forms.settings import PolicyForm
 from ledger.models import AuditEvent, QuarantineEntry, Suite
 from ledger.quarantine import quarantine_create

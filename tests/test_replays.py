@@ -53,7 +53,7 @@ def test_a_replayed_batch_answers_the_merged_verdict_now(board, suite, token):
         (2, second.json["id"], "reject")]
     rows = {r["node"]: r for r in answer["records"]}
     assert (rows[A]["verdict"], rows[A]["attempts"]) == (
-        "reject", {"runs": 2, "failed_in": [2], "passed_in": [1]})
+        "reject", {"runs": 2, "failed_in": [2], "passed_in": [1], "infrastructure_in": []})
     assert rows[B]["verdict"] == "accept"
     # Stored once: nothing new, and the first attempt's own page still says what it said.
     assert (VerdictBatch.objects.count(), NodeVerdict.objects.count()) == stored

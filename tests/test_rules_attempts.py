@@ -49,7 +49,8 @@ def test_merge_table(attempts, check, lock, verdict):
 def test_which_attempts_failed_and_passed():
     merged = rules.merge_attempts([(Check.FAIL, Lock.MATCH), (Check.NOT_RUN, Lock.MATCH),
                                    (Check.PASS, Lock.MATCH)])
-    assert merged.answer() == {"runs": 3, "failed_in": [1], "passed_in": [3]}
+    assert merged.answer() == {"runs": 3, "failed_in": [1], "passed_in": [3],
+                               "infrastructure_in": []}
     assert merged.flipped
     assert not rules.merge_attempts([(Check.FAIL, Lock.MATCH)] * 2).flipped
 

@@ -8,8 +8,14 @@ from fractions import Fraction
 
 import pytest
 
-from flakeboard.rules import ShareFigures, share_over_cap, share_over_limit
-from junit.rules import INFRASTRUCTURE_MIN_TESTS, FailingTests, infrastructure_reason
+from flakeboard.rules import (
+    INFRASTRUCTURE_MIN_TESTS,
+    FailingTests,
+    ShareFigures,
+    infrastructure_reason,
+    share_over_cap,
+    share_over_limit,
+)
 from ledger.api.schemas import ShareNowOut
 from runs.api.schemas import ShareOut
 from tests.helpers import ratio, table, yes

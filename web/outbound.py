@@ -7,7 +7,8 @@ between the check and the connection cannot slip through. The Host header and, f
 the certificate and SNI still name the host. Redirects are never followed: a 3xx is an
 answer like any other, which the caller counts as a failure. Certificates are verified
 against the system's CAs, or WEBHOOKS_CA_FILE's for a receiver behind a private CA. The
-WEBHOOKS_* settings govern both uses.
+WEBHOOKS_* settings govern both uses. A webhook's URL meets the same guard (``check_url``)
+when it is saved, so one that names a private address is refused then, not only each day.
 """
 
 from __future__ import annotations
@@ -24,35 +25,71 @@ USER_AGENT = "Flakeboard-Webhook/1"
 
 
 class Refused(Exception):
-    """The URL names an address the board does not post to (or cannot resolve)."""
+    """The URL names an address the board does not post to (or cannot resolve). Its text
+    is a clause, without a capital or a full stop: "10.0.0.7 resolves to ..."."""
 
 
-def is_public(address: str) -> bool:
+# Why an address is not public, in the order checked: the first that holds names it.
+NOT_PUBLIC = (
+    ("is_unspecified", "an unspecified address"),
+    ("is_loopback", "a loopback address"),
+    ("is_link_local", "a link-local address"),
+    ("is_multicast", "a multicast address"),
+    ("is_private", "a private address"),
+    ("is_reserved", "a reserved address"),
+)
+
+
+def not_public(address: str) -> tuple[str, str] | None:
+    """None for a public address; else the address as checked (an IPv4-mapped IPv6
+    address is its IPv4 one) and what it is: ("127.0.0.1", "a loopback address")."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
         ip = ip.ipv4_mapped
-    return ip.is_global and not (
-        ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_multicast
-        or ip.is_reserved or ip.is_unspecified
-    )
+    for test, kind in NOT_PUBLIC:
+        if getattr(ip, test):
+            return str(ip), kind
+    return None if ip.is_global else (str(ip), "an address that is not public")
 
 
-def checked_addresses(host: str, port: int) -> list[tuple]:
+def is_public(address: str) -> bool:
+    return not_public(address) is None
+
+
+def checked_addresses(host: str, port: int, *, unresolved_ok: bool = False) -> list[tuple]:
     """Every (family, sockaddr) the host resolves to; Refused when any is not public
-    (unless WEBHOOKS_ALLOW_PRIVATE_IPS) or when it resolves to none."""
+    (unless WEBHOOKS_ALLOW_PRIVATE_IPS), naming it as resolved, or when it resolves to none
+    (unless ``unresolved_ok``: then none, for a URL saved now and checked again when used)."""
     try:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as exc:
+        if unresolved_ok:
+            return []
         raise Refused(f"{host} does not resolve: {exc}") from exc
     addresses = [(family, sockaddr) for family, _, _, _, sockaddr in found]
-    if not addresses:
+    if not addresses and not unresolved_ok:
         raise Refused(f"{host} does not resolve")
     if not settings.WEBHOOKS_ALLOW_PRIVATE_IPS:
         for _, sockaddr in addresses:
-            if not is_public(sockaddr[0]):
-                raise Refused(f"{host} resolves to {sockaddr[0]}, which is not a public "
-                              "address (WEBHOOKS_ALLOW_PRIVATE_IPS is off)")
+            if (why := not_public(sockaddr[0])) is not None:
+                address, kind = why
+                raise Refused(f"{host} resolves to {address}, {kind} "
+                              "(WEBHOOKS_ALLOW_PRIVATE_IPS is off)")
     return addresses
+
+
+def check_url(url: str, *, unresolved_ok: bool = False):
+    """The guard on a URL the board posts to or fetches, when it is saved and when it is
+    used: an http(s) URL with a host whose every address is public. Its parts, port and
+    checked addresses; Refused, saying why, when it is not one."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise Refused("the URL must start with http:// or https:// and name a host")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise Refused("the URL's port is not a number from 0 to 65535") from None
+    return parts, port, checked_addresses(parts.hostname, port, unresolved_ok=unresolved_ok)
 
 
 def _connect(addresses: list[tuple], timeout: float) -> socket.socket:
@@ -100,13 +137,8 @@ class _CheckedHTTPSConnection(http.client.HTTPSConnection):
 def _connection(url: str, timeout: float | None):
     if timeout is None:
         timeout = settings.WEBHOOKS_TIMEOUT
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise Refused("only http(s) URLs are fetched")
-    https = parts.scheme == "https"
-    port = parts.port or (443 if https else 80)
-    addresses = checked_addresses(parts.hostname, port)
-    kind = _CheckedHTTPSConnection if https else _CheckedHTTPConnection
+    parts, port, addresses = check_url(url)
+    kind = _CheckedHTTPSConnection if parts.scheme == "https" else _CheckedHTTPConnection
     connection = kind(parts.hostname, port, addresses=addresses, timeout=timeout)
     return connection, (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 

@@ -16,6 +16,8 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``worsening``: whether a quarantined node's rate has got worse since its entry was made;
 - ``arbiter``: effective signals, the precedence table and the batch aggregate (2.3);
 - ``attempts``: evidence at one commit accumulates: attempts merge, measurements pool (2.4a);
+- ``infrastructure``: when a JUnit file or a gate attempt failed for its runner, not its
+  tests: never flaky evidence (2.4a);
 - ``new_tests``: which nodes are new at a commit (2.4b);
 - ``failure_labels``: the one line that explains each failed node of a gate to its author;
 - ``gate_plan``: what a patch's gate measures, in which order, within its budget (2.4c);
@@ -158,6 +160,14 @@ from .gate_plan import (
     gate_plan,
     in_changed_file,
     plan_group,
+)
+from .infrastructure import (
+    INFRASTRUCTURE_MIN_TESTS,
+    FailingTests,
+    InfrastructureReason,
+    attempt_infrastructure,
+    failing_records,
+    infrastructure_reason,
 )
 from .limits import (
     CAUSE_NODES_MAX,

@@ -4,7 +4,9 @@
   one gate. A node's evidence over them merges: its property check fails when any attempt's
   failed, passes when one ran and none failed, and is ``not_run`` only when none ran; its
   fixture lock is the worst any attempt had. The arbiter then judges the merged evidence, so
-  no retry turns a REJECT into an ACCEPT at the same commit.
+  no retry turns a REJECT into an ACCEPT at the same commit. An attempt that is an
+  infrastructure failure (``infrastructure``: its runner broke) counts for the verdict
+  like any other, and is never flaky evidence: a node flips only between the others.
 - Measurements: the reports of a suite at one ``commit`` pool per node. Runs count once per
   seed: disjoint seed ranges add, and where ranges overlap the seeds they share count once,
   with the larger failure count. The budget gate then judges the pooled counts.
@@ -35,13 +37,15 @@ from .vocab import FixtureLock, PropertyCheck
 @dataclass(frozen=True)
 class NodeAttempts:
     """One node's evidence over the attempts of one gate so far: how many attempts sent a
-    record of it, the attempts (numbered from 1) whose record failed and passed, and the
-    worst effective fixture lock any of them had."""
+    record of it, the attempts (numbered from 1) whose record failed and passed, the
+    worst effective fixture lock any of them had, and which of those attempts were
+    infrastructure failures."""
 
     runs: int = 0
     failed_in: tuple[int, ...] = ()
     passed_in: tuple[int, ...] = ()
     fixture_lock: FixtureLock = FixtureLock.MATCH
+    infrastructure_in: tuple[int, ...] = ()
 
     @property
     def property_check(self) -> PropertyCheck:
@@ -53,31 +57,47 @@ class NodeAttempts:
         return PropertyCheck.NOT_RUN
 
     @property
+    def flaky_evidence(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The attempts that failed and passed it, left out those that were infrastructure
+        failures: what may show it flaky."""
+        left_out = set(self.infrastructure_in)
+        return (tuple(a for a in self.failed_in if a not in left_out),
+                tuple(a for a in self.passed_in if a not in left_out))
+
+    @property
     def flipped(self) -> bool:
-        """Failed in one attempt and passed in another: flaky evidence, as a JUnit flip is."""
-        return bool(self.failed_in and self.passed_in)
+        """Failed in one attempt and passed in another, neither an infrastructure failure:
+        flaky evidence, as a JUnit flip is."""
+        if not self.infrastructure_in:
+            return bool(self.failed_in and self.passed_in)
+        failed, passed = self.flaky_evidence
+        return bool(failed and passed)
 
     def answer(self) -> dict:
         return {"runs": self.runs, "failed_in": list(self.failed_in),
-                "passed_in": list(self.passed_in)}
+                "passed_in": list(self.passed_in),
+                "infrastructure_in": list(self.infrastructure_in)}
 
     @classmethod
     def from_answer(cls, answer: dict,
                     fixture_lock: FixtureLock = FixtureLock.MATCH) -> NodeAttempts:
         return cls(answer["runs"], tuple(answer["failed_in"]), tuple(answer["passed_in"]),
-                   fixture_lock)
+                   fixture_lock, tuple(answer.get("infrastructure_in", ())))
 
 
 def add_attempt(
-    prior: NodeAttempts | None, attempt: int, check: PropertyCheck, lock: FixtureLock
+    prior: NodeAttempts | None, attempt: int, check: PropertyCheck, lock: FixtureLock,
+    *, infrastructure: bool = False,
 ) -> NodeAttempts:
-    """``prior`` with one more attempt's record: its property check and effective lock."""
+    """``prior`` with one more attempt's record: its property check and effective lock,
+    and whether that attempt is an infrastructure failure."""
     prior = prior or NodeAttempts()
     return NodeAttempts(
         runs=prior.runs + 1,
         failed_in=prior.failed_in + ((attempt,) if check is PropertyCheck.FAIL else ()),
         passed_in=prior.passed_in + ((attempt,) if check is PropertyCheck.PASS else ()),
         fixture_lock=max(prior.fixture_lock, lock, key=LOCK_SEVERITY.__getitem__),
+        infrastructure_in=prior.infrastructure_in + ((attempt,) if infrastructure else ()),
     )
 
 

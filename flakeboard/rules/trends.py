@@ -254,7 +254,9 @@ def retried_after_reject(attempt: int, previous_verdict: str | None) -> bool:
 
 def first_flip(failed_in: Sequence[int], passed_in: Sequence[int]) -> int | None:
     """The attempt where a node first flipped: the first by which it had both failed and
-    passed (None: it never flipped). A flip is counted once, at that attempt."""
+    passed (None: it never flipped). A flip is counted once, at that attempt. Given a
+    node's flaky evidence (``NodeAttempts.flaky_evidence``): an attempt that was an
+    infrastructure failure never makes a flip."""
     if not (failed_in and passed_in):
         return None
     return max(min(failed_in), min(passed_in))

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from flakeboard.rules import InfrastructureReason
 from ledger.wire import Meta, NodeId
 from web.api.schemas import Answer
 
-from ..rules import InfrastructureReason, Producer
+from ..rules import Producer
 
 
 class JUnitCounts(Answer):

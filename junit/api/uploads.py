@@ -27,7 +27,8 @@ router = Router(tags=["junit"])
 
 XML_TYPES = ("application/xml", "text/xml")
 # Refusals that are not 422 (a valid document that is not a valid upload).
-STATUS = {"invalid_xml": 400, "forbidden_xml": 400, "invalid_gzip": 400, "too_large": 413,
+STATUS = {"invalid_xml": 400, "forbidden_xml": 400, "invalid_gzip": 400, "too_deep": 400,
+          "too_large": 413,
           "too_many_records": 413, "too_many_elements": 413, "unsupported_encoding": 415}
 ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 413: ErrorOut, 415: ErrorOut,
           422: ErrorOut}
@@ -43,9 +44,10 @@ files) has both passed and failed it. Passing in one job and failing in another 
 the suite's share (80% by default) of the tests that ran never passed, is an
 `infrastructure` failure: stored, and left out of detection.
 
-A DTD, entities, external references, malformed XML (its line and column named), a gzip
-body that is not gzip and a body over the upload limit once decompressed are refused, and
-nothing is stored. 201 when stored; 200 for a body and query uploaded before (`duplicate`).
+A DTD, entities, external references, malformed XML (its line and column named), elements
+nested more than 64 deep, a gzip body that is not gzip and a body over the upload limit
+once decompressed are refused, and nothing is stored. 201 when stored; 200 for a body and
+query uploaded before (`duplicate`).
 A file of the suite's default branch adds its tests to that commit's CI run, which sizes
 the quarantined share's test set. Once the suite keeps a default-branch-only token, only
 that token's files do: another token's file stating the default branch is stored, flagged

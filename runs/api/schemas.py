@@ -171,6 +171,10 @@ class AttemptsOut(Answer):
     failed_in: list[int] = Field(description="The attempts (numbered from 1) where it failed.")
     passed_in: list[int] = Field(description="The attempts where it passed. A node in both "
                                              "lists flipped: flaky evidence.")
+    infrastructure_in: list[int] = Field(
+        default_factory=list,
+        description="Of its attempts, those that were infrastructure failures (the batch's "
+                    "`infrastructure`): counted for the verdict, never flaky evidence.")
 
 
 class EntryEvidenceOut(Answer):
@@ -250,6 +254,13 @@ class BatchAnswer(Answer):
         description="Which attempt of the gate at this patch and commit the batch is (from "
                     "1). Its verdict judges every node over all attempts up to it: a node "
                     "that failed in any of them still fails."
+    )
+    infrastructure: bool = Field(
+        description="This attempt is an infrastructure failure: more than the suite's "
+                    "infrastructure share (as for a JUnit file) of the nodes it ran failed, "
+                    "at least 10 of them ran. Its failures count for the verdict, this "
+                    "attempt's and every later one's; they are never flaky evidence, so no "
+                    "node flips on them."
     )
     earlier_attempts: list[EarlierBatchOut] = Field(
         description="The attempts before this one at the same patch and commit, first "

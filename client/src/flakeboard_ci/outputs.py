@@ -100,9 +100,14 @@ def earlier_evidence(answer, kind):
         failed = [a for a in r.get("attempts", {}).get("failed_in", []) if a in earlier]
         if r["verdict"] != "reject" or not failed:
             continue
-        flipped = " and passed in another (flaky evidence)" if r["attempts"]["passed_in"] else ""
+        # An attempt whose runner broke (infrastructure) counts, and is no flaky evidence.
+        broken = set(r["attempts"].get("infrastructure_in", []))
+        flipped = set(failed) - broken and set(r["attempts"]["passed_in"]) - broken
+        said = (" and passed in another (flaky evidence)" if flipped
+                else ", an infrastructure failure (its runner broke; not flaky evidence)"
+                if failed[0] in broken else "")
         lines.append(f"{r['node']}: failed in attempt {failed[0]} "
-                     f"({earlier[failed[0]]['url']}){flipped}; {NEXT_STEP}")
+                     f"({earlier[failed[0]]['url']}){said}; {NEXT_STEP}")
     return lines
 
 

@@ -54,37 +54,52 @@ GAP = ("The limit counts only the guarded runs' test bodies, about a second. The
 
 TEST = '''
 def test_{name}():
+    start = time.perf_counter()
     time.sleep({body})
     assert int(os.environ.get("PATCH_SEED", "0")) >= 0
+    calls.log("{node}", time.perf_counter() - start)
 '''
-# Each call phase as pytest times it, and the process that ran it (gate's run, the
-# pool's workers).
-CONFTEST = '''
+# Each test's body times itself and logs it with the process that ran it (gate's run, the
+# pool's workers): a hook around the runs would make measure give each run a pass of pytest's
+# protocol of its own, which plain tests' runs in a row share.
+CALLS = '''
     import os
 
+    LOG = None
 
-    def pytest_runtest_logreport(report):
-        log = os.environ.get("B6C_CALL_LOG")
-        if log and report.when == "call":
-            with open(log, "a") as out:
-                out.write(f"{os.getpid()}\\t{report.nodeid}\\t{report.duration}\\n")
+
+    def log(node, seconds):
+        global LOG
+        path = os.environ.get("{env}")
+        if not path:
+            return
+        if LOG is None:  # unbuffered and appended: a forked child's line is never lost
+            LOG = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(LOG, f"{{os.getpid()}}\\t{{node}}\\t{{seconds}}\\n".encode())
 '''
 
-def module_source(names: list[str]) -> str:
-    return "import os\nimport time\n\n" + "\n".join(
-        TEST.format(name=name, body=BODY_S) for name in names)
+
+def module_source(path: str, names: list[str]) -> str:
+    return "import os\nimport time\n\nimport calls\n\n" + "\n".join(
+        TEST.format(name=name, body=BODY_S, node=f"{path}::test_{name}") for name in names)
+
+
+def write_calls(root: Path, env: str) -> None:
+    """The project's calls.py: what each test body logs its time with, where ``env``
+    names a file."""
+    (root / "calls.py").write_text(textwrap.dedent(CALLS.format(env=env)))
 
 
 def make_project(root: Path, existing: int, new: int) -> tuple[Path, list[str], list[str]]:
     """The project, the node ids the board knows and those the pull request adds."""
     tests = root / "tests"
     tests.mkdir(parents=True)
-    (root / "pytest.ini").write_text("[pytest]\n")
-    (root / "conftest.py").write_text(textwrap.dedent(CONFTEST))
+    (root / "pytest.ini").write_text("[pytest]\npythonpath = .\n")  # calls.py imports
+    write_calls(root, "B6C_CALL_LOG")
     old = [f"old_{i}" for i in range(existing)]
     added = [f"new_{i}" for i in range(new)]
-    (tests / "test_old.py").write_text(module_source(old))
-    (tests / "test_pr.py").write_text(module_source(added))
+    (tests / "test_old.py").write_text(module_source("tests/test_old.py", old))
+    (tests / "test_pr.py").write_text(module_source("tests/test_pr.py", added))
     return (root, [f"tests/test_old.py::test_{n}" for n in old],
             [f"tests/test_pr.py::test_{n}" for n in added])
 

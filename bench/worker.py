@@ -26,6 +26,7 @@ MODULES = {
     "B6b": "bench.b6b_order",
     "B6c": "bench.b6c_new_tests",
     "B6d": "bench.b6d_pr_gate",
+    "B6e": "bench.b6e_startup",
     "B7": "bench.b7_junit",
     "B8": "bench.b8_largest",
     "B9": "bench.b9_prune",

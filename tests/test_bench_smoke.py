@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCHMARKS = {"B1", "B2", "B3", "B4", "B5", "B6", "B6b", "B6c", "B6d", "B7", "B8", "B9", "B10"}
+BENCHMARKS = {"B1", "B2", "B3", "B4", "B5", "B6", "B6b", "B6c", "B6d", "B6e", "B7", "B8", "B9",
+              "B10"}
 PROFILED = {"B1", "B2", "B5", "B7"}
 
 

@@ -119,3 +119,33 @@ def test_a_modules_targets_share_one_check_in_order_each_after_the_tests_before_
     pollutes = lines(project / "pollutes.txt")
     assert len(pollutes) == len(set(pollutes)) == 3
     assert len(lines(project / "collections.txt")) == 1
+
+
+@pytest.mark.slow
+def test_the_session_check_is_a_child_of_a_collection_of_the_session(tmp_path):
+    """The check in CI's order of the whole session forks from a process that collected the
+    session while the runs went on: two collections in all, and no check pays one."""
+    project = make_project(tmp_path / "project", {
+        "conftest.py": COUNTING, "tests/test_pid.py": PIDS,
+        "tests/test_before.py": "def test_before():\n    pass\n"}, ["tests/test_pid.py::test_pid"])
+    done = measure(project, "--exact", "--runs", "200", "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    assert "stable          tests/test_pid.py::test_pid" in done.stderr
+    collectors = lines(project / "collections.txt")
+    runs = collections.Counter(lines(project / "tests" / "runs.txt"))
+    # The targets' files, then the session: each collected once, by a process that ran
+    # nothing. Two blocks of 100 runs, then the session's run of the target, each in a child.
+    assert len(collectors) == 2
+    assert sorted(runs.values()) == [1, 100, 100] and not set(runs) & set(collectors)
+
+
+@pytest.mark.slow
+def test_a_session_that_cannot_be_collected_leaves_the_checks_to_the_module(tmp_path):
+    project = make_project(tmp_path / "project", {
+        "tests/test_pid.py": PIDS,
+        "tests/test_broken_import.py": "raise SystemExit('not importable')\n"},
+        ["tests/test_pid.py::test_pid"])
+    done = measure(project, "--exact", "--runs", "200", "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    assert "the whole session could not be collected here" in done.stderr
+    assert "stable          tests/test_pid.py::test_pid: 0/200 failed" in done.stderr

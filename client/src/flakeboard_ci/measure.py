@@ -225,6 +225,8 @@ def run_measurement(targets, args, max_upper_rate, progress, budget=None, worksp
         files = list(collections.OrderedDict.fromkeys(
             node_file(t.name) for t in targets if t.unmeasured is None))
         measured = schedule(targets)
+        if session and not args.fresh:
+            pool.start_session()  # it collects the session while the runs go on
         if args.fresh:
             pool.run(Collection(targets, files))
             pool.run(FreshRuns(measured))

@@ -86,7 +86,7 @@ class IsolationChecks(Source):
         if self.due:
             # No files: pytest collects what a bare `pytest` here would, in its order (a
             # shuffling plugin set aside: the order is the collection's).
-            self.sessions[pool.spawn(SESSION, seed=SCRIPT_SEED_BASE).ident] = self.due.pop(0)
+            self.sessions[pool.session(SCRIPT_SEED_BASE).ident] = self.due.pop(0)
             return True
         if self.closed is not None and self.closed():
             # Past the deadline only the suspects' checks start: they decide between broken,

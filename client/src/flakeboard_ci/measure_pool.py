@@ -97,6 +97,7 @@ class Worker:
         # A zygote collects and runs nothing; once its hello says it can fork, the pool forks
         # children of it (Pool.fork) and never feeds it.
         self.zygote = zygote
+        self.session = False  # the session's zygote (Pool.start_session)
         self.conn = self.hello = None
         self.outstanding = collections.OrderedDict()  # tag -> Task, in the order it runs them
         self.since = time.monotonic()  # when its first outstanding task started, about
@@ -139,6 +140,9 @@ class Pool:
         self.said_xdist = self.said_unforked = False
         # The zygote that said it forks: it outlives each run, for the next to fork from.
         self.zygote = None
+        # One that collects the whole session (SESSION) for the checks in CI's order, started
+        # with the first so that its collection overlaps the runs; None once it cannot fork.
+        self.session_zygote = None
 
     def _accept(self, listener):
         while True:
@@ -183,18 +187,36 @@ class Pool:
         worker = self.workers[ident] = Worker(ident, proc, log, fixed, zygote, files)
         return worker
 
-    def fork(self, fixed=None):
-        """A child of the zygote: it starts from the zygote's collected state, untouched,
-        connects as a worker of its own and is fed as one (``fixed``: its tasks)."""
+    def fork(self, fixed=None, zygote=None):
+        """A child of the zygote (or of ``zygote``): it starts from its collected state,
+        untouched, connects as a worker of its own and is fed as one (``fixed``: its
+        tasks)."""
+        zygote = zygote or self.zygote
         ident = next(self.spawned)
-        worker = self.workers[ident] = Worker(ident, ForkedProc(self.zygote), self.zygote.log,
-                                              fixed)
-        self.zygote.send({"fork": ident})
+        worker = self.workers[ident] = Worker(ident, ForkedProc(zygote), zygote.log, fixed)
+        zygote.send({"fork": ident})
         return worker
+
+    def start_session(self):
+        """Start the session's zygote, which collects what a bare pytest collects and runs
+        nothing until a check in CI's order is forked from it."""
+        worker = self.spawn(SESSION, zygote=True)
+        worker.session = True
+        self.session_zygote = worker
+
+    def session(self, seed, fixed=None):
+        """A process that collected the whole session: a child of the session's zygote once
+        it said it forks, else a fresh one started with PATCH_SEED ``seed``."""
+        zygote = self.session_zygote
+        if zygote is not None and zygote.hello is not None:
+            return self.fork(fixed, zygote)
+        return self.spawn(SESSION, fixed=fixed, seed=seed)
 
     def start(self, files, fixed, seed):
         """A process for ``fixed`` tasks that collects ``files``: a child of the zygote when
         it collected them all, else a fresh one started with PATCH_SEED ``seed``."""
+        if files == SESSION:
+            return self.session(seed, fixed)
         if (self.zygote is not None
                 and {os.path.normpath(file) for file in files} <= self.zygote.files):
             return self.fork(fixed)
@@ -209,7 +231,7 @@ class Pool:
                                          for w in self.workers.values())):
                 pass
             if all(w.zygote and w.hello for w in self.workers.values()):
-                return  # nothing left but the zygote: it waits for the next run
+                return  # nothing left but the zygotes: they wait for the next run
             self._receive(source)
             for worker in list(self.workers.values()):
                 self._check(worker, source)
@@ -232,6 +254,11 @@ class Pool:
             worker.conn, worker.hello, worker.since = conn, hello, time.monotonic()
             if isinstance(worker.proc, ForkedProc):
                 worker.proc.pid = hello.get("pid")
+                # What its zygote collected, in its order, is the child's too.
+                hello.setdefault("items", worker.proc.zygote.hello.get("items", []))
+            elif worker.session:
+                self._session_hello(worker, hello)
+                continue
             elif worker.zygote and hello.get("fork"):
                 self.zygote = worker
             elif worker.zygote:
@@ -258,6 +285,14 @@ class Pool:
         for conn, worker in conns.items():
             if conn in ready or (conn not in waited and worker.conn is not None):
                 self._read(worker, source)
+
+    def _session_hello(self, worker, hello):
+        """The session's zygote collected: it waits to be forked, or where it cannot fork,
+        it is stopped and each check in CI's order starts a fresh process, as without it."""
+        if not hello.get("fork"):
+            self._stop(worker)
+            self.workers.pop(worker.ident, None)
+            self.session_zygote = None
 
     def _read(self, worker, source):
         try:
@@ -301,6 +336,12 @@ class Pool:
     def _check(self, worker, source):
         """Handle a worker that exited or outlasted the timeout."""
         code = worker.proc.poll()
+        if worker.session and code is not None:
+            # The session's zygote ended (its collection failed): the checks in CI's order
+            # start fresh processes, which say why.
+            self.workers.pop(worker.ident, None)
+            self.session_zygote = None
+            return
         if code is None and self._late(worker) and worker.conn is not None:
             self._read(worker, source)  # what it answered since it was last read
         late = self._late(worker)
@@ -315,7 +356,7 @@ class Pool:
             why = self._startup_failure(worker, code)
             if not source.unheard(worker, why):
                 raise MeasureError(why)
-        if worker.hello is None:
+        if worker.hello is None and worker.fixed:  # a fed one that never said hello has none
             worker.outstanding.update((task.tag, task) for task in worker.fixed)
         self._lose(worker, source, code, late)
         self.workers.pop(worker.ident, None)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from flakeboard.rules import plural
 
+from .call_log import write_calls
 from .measure import TIMES, Row, fmt_bytes, fmt_seconds, progress, unavailable
 from .scratch import ROOT
 
@@ -47,19 +48,24 @@ GAP = ("The script pays an interpreter start and a collection per run; the plugi
 SEEDED = '''
     import os
 
+    from calls import timed
+
 
     def seed():
         return int(os.environ.get("PATCH_SEED", "0"))
 
 
+    @timed
     def test_two_percent():
         assert seed() % 50 != 7
 
 
+    @timed
     def test_ten_percent():
         assert seed() % 10 != 3
 
 
+    @timed
     def test_steady(tmp_path):
         (tmp_path / "x").write_text("x")
         assert sum(range(1000)) == 499500
@@ -68,12 +74,16 @@ SLOW = '''
     import os
     import time
 
+    from calls import timed
 
+
+    @timed
     def test_slow_five_percent():
         time.sleep(0.05)
         assert int(os.environ.get("PATCH_SEED", "0")) % 20 != 11
 
 
+    @timed
     def test_slow_steady():
         time.sleep(0.05)
 '''
@@ -81,30 +91,18 @@ HEAVY = '''
     import hashlib
     import os
 
+    from calls import timed
+
     # An expensive import: a table built when the module is first imported.
     TABLE = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(150_000)]
 
 
+    @timed
     def test_heavy_one_percent():
         assert TABLE[int(os.environ.get("PATCH_SEED", "0")) % len(TABLE)][:2] != "00"
 '''
-# The phases the limit counts: each call of a test body, timed where it runs.
-CONFTEST = '''
-    import os
-    import time
-
-    import pytest
-
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_call(item):
-        log = os.environ.get("B6_CALL_LOG")
-        start = time.perf_counter()
-        yield
-        if log:
-            with open(log, "a") as out:
-                out.write(f"{time.perf_counter() - start}\\n")
-'''
+# The phases the limit counts: each test body times itself (calls.py, where B6_CALL_LOG names
+# a file). A hook around each call would give measure's runs a pass of pytest's protocol each.
 FILLER = "\n".join(f"def test_filler_{i}():\n    assert {i} + 1 == {i + 1}\n" for i in range(30))
 TARGETS = [  # every one's outcome depends only on PATCH_SEED
     "tests/test_seeded.py::test_two_percent",
@@ -119,7 +117,8 @@ TARGETS = [  # every one's outcome depends only on PATCH_SEED
 def make_project(root: Path, targets: list[str]) -> Path:
     tests = root / "tests"
     tests.mkdir(parents=True)
-    (root / "conftest.py").write_text(textwrap.dedent(CONFTEST))
+    (root / "pytest.ini").write_text("[pytest]\npythonpath = .\n")  # calls.py imports
+    write_calls(root, "B6_CALL_LOG")
     for name, source in (("seeded", SEEDED), ("slow", SLOW), ("heavy", HEAVY)):
         (tests / f"test_{name}.py").write_text(textwrap.dedent(source) + "\n\n" + FILLER)
     (root / "flake_targets.txt").write_text("\n".join(targets) + "\n")
@@ -234,7 +233,8 @@ def run(scale: float, backend: str, workdir) -> list[Row]:
         times["repeat"], peaks["repeat"], _ = timed(
             [str(python), "-m", "pytest", f"--count={runs}", *selection], project,
             B6_CALL_LOG=str(calls))
-        limit_s = sum(float(line) for line in calls.read_text().split()) / workers
+        limit_s = sum(float(line.split("\t")[-1])
+                      for line in calls.read_text().splitlines()) / workers
     progress(f"{ID}: measure --exact, {runs} runs")
     times["measure"], peaks["measure"], _ = measure_fails(python, project, runs, workers,
                                                           workdir / "report.json")

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import textwrap
 from pathlib import Path
 
 from django.db import connections
@@ -34,6 +33,7 @@ from ledger.tiers import tier_rule_add
 from . import data
 from .b6_measure import CLIENT, tools_python
 from .b6b_order import timed_run
+from .call_log import write_calls
 from .measure import TIMES, Row, fmt_seconds, progress, repeats, routable, scaled, unavailable
 from .server import Gunicorn
 
@@ -59,35 +59,9 @@ def test_{name}():
     assert int(os.environ.get("PATCH_SEED", "0")) >= 0
     calls.log("{node}", time.perf_counter() - start)
 '''
-# Each test's body times itself and logs it with the process that ran it (gate's run, the
-# pool's workers): a hook around the runs would make measure give each run a pass of pytest's
-# protocol of its own, which plain tests' runs in a row share.
-CALLS = '''
-    import os
-
-    LOG = None
-
-
-    def log(node, seconds):
-        global LOG
-        path = os.environ.get("{env}")
-        if not path:
-            return
-        if LOG is None:  # unbuffered and appended: a forked child's line is never lost
-            LOG = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        os.write(LOG, f"{{os.getpid()}}\\t{{node}}\\t{{seconds}}\\n".encode())
-'''
-
-
 def module_source(path: str, names: list[str]) -> str:
     return "import os\nimport time\n\nimport calls\n\n" + "\n".join(
         TEST.format(name=name, body=BODY_S, node=f"{path}::test_{name}") for name in names)
-
-
-def write_calls(root: Path, env: str) -> None:
-    """The project's calls.py: what each test body logs its time with, where ``env``
-    names a file."""
-    (root / "calls.py").write_text(textwrap.dedent(CALLS.format(env=env)))
 
 
 def make_project(root: Path, existing: int, new: int) -> tuple[Path, list[str], list[str]]:

@@ -18,7 +18,7 @@ import textwrap
 from pathlib import Path
 
 from .b6_measure import CLIENT, timed, tools_python
-from .b6c_new_tests import write_calls
+from .call_log import write_calls
 from .measure import TIMES, Row, fmt_seconds, progress, repeats, scaled
 
 ID = "B6e"

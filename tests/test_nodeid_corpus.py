@@ -124,6 +124,7 @@ def _import_and_serve(api, suite, today, nodeids: list[str]) -> None:
     assert sorted(entry["node"] for entry in full["entries"]) == sorted(nodeids)
 
 
+@pytest.mark.slow
 def test_a_report_of_the_whole_corpus_links_each_id_to_its_own_page(
     api, suite, client_for, viewer
 ):

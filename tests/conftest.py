@@ -25,6 +25,7 @@ from tests.clock import (  # noqa: F401 (the frozen clock: tests/clock.py)
     pytest_unconfigure,
 )
 from tests.helpers import body, measurement, record
+from tests.lanes import pytest_ignore_collect  # noqa: F401 (modules -m leaves out whole)
 
 PASSWORD = "correct horse battery staple"
 

@@ -38,6 +38,7 @@ FORMATS = {  # --format and what it prints of the earlier attempt
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_clean_rerun_of_the_gate_still_rejects_and_names_the_failed_attempt(gate, fmt):
     first = gate(FAILING)
@@ -58,6 +59,7 @@ def test_a_clean_rerun_of_the_gate_still_rejects_and_names_the_failed_attempt(ga
     assert [b.verdict for b in VerdictBatch.objects.order_by("attempt")] == ["reject", "reject"]
 
 
+@pytest.mark.slow
 def test_a_first_attempt_prints_no_attempt_line(gate):
     done = gate(PASSING)
     assert done.returncode == 0, done.stderr
@@ -77,6 +79,7 @@ def measure_at(run, tmp_path):
     return measure
 
 
+@pytest.mark.slow
 def test_a_lucky_second_measurement_still_fails_and_names_the_first(measure_at):
     first = measure_at(0)
     assert first.returncode == 1, first.stderr
@@ -117,6 +120,7 @@ def test_the_evidence_names_the_ci_runs_attempt(environ, evidence):
     assert load_client().ci_run_url(environ) == evidence
 
 
+@pytest.mark.slow
 def test_a_rerun_of_a_github_job_is_a_new_attempt_not_a_replay(gate):
     """GitHub's "Re-run failed jobs" keeps the run's id and counts its attempt: the second
     upload is attempt 2, judged with the first, not the first's stored answer."""

@@ -33,6 +33,7 @@ def test_the_client_uses_only_the_standard_library():
     assert imported and imported <= set(sys.stdlib_module_names) | {"__future__"}
 
 
+@pytest.mark.slow
 def test_ledger_writes_flake_ledger_json(run, suite, today, tmp_path, board):
     suite.max_quarantined_share = 1.0
     suite.save()
@@ -48,6 +49,7 @@ def test_ledger_writes_flake_ledger_json(run, suite, today, tmp_path, board):
     assert "2 quarantine entries of suite acme, 1 expired" in done.stdout
 
 
+@pytest.mark.slow
 def test_ledger_full_view_goes_to_its_own_file(run, suite, tmp_path):
     done = run("ledger", "--full", token=new_token(suite, "read"))
     assert done.returncode == 0, done.stderr
@@ -56,6 +58,7 @@ def test_ledger_full_view_goes_to_its_own_file(run, suite, tmp_path):
     assert not (tmp_path / "flake_ledger.json").exists()
 
 
+@pytest.mark.slow
 def test_a_failing_report_exits_1_with_a_line_per_node(run, suite, tmp_path):
     name = write(tmp_path, "flake-report.json",
                  [measurement("tests/a.py::test_ok"), measurement(FLAKY, fails=5)])
@@ -68,6 +71,7 @@ def test_a_failing_report_exits_1_with_a_line_per_node(run, suite, tmp_path):
     assert (report.commit, report.branch) == ("abc123", "main")
 
 
+@pytest.mark.slow
 def test_a_passing_report_exits_0_and_the_file_name_defaults(run, tmp_path):
     write(tmp_path, "flake-report.json", [measurement("tests/a.py::test_ok")])
     done = run("report")
@@ -75,18 +79,21 @@ def test_a_passing_report_exits_0_and_the_file_name_defaults(run, tmp_path):
     assert "report OK (within_budget)" in done.stdout
 
 
+@pytest.mark.slow
 def test_an_empty_report_exits_1(run, tmp_path):
     done = run("report", write(tmp_path, "flake-report.json", []))
     assert done.returncode == 1
     assert "report FAIL (no_evidence)" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_dry_run_stores_nothing(run, tmp_path):
     done = run("report", write(tmp_path, "r.json", [measurement(FLAKY, fails=5)]), "--dry-run")
     assert done.returncode == 1 and "Dry run: nothing was stored." in done.stdout
     assert not Report.objects.exists()
 
 
+@pytest.mark.slow
 def test_a_second_upload_says_it_was_a_duplicate(run, tmp_path):
     name = write(tmp_path, "r.json", [measurement("tests/a.py::test_ok")])
     assert run("report", name).returncode == 0
@@ -95,6 +102,7 @@ def test_a_second_upload_says_it_was_a_duplicate(run, tmp_path):
     assert Report.objects.count() == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("records", "code", "line"), [
     ([record("a::x")], 0, "ACCEPT a::x: clean"),
     ([record("a::x"), record("a::y", prop="fail")], 1, "REJECT a::y: property_fail"),
@@ -108,6 +116,7 @@ def test_signals_exit_with_the_verdict(run, tmp_path, records, code, line):
     assert VerdictBatch.objects.get().patch == "p-1"
 
 
+@pytest.mark.slow
 def test_an_explicit_suite_is_used(run, suite, other_suite, tmp_path):
     name = write(tmp_path, "r.json", [measurement("a::x")])
     done = run("report", name, FLAKEBOARD_SUITE=other_suite.slug)
@@ -116,6 +125,7 @@ def test_an_explicit_suite_is_used(run, suite, other_suite, tmp_path):
     assert run("report", name, FLAKEBOARD_SUITE=suite.slug).returncode == 0
 
 
+@pytest.mark.slow
 def test_an_unreachable_board_has_its_own_exit_code(run, tmp_path, dead_url):
     name = write(tmp_path, "r.json", [measurement("a::x")])
     done = run("--retries", "0", "report", name, FLAKEBOARD_URL=dead_url)
@@ -123,6 +133,7 @@ def test_an_unreachable_board_has_its_own_exit_code(run, tmp_path, dead_url):
     assert f"cannot reach the board at {dead_url}" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_refusal_names_the_problem(run, suite, tmp_path):
     bad = write(tmp_path, "r.json", [measurement("a::x"), measurement("a::y", n=5, fails=6)])
     done = run("report", bad)
@@ -134,6 +145,7 @@ def test_a_refusal_names_the_problem(run, suite, tmp_path):
     assert run("ledger", token="fbr_not-a-real-token").returncode == 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "env", "message"), [
     (("report", "missing.json"), {}, "cannot read missing.json"),
     (("ledger",), {"FLAKEBOARD_TOKEN": ""}, "set FLAKEBOARD_TOKEN"),

@@ -18,6 +18,8 @@ from tests.ci_client_view import first_paragraph, markdown_tables, workflow_comm
 from tests.helpers import measurement, node_page, record, write_upload
 from tests.test_nodeid_corpus import ALL_IDS
 
+pytestmark = pytest.mark.slow  # each test starts a real process
+
 PY38 = Path.home() / ".pyenv" / "versions" / "3.8.18" / "bin" / "python3"
 GITHUB = {"GITHUB_ACTIONS": "true"}
 

@@ -16,6 +16,8 @@ import pytest
 from ledger.quarantine import quarantine_create
 from tests.api_http import new_token
 
+pytestmark = pytest.mark.slow  # each test starts a real process
+
 CACHED = ("--retries", "0", "ledger", "--cache", "cache")
 PY38 = Path.home() / ".pyenv/versions/3.8.18/bin/python3"
 

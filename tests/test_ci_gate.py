@@ -18,6 +18,8 @@ from runs.models import VerdictBatch
 from tests.api_http import new_token
 from tests.measure_projects import make_project
 
+pytestmark = pytest.mark.slow  # each test starts a real process
+
 SEED = 9137
 PROPERTIES = """
 def test_sum_is_commutative():

@@ -75,6 +75,7 @@ def git_project(root: Path, change: str) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_a_real_repositorys_diff_through_git(tmp_path, monkeypatch):
     git_project(tmp_path, "\n\ndef test_wait():\n    time.sleep(0)\n    assert clock\n")
     monkeypatch.chdir(tmp_path)
@@ -82,6 +83,7 @@ def test_a_real_repositorys_diff_through_git(tmp_path, monkeypatch):
     assert (risk.lines, risk.patch_class, dict(risk.files)) == (1, "medium", {"test_io.py": 1})
 
 
+@pytest.mark.slow
 def test_the_class_is_stored_on_the_batch_and_shown(run, tmp_path, suite, client_for, lead):
     git_project(tmp_path, "\nimport time\n" + "".join(
         f"\n\ndef test_wait_{i}():\n    time.sleep(0)\n" for i in range(6)))
@@ -97,6 +99,7 @@ def test_the_class_is_stored_on_the_batch_and_shown(run, tmp_path, suite, client
     assert "high: 6 added lines touching concurrency or time" in page
 
 
+@pytest.mark.slow
 def test_without_diff_no_class_is_sent(run, tmp_path):
     make_project(tmp_path, {"test_io.py": "def test_retry():\n    pass\n"})
     done = run("gate", "--upload", "-p", "no:cacheprovider", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
@@ -105,6 +108,7 @@ def test_without_diff_no_class_is_sent(run, tmp_path):
     assert (batch.patch_class, batch.risky_lines) == ("", None)
 
 
+@pytest.mark.slow
 def test_a_range_git_cannot_diff_is_a_usage_error(run, tmp_path):
     git_project(tmp_path, "\n")
     done = run("gate", "--diff", "no-such-ref...HEAD", "--upload", **GIT_ENV)

@@ -16,6 +16,8 @@ from tests.helpers import quarantined
 from tests.measure_projects import make_project, seed_test
 from tests.test_ci_gate_diff import GIT_ENV, git
 
+pytestmark = pytest.mark.slow  # each test starts a real process
+
 MIN_RUNS = 5
 PROPERTIES = "def test_sum():\n    assert 2 + 3 == 3 + 2\n"
 

@@ -43,6 +43,7 @@ def project(tmp_path, suite):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_a_pull_request_adding_three_tests(gate, project):  # noqa: F811
     done = gate("--commit", "pr-1", "--upload")
     assert done.returncode == 1, done.stdout + done.stderr  # a FAILed report (and a reject)
@@ -63,6 +64,7 @@ def test_a_pull_request_adding_three_tests(gate, project):  # noqa: F811
             in done.stdout)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("output", ["github", "gitlab", "markdown"])
 def test_every_output_names_the_new_tests(gate, project, output):  # noqa: F811
     done = gate("--commit", "pr-1", "--upload", "--format", output)
@@ -75,6 +77,7 @@ def test_every_output_names_the_new_tests(gate, project, output):  # noqa: F811
         assert "; measured: new" in done.stdout
 
 
+@pytest.mark.slow
 def test_judged_here_without_upload(gate, project):  # noqa: F811
     done = gate("--commit", "pr-1")
     assert done.returncode == 1, done.stdout + done.stderr
@@ -87,12 +90,14 @@ def test_judged_here_without_upload(gate, project):  # noqa: F811
     assert all(set(row) == {"nodeid", "n", "fails", "upper95", "seed_base"} for row in rows)
 
 
+@pytest.mark.slow
 def test_without_a_commit_nothing_is_new(gate, project):  # noqa: F811
     done = gate("all", "test_pr.py::test_stable")
     assert "NEW" not in done.stdout
     assert "MEASURE 1 tier-2 node, 200 runs each" in done.stdout
 
 
+@pytest.mark.slow
 def test_when_most_of_the_selection_is_new_the_first_ones_are_measured(gate, project):  # noqa: F811
     # Only the PR's file and one old test are selected: 3 of 4 new, over 30%.
     done = gate("test_pr.py", EXISTING[0], "--commit", "pr-1", "--upload")
@@ -102,6 +107,7 @@ def test_when_most_of_the_selection_is_new_the_first_ones_are_measured(gate, pro
     assert measured == [STABLE]
 
 
+@pytest.mark.slow
 def test_the_suites_guard_numbers_decide_the_runs_and_the_share(gate, project, suite):  # noqa: F811
     new_tests_set(suite=suite, actor="@lea", runs=8, share=0.8)
     done = gate("test_pr.py", EXISTING[0], "--commit", "pr-1", "--upload")
@@ -119,6 +125,7 @@ PID_LOG = """with open(os.environ["PID_LOG"], "a") as out:
 """
 
 
+@pytest.mark.slow
 def test_the_new_tests_of_a_file_share_the_guards_processes(gate, project, suite,  # noqa: F811
                                                             tmp_path):
     """Twelve new tests of one file: at most one process per worker runs them, not one

@@ -13,6 +13,8 @@ import pytest
 
 from tests.measure_projects import CLIENT, gate, make_project
 
+pytestmark = pytest.mark.slow  # each test starts a real process
+
 PY38 = Path.home() / ".pyenv" / "versions" / "3.8.18" / "bin" / "python3"
 FAR = "2099-01-01"
 OUTCOMES = """

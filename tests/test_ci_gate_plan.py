@@ -20,6 +20,8 @@ from tests.measure_projects import make_project, seed_test, seeds_failing
 from tests.test_ci_gate_diff import git
 from tests.test_ci_gate_measure import gate  # noqa: F401 - a fixture
 
+pytestmark = pytest.mark.slow  # each test starts a real process
+
 MIN_RUNS, GUARD_RUNS = 10, 8
 FILES = ("test_a.py", "test_b.py", "test_c.py", "test_d.py")
 # The failed test sleeps, so that its cost (its time in the run x its runs) is known to be

@@ -20,6 +20,8 @@ from tests.measure_projects import CLIENT, clean_env, make_project
 from tests.test_ci_gate_diff import GIT_ENV, git
 from tests.test_ci_gate_measure import gate  # noqa: F401 - a fixture
 
+pytestmark = pytest.mark.slow  # each test starts a real process
+
 SOURCES = {
     "src/mod_a.py": "def a():\n    return 1\n",
     "src/mod_b.py": "def b():\n    return 2\n",

@@ -12,6 +12,8 @@ from junit.models import JUnitFile
 from tests.ci_client_view import workflow_commands
 from tests.junit_files import CORPUS
 
+pytestmark = pytest.mark.slow  # each test starts a real process
+
 RERUNS = str(CORPUS / "pytest-rerunfailures-xunit2.xml")
 JEST = str(CORPUS / "jest-junit.xml")
 FLAKY = ["tests/test_payments.py::TestCurrency::test_format[JPY]",

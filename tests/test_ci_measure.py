@@ -24,6 +24,8 @@ from tests.measure_projects import (
     seeds_failing,
 )
 
+pytestmark = pytest.mark.slow  # each test starts a real process
+
 PY38 = Path.home() / ".pyenv" / "versions" / "3.8.18" / "bin" / "python3"
 THIRDS, FIFTHS = "seed % 3 == 0", "seed % 5 == 1"
 

@@ -104,6 +104,7 @@ def result_lines(stderr: str) -> dict[str, str]:
             if line.split()[:1] and line.split()[0] in CLIENT.CLASSIFICATIONS}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("targets", "options", "expected"), ROWS.values(), ids=ROWS.keys())
 def test_cause_rows(tmp_path, targets, options, expected):
     project = make_project(tmp_path, MODULES, targets)
@@ -122,6 +123,7 @@ def test_cause_rows(tmp_path, targets, options, expected):
             assert all(node in lines[target] for node in nodes or ())
 
 
+@pytest.mark.slow
 def test_the_bisection_prints_its_steps(tmp_path):
     project = make_project(tmp_path, MODULES, ["tests/test_b.py::test_needs_setup"])
     done = measure(project, "--runs", "6")
@@ -136,6 +138,7 @@ def test_the_bisection_prints_its_steps(tmp_path):
     assert len(steps) <= 1 + math.ceil(math.log2(6))
 
 
+@pytest.mark.slow
 def test_a_target_the_session_does_not_collect_keeps_its_modules_answer(tmp_path):
     # A bare pytest here collects no file of the project (python_files names none): the
     # target is checked in its module only, and is broken there.

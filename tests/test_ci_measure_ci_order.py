@@ -13,6 +13,8 @@ from tests.junit_files import junit_xml
 from tests.measure_projects import make_project, measure
 from tests.test_ci_measure_cause import result_lines
 
+pytestmark = pytest.mark.slow  # each test starts a real process
+
 # Collected first, the tests of test_a.py; CI ran test_z.py's first (a shuffled order, or
 # another rootdir's): only CI's order sets READY and POLLUTED before test_a.py's tests.
 MODULES = {

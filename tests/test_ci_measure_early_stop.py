@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from flakeboard.rules import upper95
 from tests.measure_projects import SEED_BASE, make_project, measure, report, seed_test
+
+pytestmark = pytest.mark.slow  # each test starts a real process
 
 QUARTERS = "seed % 4 == 1"  # fails runs 0, 4, 8, ...: 9137 % 4 == 1
 

@@ -82,6 +82,7 @@ def project(tmp_path):
     return project
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("targets", "options", "env", "says"), BAD_INPUT.values(),
                          ids=BAD_INPUT.keys())
 def test_bad_input_exits_64_saying_why_and_writes_nothing(project, targets, options, env,
@@ -98,6 +99,7 @@ def test_bad_input_exits_64_saying_why_and_writes_nothing(project, targets, opti
     assert (project / "flake-report.json").read_text() == "the last report\n"
 
 
+@pytest.mark.slow
 def test_every_bad_id_is_named_at_once(project):
     (project / "flake_targets.txt").write_text("test_p.py::test_a\ntest_p.py::test_b\n")
     done = measure(project)
@@ -106,6 +108,7 @@ def test_every_bad_id_is_named_at_once(project):
     assert "test_p.py::test_b collects nothing" in done.stderr
 
 
+@pytest.mark.slow
 def test_ids_are_read_from_where_measure_runs(project):
     # A node id relative to a folder below pytest's rootdir names the same test.
     (project / "sub").mkdir()
@@ -118,6 +121,7 @@ def test_ids_are_read_from_where_measure_runs(project):
                                                   ).read_text()
 
 
+@pytest.mark.slow
 def test_an_interpreter_without_pytest_is_named(project, tmp_path):
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
@@ -131,6 +135,7 @@ def test_an_interpreter_without_pytest_is_named(project, tmp_path):
     assert written(project) == ["flake-report.json"]
 
 
+@pytest.mark.slow
 def test_the_ids_that_collect_are_measured_and_the_others_named(project):
     # A JUnit id the board had to guess: the test's folder has a dot in its name, and
     # pytest's classname cannot say so (tests.api.v2.test_users).
@@ -182,6 +187,7 @@ def test_a_pool_closed_at_once_says_nothing_from_its_accepting_thread(tmp_path, 
     assert not any(thread.is_alive() for thread in threads)  # each saw the pool closed
 
 
+@pytest.mark.slow
 def test_measures_workspace_compiles_its_plugin_and_is_removed_in_the_background():
     # The plugin compiles in a thread while gate runs; at the end, a process of its own
     # removes the folder with every run's temporary folders, and measure does not wait.

@@ -12,6 +12,8 @@ import pytest
 
 from tests.measure_projects import make_project, measure, report, seed_test
 
+pytestmark = pytest.mark.slow  # each test starts a real process
+
 CLASSIFICATIONS = ("stable", "flaky", "broken", "order_dependent", "repeat_unsafe")
 
 NEEDS_STATE = """

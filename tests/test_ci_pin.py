@@ -74,6 +74,7 @@ def test_paths_are_relative_to_the_git_checkout_top(tmp_path):
         (str(tmp_path / "repo"), True)
 
 
+@pytest.mark.slow
 def test_pin_prints_the_digest_and_the_seed(tmp_path):
     make_tree(tmp_path / "fixtures", TREE)
     done = pin(tmp_path, "--fixtures", "fixtures", "--seed", "9137")
@@ -85,6 +86,7 @@ def test_pin_prints_the_digest_and_the_seed(tmp_path):
     assert done.stderr == ""
 
 
+@pytest.mark.slow
 def test_pin_refuses_a_symlink(tmp_path):
     fixtures = make_tree(tmp_path / "fixtures", TREE)
     (fixtures / "link.json").symlink_to(fixtures / "b.json")
@@ -94,6 +96,7 @@ def test_pin_refuses_a_symlink(tmp_path):
     assert done.stdout == ""
 
 
+@pytest.mark.slow
 def test_pin_warns_of_crlf_line_ends(tmp_path):
     make_tree(tmp_path / "fixtures", {"dos.txt": b"a\r\nb\r\n", "unix.txt": b"a\nb\n"})
     done = pin(tmp_path, "--fixtures", "fixtures", "--seed", "1")
@@ -102,6 +105,7 @@ def test_pin_warns_of_crlf_line_ends(tmp_path):
     assert "fixtures/dos.txt holds CRLF line ends" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [("--fixtures", "absent", "--seed", "1"),
                                   ("--fixtures", "fixtures"), ("--seed", "1")])
 def test_pin_needs_an_existing_folder_and_a_seed(tmp_path, args):

@@ -59,6 +59,7 @@ def recipe(live_server, suite, tmp_path):
     return run_recipe
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("report", "signals", "code"), [
     ([measurement("tests/a.py::test_ok")], [record("a::x")], 0),
     ([measurement(FLAKY, fails=5)], [record("a::x")], 1),
@@ -76,6 +77,7 @@ def test_the_recipe_exits_with_the_gate(recipe, tmp_path, report, signals, code)
     assert VerdictBatch.objects.get().commit == "abc123"
 
 
+@pytest.mark.slow
 def test_a_refused_upload_exits_4(recipe):
     done = recipe([measurement("a::x", n=0)], [record("a::x")])
     assert done.returncode == 4
@@ -83,6 +85,7 @@ def test_a_refused_upload_exits_4(recipe):
     assert not Report.objects.exists()
 
 
+@pytest.mark.slow
 def test_a_wrong_token_stops_the_job_at_the_ledger_with_4(recipe, tmp_path):
     done = recipe([measurement("a::x")], [record("a::x")], FLAKEBOARD_TOKEN="fbr_not-a-token")
     assert done.returncode == 4
@@ -91,6 +94,7 @@ def test_a_wrong_token_stops_the_job_at_the_ledger_with_4(recipe, tmp_path):
     assert not Report.objects.exists() and not VerdictBatch.objects.exists()
 
 
+@pytest.mark.slow
 def test_an_unreachable_board_stops_the_job_with_3(recipe, dead_url):
     done = recipe([measurement("a::x")], [record("a::x")], FLAKEBOARD_URL=dead_url)
     assert done.returncode == 3
@@ -170,6 +174,7 @@ def readme_job(heading: str) -> dict:
     return yaml.safe_load(block.content)
 
 
+@pytest.mark.slow
 def test_the_github_actions_job(parse_client, pytest_options):
     workflow = readme_job("GitHub Actions")
     (job,) = workflow["jobs"].values()

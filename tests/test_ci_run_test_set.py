@@ -93,6 +93,7 @@ def test_without_junit_the_known_nodes_still_size_it(suite, today):
     assert "would put 1 of 4 known nodes in quarantine (25.0%)" in str(refused.value)
 
 
+@pytest.mark.slow
 def test_a_padded_file_from_another_branch_does_not_move_the_share(suite, today):
     ci_run(suite, "c1")
     entry(suite, today, FLAKY[0])

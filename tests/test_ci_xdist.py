@@ -9,6 +9,8 @@ import pytest
 from tests.measure_projects import gate, make_project, measure, report, seed_test, seeds_failing
 from tests.test_ci_gate_outcomes import FAR, STOPS, checks, full_ledger
 
+pytestmark = pytest.mark.slow  # each test starts a real process
+
 pytest.importorskip("xdist")  # the project's plugin, from this environment
 
 OFTEN = "seed % 4 == 0"

@@ -62,6 +62,7 @@ def test_the_served_client_is_the_assembly_of_its_modules(client, monkeypatch, t
     assert download.stale_file() is None
 
 
+@pytest.mark.slow
 def test_the_served_client_carries_its_build_as_its_etag(client, tmp_path):
     answer = client.get("/ci/flakeboard_ci.py")
     stamp = build.build_of(answer.content.decode())
@@ -93,6 +94,7 @@ def test_the_served_client_is_dated_by_its_newest_source(client):
     assert client.get("/ci/flakeboard_ci.py", headers=another_build).status_code == 200
 
 
+@pytest.mark.slow
 def test_curl_z_fetches_the_client_only_when_it_changed(board, tmp_path):
     """docs/ci-client.md's revalidation, as written there."""
     command = ["curl", "-fsS", "-R", "-z", "flakeboard_ci.py", "-o", "flakeboard_ci.py",
@@ -149,6 +151,7 @@ def test_the_board_tells_a_client_of_another_build(client, suite):
     assert ledger.status_code == 200 and "Flakeboard-Client-Notice" in ledger
 
 
+@pytest.mark.slow
 def test_the_client_says_what_the_board_told_it(client_script, board, suite, tmp_path):
     """A client fetched before the board's last deploy is told, once, on stderr."""
     from tests.api_http import new_token
@@ -168,6 +171,7 @@ def test_the_client_says_what_the_board_told_it(client_script, board, suite, tmp
         assert done.stderr.count("fetch it again") == int(told)
 
 
+@pytest.mark.slow
 def test_a_bare_pytest_sees_the_sources_as_they_are_now(tmp_path):
     """The session builds the client before it collects: a test module that loads the file
     at import sees an edit under client/src made after the last build (and a checkout that
@@ -201,6 +205,7 @@ def test_a_bare_pytest_sees_the_sources_as_they_are_now(tmp_path):
     assert conftest.pytest_sessionstart is client_build.pytest_sessionstart
 
 
+@pytest.mark.slow
 def test_each_module_imports_alone_as_a_package():
     """No import cycle and no missing import: the modules work as the package they are."""
     modules = ", ".join(f"flakeboard_ci.{name}" for name, _ in build.MODULES)
@@ -226,6 +231,7 @@ def test_the_file_starts_with_the_docstring_and_one_sorted_import_block():
     assert lines[-2:] == ['if __name__ == "__main__":', "    sys.exit(main())"]
 
 
+@pytest.mark.slow
 def test_imports_over_several_lines_are_merged_and_sibling_imports_dropped(sources,
                                                                            tmp_path):
     text = assemble_with(sources, '''"""A module of the test's."""
@@ -354,6 +360,7 @@ def test_a_refused_module_fails_the_command_with_its_reason(monkeypatch, sources
         capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not PY38.exists(), reason="no Python 3.8 at ~/.pyenv")
 def test_the_build_runs_on_python_3_8_and_assembles_the_same_file():
     done = subprocess.run([str(PY38), str(CLIENT / "build.py"), "--check"],

@@ -91,6 +91,7 @@ def settings_in(**env) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow
 def test_the_default_mailer_prints_to_the_console():
     answer = settings_in()
     assert answer.returncode == 0, answer.stderr
@@ -99,6 +100,7 @@ def test_the_default_mailer_prints_to_the_console():
         "Flakeboard <flakeboard@localhost>\n"]
 
 
+@pytest.mark.slow
 def test_a_bad_email_url_or_base_url_stops_the_board_at_start_up():
     assert "EMAIL_URL “…sendmail:” has an unknown scheme" in settings_in(
         EMAIL_URL="sendmail:").stderr
@@ -106,6 +108,7 @@ def test_a_bad_email_url_or_base_url_stops_the_board_at_start_up():
         BASE_URL="board.example").stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("email_url", "flagged"), [
     (None, False),  # mail is optional: unset, the deployment check says nothing of it
     ("smtp://mail.example.com:587?tls=1", False),

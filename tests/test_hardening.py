@@ -52,6 +52,7 @@ def production_env(tmp_path) -> dict:
     return env
 
 
+@pytest.mark.slow
 def test_check_deploy_is_clean_under_the_production_environment(tmp_path):
     done = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
@@ -82,6 +83,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow
 def test_production_sends_hsts_secure_cookies_and_redirects_to_https(tmp_path):
     env = production_env(tmp_path)
     # The page's static links need no collectstatic for this check.
@@ -350,6 +352,7 @@ def test_hostile_urls_and_queries_never_fail_the_pages(client_for, staff, suite,
     assert failed == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("value", "disabled"), [(None, False), ("true", True), ("false", False)])
 def test_server_side_cursors_can_be_turned_off_for_pgbouncer(tmp_path, value, disabled):
     """Behind PgBouncer in transaction mode a cursor may not outlive its transaction

@@ -124,6 +124,7 @@ def _import_and_serve(api, suite, today, nodeids: list[str]) -> None:
     assert sorted(entry["node"] for entry in full["entries"]) == sorted(nodeids)
 
 
+@pytest.mark.slow
 def test_a_report_of_the_whole_corpus_links_each_id_to_its_own_page(
     api, suite, client_for, viewer
 ):
@@ -131,6 +132,7 @@ def test_a_report_of_the_whole_corpus_links_each_id_to_its_own_page(
     _reach(client, _report_links(api, suite, client), SAMPLE)
 
 
+@pytest.mark.slow
 def test_signal_records_of_the_whole_corpus_are_stored_exactly(api, suite, client_for, viewer):
     client = client_for(viewer)
     report_links = _report_links(api, suite, client)

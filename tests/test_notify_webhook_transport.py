@@ -110,6 +110,7 @@ def tls(tmp_path, settings):
         yield receiver
 
 
+@pytest.mark.slow
 def test_an_https_delivery_arrives_over_tls_for_the_urls_name_and_verifies(
     suite, items, tls, sleeps  # noqa: F811
 ):
@@ -125,6 +126,7 @@ def test_an_https_delivery_arrives_over_tls_for_the_urls_name_and_verifies(
     assert (sent.status, sent.attempts, sent.response_code) == ("sent", 1, 200)
 
 
+@pytest.mark.slow
 def test_a_certificate_the_board_does_not_trust_fails_at_once(
     tmp_path, suite, items, tls, sleeps  # noqa: F811
 ):
@@ -140,6 +142,7 @@ def test_a_certificate_the_board_does_not_trust_fails_at_once(
     assert failed.error.startswith("certificate: ") and "self-signed" in failed.error
 
 
+@pytest.mark.slow
 def test_the_certificate_must_name_the_urls_host(suite, items, tls, sleeps):  # noqa: F811
     hook(suite, f"https://127.0.0.1:{tls.port}/hook")  # the certificate names localhost only
     with pytest.raises(CommandError, match="failed"):

@@ -42,6 +42,7 @@ def said_in_one_line(done: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("overrides", "said"), [
     ({"EMAIL_URL": "smtp://"}, "EMAIL_URL “…smtp://” names no host"),
     ({"DEBUG": "false", "SECRET_KEY": None},
@@ -57,6 +58,7 @@ def test_a_setting_that_cannot_work_stops_the_commands_in_one_line(tmp_path, ove
     assert said in line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "variable"), [
     ("new_test_runs", "DEFAULT_NEW_TEST_RUNS"),
     ("measure_budget", "DEFAULT_MEASURE_BUDGET"),
@@ -77,6 +79,7 @@ def test_the_ranges_the_configuration_gives_are_the_rules_own():
         assert f"{low} to {high})" in row, row
 
 
+@pytest.mark.slow
 def test_the_server_stops_in_one_line_too(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "gunicorn", "-c", "python:flakeboard.gunicorn",

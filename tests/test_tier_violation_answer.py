@@ -75,6 +75,7 @@ def test_a_batch_record_explains_it_too(quarantined):
     assert (entry["state"], entry["tier"], entry["tier_rule"]) == ("tier_violation", 1, GLOB)
 
 
+@pytest.mark.slow
 def test_the_client_line_says_why_the_entry_is_void(run, quarantined, tmp_path):
     tier_rule_add(suite=quarantined, glob=GLOB, tier=0, actor="@lea")
     report_ingest(suite=quarantined, body=body([measurement(CALM, tier=1)]), actor="ci")

@@ -320,6 +320,7 @@ def test_the_page_works_without_javascript(client_for, suite, viewer):
     assert "<script>" not in html and " style=" not in html and " onclick=" not in html
 
 
+@pytest.mark.slow
 def test_query_count_does_not_grow_with_history(client_for, suite, viewer, today,
                                                django_assert_max_num_queries):
     client = client_for(viewer)

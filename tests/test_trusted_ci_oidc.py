@@ -351,6 +351,7 @@ def github(issuer, trusted, live_server, settings):
     service.thread.join()
 
 
+@pytest.mark.slow
 def test_the_client_asks_github_for_an_id_token_and_sends_it_in_place_of_a_token(
         run, github, suite, live_server, tmp_path, today):
     (tmp_path / "junit.xml").write_bytes(junit_xml(*[("t", f"test_{i}", "passed")
@@ -370,6 +371,7 @@ def test_the_client_asks_github_for_an_id_token_and_sends_it_in_place_of_a_token
     assert [(a["attempt"], a["duplicate"]) for a in json.loads(rerun.stdout)] == [(2, False)]
 
 
+@pytest.mark.slow
 def test_gitlabs_id_token_wins_over_a_board_token(run, issuer, trusted, suite, live_server,
                                                  settings, tmp_path):
     settings.BASE_URL = live_server.url
@@ -382,6 +384,7 @@ def test_gitlabs_id_token_wins_over_a_board_token(run, issuer, trusted, suite, l
     assert JUnitFile.objects.get().uploaded_by.startswith("oidc ")
 
 
+@pytest.mark.slow
 def test_the_client_with_an_id_token_needs_the_suite_and_says_why_github_gave_none(
         run, github, suite, tmp_path):
     (tmp_path / "junit.xml").write_bytes(junit_xml(("t", "test_a", "passed")))

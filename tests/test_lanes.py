@@ -1,0 +1,37 @@
+"""Which modules ``-m`` leaves out before they are imported (tests/lanes.py): only those
+whose module-level marks alone deselect every test they hold."""
+
+import pytest
+
+from tests.lanes import left_out, module_marks
+
+FAST = "not slow and not browser and not fuzz"
+
+
+@pytest.mark.parametrize(
+    ("markexpr", "marks", "expected"),
+    [
+        (FAST, {"slow"}, True),
+        (FAST, {"browser", "skipif"}, True),
+        (FAST, {"django_db"}, False),
+        (FAST, set(), False),
+        ("slow", {"slow"}, False),
+        # A test of the module may add the mark the expression asks for.
+        ("slow", set(), False),
+        ("browser or fuzz", {"django_db"}, False),
+        ("not slow or browser", {"slow"}, False),
+        ("slow and not fuzz", {"fuzz"}, True),
+    ],
+)
+def test_a_module_is_left_out_only_when_no_test_of_it_can_be_selected(markexpr, marks, expected):
+    assert left_out(markexpr, marks) is expected
+
+
+def test_the_module_marks_are_read_from_its_one_pytestmark():
+    source = (
+        '"""Doc."""\n\nimport pytest\n\npytestmark = [\n    pytest.mark.slow,\n'
+        '    pytest.mark.skipif(True, reason="x"),\n]\n\nMARK = pytest.mark.browser\n'
+    )
+    assert module_marks(source) == {"slow", "skipif"}
+    assert module_marks("import pytest\n\nMARK = pytest.mark.slow\n") is None
+    assert module_marks("pytestmark = pytest.mark.fuzz\n") == {"fuzz"}

@@ -280,3 +280,21 @@ def test_a_hook_or_setting_that_acts_around_each_run_keeps_a_pass_per_run(
 def test_a_worker_is_fed_runs_enough_for_their_time(mean, chunk):
     pool = SimpleNamespace(run_seconds=mean)
     assert client.Pool.chunk(pool) == chunk
+
+
+@pytest.mark.slow
+def test_a_run_that_outlasts_the_timeout_is_the_one_that_fails(tmp_path):
+    """Runs in a row are answered as each next one begins: the run under way is the one
+    the timeout stops, not one that passed before it."""
+    project = make_project(tmp_path / "project", {"tests/test_hang.py": """
+        import time
+
+
+        def test_hangs_once():
+            if int(os.environ["PATCH_SEED"]) == 9137 + 5:
+                time.sleep(60)
+    """}, ["tests/test_hang.py::test_hangs_once"])
+    done = measure(project, "--exact", "--runs", "10", "--workers", "1", "--timeout", "1.5",
+                   "--order", "module")
+    assert report(project)["tests/test_hang.py::test_hangs_once"]["fails"] == 1, done.stderr
+    assert "its run with PATCH_SEED=9142 was stopped" in done.stderr

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 # The hooks that act around a run. Only pytest's own implementations of them may be shared.
 AROUND_A_RUN = ("pytest_runtest_protocol", "pytest_runtest_setup", "pytest_runtest_call",
@@ -70,19 +69,16 @@ def plugin_name(plugin):
     return name if isinstance(name, str) else type(plugin).__module__
 
 
-SAY_EVERY = 0.002  # seconds: runs in a row are answered together, at most this late
-
-
 class RunsInARow:
     """The ``runtest`` of an item whose runs share a pass of pytest's protocol: it calls
-    the test for its first task, then for each next one ``follow`` hands it. It answers
-    with ``say`` (a list of answers) every SAY_EVERY, and the last run once the protocol has
-    ended, so that a failure after the last run is its own."""
+    the test for its first task, then for each next one ``follow`` hands it. Each run is
+    answered (``answer``) as the next begins, so that measure's clock runs for the run
+    under way, and the last once the protocol has ended, so that a failure after the last
+    run is its own."""
 
-    def __init__(self, item, first, follow, say):
-        self.item, self.follow, self.say = item, follow, say
+    def __init__(self, item, first, follow, answer):
+        self.item, self.follow, self.answer = item, follow, answer
         self.task, self.pending, self.ran = first, None, False
-        self.answers, self.said = [], time.perf_counter()
 
     def runtest(self):
         Exit = loaded("_pytest.outcomes").Exit
@@ -90,7 +86,7 @@ class RunsInARow:
         item = self.item
         call_test = item.ihook.pytest_pyfunc_call  # as Function.runtest calls it
         while self.task is not None:
-            self._hold()
+            self._flush()
             tag, _node, seed = self.task
             os.environ["PATCH_SEED"] = str(seed)
             if self.ran and item.instance is not None:
@@ -117,22 +113,12 @@ class RunsInARow:
                                        if report.when != "call")
         if failed and not self.pending["failed"]:
             self.pending.update(failed=True, detail=failure_line(failed[0]))
-        self._hold()
-        self._say()
+        self._flush()
 
-    def _hold(self):
-        """The last run's answer joins those to say, said when they are due."""
+    def _flush(self):
         if self.pending is not None:
-            self.answers.append(self.pending)
+            self.answer(self.pending)
             self.pending = None
-        if self.answers and time.perf_counter() - self.said >= SAY_EVERY:
-            self._say()
-
-    def _say(self):
-        if self.answers:
-            self.say(self.answers)
-            self.answers = []
-        self.said = time.perf_counter()
 
 
 def failure_line(report):

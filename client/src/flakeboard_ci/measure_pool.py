@@ -303,8 +303,6 @@ class Pool:
             worker.conn = None
 
     def _message(self, worker, message, source):
-        for answer in message.get("answers", ()):  # runs in a row, answered together
-            self._message(worker, answer, source)
         if "exited" in message:  # a zygote's child
             child = self.workers.get(message["exited"])
             if child is not None and isinstance(child.proc, ForkedProc):
@@ -313,8 +311,6 @@ class Pool:
         if "dropped" in message:
             for tag in message["dropped"]:
                 worker.outstanding.pop(tag, None)
-            return
-        if "tag" not in message:
             return
         task = worker.outstanding.pop(message["tag"])
         worker.since = time.monotonic()

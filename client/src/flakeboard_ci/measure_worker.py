@@ -140,8 +140,7 @@ class MeasureWorker:
             return None
 
         item = fresh_item(template)
-        runs = RunsInARow(item, first, follow,
-                          lambda answers: self._send(conn, {"answers": answers}))
+        runs = RunsInARow(item, first, follow, lambda answer: self._send(conn, answer))
         item.runtest = runs.runtest
         self.reports = []
         item.config.hook.pytest_runtest_protocol(item=item, nextitem=template)

@@ -52,6 +52,7 @@ MODULES = (
     ("ledger", "the ledger command and its cache"),
     ("report", "the report and signals commands"),
     ("junit", "passive evidence from the JUnit XML a CI job already writes"),
+    ("seeding", "each run's randomness from its PATCH_SEED"),
     ("measure_bisect", "the bisection to the tests an order-dependent target depends on"),
     ("measure_runs", "a target's runs: Wilson bounds, early stop, classification"),
     ("measure_schedule", "measure's schedule: the blocks of runs, within a deadline"),
@@ -60,6 +61,7 @@ MODULES = (
     ("measure_sources", "what measure's pool runs: the blocks of runs, forked or fresh"),
     ("measure_checks", "the checks in CI's order: isolation, the session, the bisection"),
     ("measure_progress", "measure's progress on stderr, and its summary"),
+    ("measure_experiments", "the diagnosis's experiments: seeds replayed, CPU load"),
     ("measure", "the measure command: the flake budget's evidence, fast"),
     ("measure_batch", "a test's runs in a row, under one pass of pytest's protocol"),
     ("measure_worker", "measure's workers from the inside"),
@@ -73,6 +75,7 @@ MODULES = (
     ("gate_plan", "what a patch's gate measures, in which order, within its budget"),
     ("gate_measure", "gate --measure: tier 2 measured with the class's repeat budget"),
     ("gate", "the gate command: a pytest run's signal records, arbitrated"),
+    ("replay", "the replay command: a flaky run again, at its seed or under load"),
     ("plugin", "this file as the pytest plugin measure's workers and gate load"),
     ("cli", "the command line, the entry point"),
 )

@@ -55,8 +55,10 @@ def clean_env(**env: str) -> dict[str, str]:
 
 
 def measure(project: Path, *args: str, python: str = sys.executable, timeout: float = 120,
-            **env: str) -> subprocess.CompletedProcess:
-    """Run ``flakeboard_ci.py measure ARGS`` in the project, standard library only."""
+            diagnose: bool = False, **env: str) -> subprocess.CompletedProcess:
+    """Run ``flakeboard_ci.py measure ARGS`` in the project, standard library only; the
+    diagnosis's experiments only with ``diagnose`` (tests/test_ci_measure_diagnosis.py)."""
+    args = args if diagnose else (*args, "--no-diagnose")
     return subprocess.run([python, "-I", "-S", str(CLIENT), "measure", *args], cwd=project,
                           env=clean_env(**env), capture_output=True, text=True,
                           timeout=timeout)

@@ -25,8 +25,10 @@ from .junit import cmd_junit
 from .ledger import DURATION_UNITS, cmd_ledger, duration
 from .measure import cmd_measure
 from .measure_bisect import BISECT_MAX
+from .measure_experiments import DIAGNOSE_BUDGET
 from .measure_runs import SCRIPT_MAX_UPPER_RATE, SCRIPT_RUNS, SCRIPT_SEED_BASE
 from .pin import cmd_pin
+from .replay import cmd_replay
 from .report import cmd_report, cmd_signals
 
 
@@ -68,6 +70,13 @@ def measure_parser(commands):
                          help="the fresh processes a bisection to the tests an "
                               "order-dependent target depends on may take (default "
                               f"{BISECT_MAX}); past it, the smallest set found is named")
+    measure.add_argument("--diagnose-budget", type=float, default=DIAGNOSE_BUDGET,
+                         metavar="SECONDS",
+                         help="the seconds a flaky target's diagnosis may start experiments "
+                              "within: its failing seeds replayed, then runs under CPU load "
+                              f"(default {DIAGNOSE_BUDGET:g})")
+    measure.add_argument("--no-diagnose", dest="diagnose", action="store_false",
+                         help="no diagnosis's experiments for the targets measured flaky")
     measure.add_argument("--max-upper-rate", type=float, metavar="RATE",
                          help="the budget the early stop and the gate use (default: the "
                               "board's policy with --upload, else a full ledger's, else "
@@ -84,6 +93,25 @@ def measure_parser(commands):
     measure.add_argument("--branch", default="")
     measure.add_argument("--evidence", default="", help="a CI run reference or URL")
     return measure
+
+
+def replay_parser(commands):
+    replay = commands.add_parser(
+        "replay", help="run a flaky test again at a seed, or under CPU load, as measure did",
+        description="Runs the test as measure ran it: PATCH_SEED=SEED, PYTHONHASHSEED=0, and "
+                    "Python's random (and numpy's, when imported) seeded from PATCH_SEED "
+                    "before its setup and its call. One run is a fresh pytest, with its "
+                    "output and exit code (a seeded test fails again at its failing seed). "
+                    "--runs N runs seeds SEED to SEED+N-1 in one process, as measure runs a "
+                    "block, and exits 1 when any failed; --stress adds a busy process per "
+                    "core while it runs.")
+    replay.add_argument("node", help="the test's node id")
+    replay.add_argument("--seed", type=int, default=SCRIPT_SEED_BASE,
+                        help=f"the run's PATCH_SEED (default {SCRIPT_SEED_BASE})")
+    replay.add_argument("--runs", type=int, default=1, help="runs, from --seed on (default 1)")
+    replay.add_argument("--stress", action="store_true",
+                        help="under CPU load: a busy process per core")
+    return replay
 
 
 def pin_and_gate_parsers(commands):
@@ -235,6 +263,7 @@ def parse_args(argv):
 
     measure = measure_parser(commands)
     gate = pin_and_gate_parsers(commands)
+    replay_parser(commands)
     for upload in (report, signals, measure, gate):
         upload.add_argument("--dry-run", action="store_true", help="evaluate, store nothing")
         upload.add_argument("--all", action="store_true", help="list every passing node")
@@ -253,6 +282,8 @@ def parse_args(argv):
     args.pytest_args = pytest_args
     if args.command == "junit" and args.attempt is not None and args.attempt < 1:
         parser.error("--attempt must be at least 1")
+    if args.command == "measure" and not args.diagnose_budget >= 0:
+        parser.error("--diagnose-budget must be a number of seconds, 0 or more")
     if args.command == "gate" and args.measure_budget is not None:
         if args.measure_budget < 0 or args.measure_budget != args.measure_budget:
             parser.error("--measure-budget must be a number of seconds, 0 or more")
@@ -294,10 +325,11 @@ def wants_board(args):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     command = {"ledger": cmd_ledger, "report": cmd_report, "signals": cmd_signals,
-               "measure": cmd_measure, "junit": cmd_junit, "pin": cmd_pin, "gate": cmd_gate}
+               "measure": cmd_measure, "junit": cmd_junit, "pin": cmd_pin, "gate": cmd_gate,
+               "replay": cmd_replay}
     # measure needs the board only to upload, gate also to read the ledger and the tiers,
     # pin never.
-    needs_board = {"measure": getattr(args, "upload", False), "pin": False,
+    needs_board = {"measure": getattr(args, "upload", False), "pin": False, "replay": False,
                    "gate": (getattr(args, "upload", False) or getattr(args, "measure", False)
                             or getattr(args, "record_impact", False)
                             or not getattr(args, "ledger", None))}

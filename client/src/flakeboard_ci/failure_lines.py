@@ -17,9 +17,25 @@ INDENT = "    "
 
 
 def failure_text(row):
-    """The line under a row's node: its ``failure``'s, or "" when it has none."""
+    """The line under a row's node: its ``failure``'s, then why a flaky one is flaky (its
+    ``diagnosis``, docs/diagnosis.md); "" when it has neither."""
     failure = row.get("failure")
-    return failure["line"] if failure else ""
+    return "; ".join(text for text in (failure["line"] if failure else "",
+                                       diagnosis_text(row.get("diagnosis"))) if text)
+
+
+def diagnosis_text(diagnosis):
+    """A measured node's diagnosis as the board answers it: its category, the strongest
+    evidence and the command that reproduces it; for ``unknown``, what was tried."""
+    if not diagnosis:
+        return ""
+    text = f"why flaky: {diagnosis['category']}"
+    evidence = diagnosis.get("evidence") or []
+    if evidence:
+        text += f" ({evidence[0]})"
+    elif diagnosis.get("tried"):
+        text += f" (tried: {', '.join(diagnosis['tried'])})"
+    return text + (f"; reproduce: {diagnosis['command']}" if diagnosis.get("command") else "")
 
 
 def failures_asked(board, args, answer, notes):

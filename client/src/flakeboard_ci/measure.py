@@ -20,6 +20,7 @@ from .core import Refused, Unreachable, UsageError
 from .ledger import NotALedger, ledger_entries, read_ledger_file, write_atomically
 from .measure_bisect import CAUSE_NODES_MAX
 from .measure_checks import Bisections, IsolationChecks
+from .measure_experiments import diagnose
 from .measure_pool import Pool
 from .measure_progress import Progress
 from .measure_runs import (
@@ -260,6 +261,8 @@ def run_measurement(targets, args, max_upper_rate, progress, budget=None, worksp
         for target in targets:
             if not target.reported:
                 progress.finished(target)
+        if getattr(args, "diagnose", None) is not None:  # measure's, not gate --measure's
+            diagnose(pool, targets, measured.tags, args, max_upper_rate)
     finally:
         pool.close()
         workspace.discard()
@@ -267,13 +270,16 @@ def run_measurement(targets, args, max_upper_rate, progress, budget=None, worksp
 
 
 def uploaded_row(target):
-    """A target's row as the board takes it: the report's, its classification, and the
-    tests an order-dependent one depends on, when a bisection named them."""
+    """A target's row as the board takes it: the report's, its classification, the tests
+    an order-dependent one depends on, when a bisection named them, and the diagnosis's
+    experiments of a flaky one."""
     row = dict(target.row(), classification=target.classification)
     cause = target.cause
     if (cause is not None and target.classification == "order_dependent"
             and len(cause["nodes"]) <= CAUSE_NODES_MAX):
         row["cause"] = cause
+    if target.experiments:
+        row["experiments"] = target.experiments
     return row
 
 

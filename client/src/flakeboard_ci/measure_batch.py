@@ -7,21 +7,24 @@ Such a test is a plain test function or method:
 - none of its fixtures is made anew for each run (function-scoped), other than its own
   parameters;
 - no skip, skipif or xfail mark, which pytest evaluates for each run;
-- no plugin or conftest.py outside pytest's own that acts around a run: setting it up, calling
-  it, tearing it down or making its report; one that only reads the reports (a
-  ``pytest_runtest_logreport``) is no reason, and sees one report for the runs in a row;
+- no plugin or conftest.py outside pytest's own (and measure's seeding) that acts around a
+  run: setting it up, calling it, tearing it down or making its report; one that only reads
+  the reports (a ``pytest_runtest_logreport``) is no reason, and sees one report for the
+  runs in a row;
 - no ``faulthandler_timeout``, which would time the row as one test.
 
 Each run is still called as pytest calls it (``pytest_pyfunc_call``), with its own
-PATCH_SEED and, for a method, a new instance of its class; a run that raises is reported as
-pytest reports it (``pytest_runtest_makereport``), so pytest.skip and pytest.xfail are not
-failures. What fails outside the runs is the last run's (a teardown, a phase's warning made an
-error), or each run's when the setup fails, as it would fail each run's setup."""
+PATCH_SEED (and ``random`` seeded from it, seeding.py) and, for a method, a new instance of
+its class; a run that raises is reported as pytest reports it
+(``pytest_runtest_makereport``), so pytest.skip and pytest.xfail are not failures. What
+fails outside the runs is the last run's (a teardown, a phase's warning made an error), or
+each run's when the setup fails, as it would fail each run's setup."""
 
 from __future__ import annotations
 
-import os
 import sys
+
+from .seeding import seed_run
 
 # The hooks that act around a run. Only pytest's own implementations of them may be shared.
 AROUND_A_RUN = ("pytest_runtest_protocol", "pytest_runtest_setup", "pytest_runtest_call",
@@ -51,7 +54,8 @@ def own_protocol_reason(item):
     for hook in AROUND_A_RUN:
         for impl in getattr(item.ihook, hook).get_hookimpls():
             where = plugin_name(impl.plugin)
-            if not where.startswith("_pytest."):
+            ours = getattr(impl.plugin, "shares_the_protocol", False)
+            if not where.startswith("_pytest.") and not ours:
                 return f"{where} implements {hook}"
     if float(item.config.getini("faulthandler_timeout") or 0) > 0:
         return "faulthandler_timeout times each test"
@@ -88,7 +92,7 @@ class RunsInARow:
         while self.task is not None:
             self._flush()
             tag, _node, seed = self.task
-            os.environ["PATCH_SEED"] = str(seed)
+            seed_run(seed)  # as the Seeder seeds a run before its call
             if self.ran and item.instance is not None:
                 for cached in ("_obj", "_instance"):  # each run its own instance
                     item.__dict__.pop(cached, None)

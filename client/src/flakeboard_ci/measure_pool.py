@@ -36,6 +36,10 @@ WORKER_KEY_ENV = "FLAKEBOARD_WORKER_KEY"
 ZYGOTE_ENV = "FLAKEBOARD_ZYGOTE"
 # A whole session's process: what a bare pytest collects, in the collection's order.
 SESSION = ["-p", "no:randomly"]
+# Every process's runs are seeded from their PATCH_SEED (seeding.py): pytest-randomly would
+# seed each with one seed of its own, and a test that flips on its random input would look
+# stable; it is set aside, as its shuffling is (each process runs what it is sent).
+OWN_SEEDS = SESSION
 NO_PYTEST = re.compile(r"No module named '?pytest'?$", re.M)
 
 
@@ -175,7 +179,7 @@ class Pool:
         command, env = plugin_pytest(self.python, [
             f"--flakeboard-worker={ident}:{self.listener.address}",
             f"--basetemp={os.path.join(self.folder, f'tmp{ident}')}",
-            "-q", "--tb=no", "-p", "no:cacheprovider", *files],
+            "-q", "--tb=no", "-p", "no:cacheprovider", *OWN_SEEDS, *files],
             dict(os.environ, PYTHONHASHSEED="0", PATCH_SEED=str(seed)), self.plugin)
         env[WORKER_KEY_ENV] = self.key.hex()
         if zygote:

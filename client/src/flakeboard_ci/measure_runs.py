@@ -96,6 +96,7 @@ class Target:
         self.birth = False
         self.classification, self.why, self.reported = None, "", False
         self.isolation = {}  # "alone", "after": the Outcome of each isolation check
+        self.experiments = {}  # the diagnosis's evidence (measure_experiments.py), as uploaded
         self.reset()
 
     def reset(self):

@@ -1,17 +1,21 @@
 """This file as a pytest plugin (-p flakeboard_ci): its options, and what each registers,
-measure's worker or gate's recorder (and its impact recorder). Without either option it
-does nothing."""
+measure's worker (and the seeding of its runs), replay's seeding, or gate's recorder (and
+its impact recorder). Without one of them it does nothing."""
 
 from __future__ import annotations
 
 from .gate_recorder import GateRecorder, XdistController
 from .impact import ImpactRecorder
 from .measure_worker import MeasureWorker
+from .seeding import Seeder
 
 
 def pytest_addoption(parser):
     parser.addoption("--flakeboard-worker", metavar="ID:ADDRESS",
                      help="(flakeboard_ci.py measure's own) run the tests it sends")
+    parser.addoption("--flakeboard-seeded", action="store_true",
+                     help="(flakeboard_ci.py replay's own) seed random, and numpy when "
+                          "imported, from PATCH_SEED before each test's setup and call")
     parser.addoption("--flakeboard-record", metavar="PATH",
                      help="(flakeboard_ci.py gate's own) write each selected node's outcome "
                           "to PATH")
@@ -25,6 +29,8 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     address = config.getoption("flakeboard_worker", None)
+    if address or config.getoption("flakeboard_seeded", False):
+        config.pluginmanager.register(Seeder(), "flakeboard-seeder")
     if address:
         config.pluginmanager.register(MeasureWorker(address, without_xdist(config)),
                                       "flakeboard-measure-worker")

@@ -33,3 +33,15 @@ NEW_TEST_MIN_RUNS = 3
 def birth_sentence(n, fails):
     """What a new node's runs show, as the board says it (rules.birth_sentence)."""
     return f"new: {fails}/{n} failed, rate ≤ {upper95(fails, n):.1%} at 95%"
+
+
+def fisher_greater(fails, n, other_fails, other_n):
+    """Fisher's exact test, one-sided, as the board computes it (rules.fisher_greater): the
+    chance that at least ``fails`` of both groups' failures fall in the first group's ``n``
+    runs if failing had nothing to do with the group. 1.0 with no run."""
+    failures, runs = fails + other_fails, n + other_n
+    if n <= 0 or runs <= 0:
+        return 1.0
+    tail = sum(math.comb(n, k) * math.comb(other_n, failures - k)
+               for k in range(max(fails, failures - other_n), min(failures, n) + 1))
+    return min(1.0, tail / math.comb(runs, failures))

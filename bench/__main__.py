@@ -28,7 +28,7 @@ from .server import WORKERS as SERVER_WORKERS
 from .worker import MODULES
 
 SECOND_DATABASE = {"B3"}  # benchmarks that compare two scratch databases
-NO_DATABASE = {"B6", "B6b", "B6e"}  # benchmarks that use none: run once, in the SQLite pass
+NO_DATABASE = {"B6", "B6b", "B6e", "B11"}  # benchmarks that use none: run once, in the SQLite pass
 WORKER_TIMEOUT_S = 900
 
 

@@ -31,6 +31,7 @@ MODULES = {
     "B8": "bench.b8_largest",
     "B9": "bench.b9_prune",
     "B10": "bench.b10_company",
+    "B11": "bench.b11_diagnosis",
 }
 
 

@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = {"B1", "B2", "B3", "B4", "B5", "B6", "B6b", "B6c", "B6d", "B6e", "B7", "B8", "B9",
-              "B10"}
+              "B10", "B11"}
 PROFILED = {"B1", "B2", "B5", "B7"}
 
 

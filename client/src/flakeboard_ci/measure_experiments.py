@@ -1,5 +1,5 @@
 """The diagnosis's experiments (SPEC 2.4d, docs/diagnosis.md): for each target measured
-flaky, its failing seeds replayed in fresh processes beside as many passing seeds (seeded:
+flaky, its failing seeds replayed in new processes beside as many passing seeds (seeded:
 it fails on its random input), and for one that is not seeded, a block of its runs under CPU
 load (timing: it waits on time, not on a condition). Each asks the pool for runs and leaves
 its evidence on the target, in the shape the board takes (``target.experiments``)."""
@@ -18,7 +18,7 @@ from .measure_sources import BlockRuns, Source
 from .stats import fisher_greater
 
 REPLAY_SEEDS = 3  # failing seeds replayed, at most, each beside a passing one
-REPLAYS = 2  # times each seed is replayed, each in a fresh process
+REPLAYS = 2  # times each seed is replayed, each in a process that has run nothing
 LOAD_RUNS = 100  # runs under load, at most: as many as the target's own, up to this
 TIMING_P = 0.01  # the load's rate is above the idle one when Fisher's p is below this
 DIAGNOSE_BUDGET = 60.0  # seconds a target's experiments may start within (--diagnose-budget)
@@ -68,10 +68,15 @@ class Budgets:
 
 class SeedReplays(Source):
     """The failing seeds of each target, and as many passing ones as controls, each run
-    REPLAYS times in a fresh process that collects the target alone, as replay runs it."""
+    REPLAYS times in a process of its own that has run nothing: a child of the process
+    that collected the targets (a pristine fork, as each block of runs is), else a fresh
+    one that collects the target alone, as replay runs it.
+    The replays go in rounds, each seed once a round: a round that already shows a failing
+    seed passing or a control failing decides it is not seeded, and the next is not run."""
 
     def __init__(self, targets, tags, budgets):
-        self.budgets, self.pending, self.counts = budgets, [], {}
+        self.budgets, self.tags, self.pending, self.counts = budgets, tags, [], {}
+        self.rounds, self.waiting = {}, {}
         for target in targets:
             failed = [target.seed_base + i for i in range(target.done)
                       if target.outcomes[i].failed][:REPLAY_SEEDS]
@@ -81,23 +86,37 @@ class SeedReplays(Source):
                 "seeds": failed, "controls": passed, "seed_runs": 0, "seed_fails": 0,
                 "control_runs": 0, "control_fails": 0,
                 "command": replay_command(target, failed[0])}
-            for _ in range(REPLAYS):
-                for kind, seeds in (("seed", failed), ("control", passed)):
-                    self.pending.extend(Task(next(tags), target.node, seed, target, kind)
-                                        for seed in seeds)
+            self.rounds[target.name] = 0
+            self._round(target)
+
+    def _round(self, target):
+        """Queue the target's next round of replays, if it has one left."""
+        if self.rounds[target.name] == REPLAYS:
+            return
+        self.rounds[target.name] += 1
+        counts = self.counts[target.name]
+        tasks = [Task(next(self.tags), target.node, seed, target, kind)
+                 for kind, seeds in (("seed", counts["seeds"]), ("control", counts["controls"]))
+                 for seed in seeds]
+        self.waiting[target.name] = len(tasks)
+        self.pending.extend(tasks)
 
     def spawn(self, pool, live):
         while live < pool.slots and self.pending:
             task = self.pending.pop(0)
             if self.budgets.open(task.target):
-                pool.spawn(task.target.files_of([]), fixed=[task], seed=task.seed)
+                pool.start(task.target.files_of([]), [task], task.seed)
                 return True
         return False
 
     def result(self, task, outcome):
-        counts = self.counts[task.target.name]
+        target = task.target
+        counts = self.counts[target.name]
         counts[f"{task.index}_runs"] += 1
         counts[f"{task.index}_fails"] += outcome.failed
+        self.waiting[target.name] -= 1
+        if not self.waiting[target.name] and still_seeded(counts):
+            self._round(target)
         return False
 
     def evidence(self, target):
@@ -108,12 +127,17 @@ class SeedReplays(Source):
         return target.experiments.get("seeded")
 
 
+def still_seeded(counts):
+    """Whether the replays so far are all a seeded target's: each at a failing seed failed,
+    each at a passing seed passed."""
+    return (counts["seed_fails"] == counts["seed_runs"] and counts["control_fails"] == 0)
+
+
 def seeded(counts):
     """Whether the replays show a seeded target: every replay at a failing seed failed and
     every one at a passing seed passed (rules.diagnosis, the board's)."""
     return bool(counts and counts["seed_runs"] and counts["control_runs"]
-                and counts["seed_fails"] == counts["seed_runs"]
-                and counts["control_fails"] == 0)
+                and still_seeded(counts))
 
 
 class Stress:
@@ -212,7 +236,7 @@ def diagnosis_line(target):
     if replays:
         parts.append(
             f"failing seeds {', '.join(map(str, replays['seeds']))} failed "
-            f"{replays['seed_fails']}/{replays['seed_runs']} replays in fresh processes, "
+            f"{replays['seed_fails']}/{replays['seed_runs']} replays in new processes, "
             f"passing seeds {replays['control_runs'] - replays['control_fails']}/"
             f"{replays['control_runs']} passed")
     if load:

@@ -5,7 +5,7 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``vocab``: verdicts, statuses, reason codes, signal values, classifications, entry
   states, tiers;
 - ``limits``: the bounds every input path shares;
-- ``stats``: the Wilson bound (2.1);
+- ``stats``: the Wilson bound (2.1) and Fisher's exact test (2.4d);
 - ``windows``: a window of days relative to today, the shape of every date predicate;
 - ``entries``: entry states, what is live, expiry bounds;
 - ``share``: the known-node window, the quarantined share and its cap (2.2);
@@ -21,6 +21,7 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``new_tests``: which nodes are new at a commit (2.4b);
 - ``failure_labels``: the one line that explains each failed node of a gate to its author;
 - ``gate_plan``: what a patch's gate measures, in which order, within its budget (2.4c);
+- ``diagnosis``: why a flaky node is flaky, with its evidence and reproduction (2.4d);
 - ``policy_bounds``: the default and the range of each policy number;
 - ``status``: whether the suite's gate passes now, and why not;
 - ``text``: counts in words (one plural rule);
@@ -116,6 +117,23 @@ from .codeowners import (
     parse_codeowners,
 )
 from .commits import canonical_commit
+from .diagnosis import (
+    JOB_SPECIFIC_MIN_FAILURES,
+    NETWORK_PATTERNS,
+    SIGNIFICANCE,
+    SKIPPED,
+    Category,
+    CiFacts,
+    Diagnosis,
+    Experiments,
+    JobFigures,
+    LoadBlock,
+    MeasuredFacts,
+    RatePair,
+    SeedReplay,
+    diagnose,
+    names_network,
+)
 from .digests import (
     DIGEST_PREFIX,
     SHA256_HEX_DIGITS,
@@ -208,7 +226,15 @@ from .share import (
     share_over_limit,
     size_words,
 )
-from .stats import UPPER95_TOLERANCE, Z95, lower95, runs_needed, upper95, upper95_mismatch
+from .stats import (
+    UPPER95_TOLERANCE,
+    Z95,
+    fisher_greater,
+    lower95,
+    runs_needed,
+    upper95,
+    upper95_mismatch,
+)
 from .status import GateStatusNow, StatusCause, cause_text, status_summary
 from .text import plural
 from .tiers import (

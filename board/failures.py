@@ -111,9 +111,7 @@ def _diagnoses(pks: list[int]) -> dict[int, str]:
         latest.setdefault(m.node_id, m)
     diagnoses = {}
     for pk, m in latest.items():
-        words = m.cause_words
-        cause = (f" ({words['verb']} {', '.join(n['nodeid'] for n in words['nodes'])})"
-                 if words else "")
+        cause = f" ({m.cause_sentence})" if m.cause else ""
         diagnoses[pk] = f"{m.classification}{cause}"
     return diagnoses
 

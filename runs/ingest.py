@@ -65,7 +65,7 @@ class Decision(NamedTuple):
 MEASUREMENT_COLUMNS = (
     "suite_id", "report_id", "node_id", "position", "created_at", "n", "fails", "upper95",
     "reported_upper95", "seed_base", "stated_tier", "classification", "status", "reason",
-    "flags", "entry_id", "entry_state", "pooled", "cause",
+    "flags", "entry_id", "entry_state", "pooled", "cause", "experiments",
 )
 VERDICT_COLUMNS = (
     "suite_id", "batch_id", "node_id", "position", "created_at", "property_check",
@@ -178,7 +178,7 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
                 row.upper95, row.seed_base, row.tier, kind or "", status, reason,
                 flags_text(flags),
                 entry_id, state, None if stored_pool is None else json.dumps(stored_pool),
-                None if cause is None else json.dumps(cause),
+                None if cause is None else json.dumps(cause), None,
             ))
             answers.append({
                 "nodeid": row.nodeid, "status": status, "reason": reason, "n": row.n,

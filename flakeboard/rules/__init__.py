@@ -21,7 +21,8 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``new_tests``: which nodes are new at a commit (2.4b);
 - ``failure_labels``: the one line that explains each failed node of a gate to its author;
 - ``gate_plan``: what a patch's gate measures, in which order, within its budget (2.4c);
-- ``diagnosis``: why a flaky node is flaky, with its evidence and reproduction (2.4d);
+- ``diagnosis``: why a flaky node is flaky, with its evidence and reproduction (2.4d), from
+  ``diagnosis_facts``; ``network``: failures that name the network or a service;
 - ``policy_bounds``: the default and the range of each policy number;
 - ``status``: whether the suite's gate passes now, and why not;
 - ``text``: counts in words (one plural rule);
@@ -118,21 +119,23 @@ from .codeowners import (
 )
 from .commits import canonical_commit
 from .diagnosis import (
+    DIAGNOSED_CLASSIFICATIONS,
     JOB_SPECIFIC_MIN_FAILURES,
-    NETWORK_PATTERNS,
     SIGNIFICANCE,
     SKIPPED,
     Category,
-    CiFacts,
     Diagnosis,
+    diagnose,
+    needs_diagnosis,
+)
+from .diagnosis_facts import (
+    CiFacts,
     Experiments,
     JobFigures,
     LoadBlock,
     MeasuredFacts,
     RatePair,
     SeedReplay,
-    diagnose,
-    names_network,
 )
 from .digests import (
     DIGEST_PREFIX,
@@ -199,6 +202,7 @@ from .limits import (
     SEED_MAX,
     SEED_MIN,
 )
+from .network import NETWORK_PATTERNS, names_network
 from .new_tests import (
     BEFORE_RECORD,
     NEW_TEST_MAX_RUNS,

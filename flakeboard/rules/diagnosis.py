@@ -26,13 +26,26 @@ category's reproduction, else the strongest other evidence's that has one.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from .diagnosis_facts import (
+    CiFacts,
+    Experiments,
+    JobFigures,
+    LoadBlock,
+    MeasuredFacts,
+    RatePair,
+    SeedReplay,
+)
+from .network import names_network
 from .stats import fisher_greater, lower95, upper95
 from .vocab import Classification
 
+# The measurements that get a diagnosis: those the client found flaky, order-dependent or
+# repeat-unsafe, and any that failed a run (``needs_diagnosis``).
+DIAGNOSED_CLASSIFICATIONS = (Classification.FLAKY, Classification.ORDER_DEPENDENT,
+                             Classification.REPEAT_UNSAFE)
 SIGNIFICANCE = 0.01
 JOB_SPECIFIC_MIN_FAILURES = 3
 SKIPPED = ("budget", "disabled")
@@ -50,6 +63,11 @@ class Category(StrEnum):
     CI_ONLY = "ci_only"
     EXTERNAL = "external"
     UNKNOWN = "unknown"
+
+
+def needs_diagnosis(classification: str | None, fails: int) -> bool:
+    """Whether a measurement's node is flaky or suspect: diagnosed, and answered with it."""
+    return classification in DIAGNOSED_CLASSIFICATIONS or fails > 0
 
 
 # What each experiment or statistic is called in ``tried``.
@@ -71,114 +89,6 @@ class Diagnosis:
         """The API's object."""
         return {"category": self.category.value, "evidence": list(self.evidence),
                 "command": self.command, "tried": list(self.tried)}
-
-
-@dataclass(frozen=True)
-class SeedReplay:
-    """The failing seeds replayed (each twice, in fresh processes) and as many passing
-    seeds replayed as controls."""
-
-    seeds: tuple[int, ...]
-    controls: tuple[int, ...]
-    seed_runs: int
-    seed_fails: int
-    control_runs: int
-    control_fails: int
-    command: str | None = None
-
-
-@dataclass(frozen=True)
-class LoadBlock:
-    """The measurement's own runs (idle) against a block of runs under CPU load."""
-
-    idle_n: int
-    idle_fails: int
-    load_n: int
-    load_fails: int
-    command: str | None = None
-
-
-@dataclass(frozen=True)
-class Experiments:
-    seeded: SeedReplay | None = None
-    load: LoadBlock | None = None
-    skipped: str | None = None  # one of SKIPPED
-
-    @classmethod
-    def from_wire(cls, data: dict | None) -> Experiments | None:
-        """The upload's ``experiments`` object, as stored (already validated)."""
-        if not data:
-            return None
-        seeded, load = data.get("seeded"), data.get("load")
-        return cls(
-            seeded=None if seeded is None else SeedReplay(
-                **{**seeded, "seeds": tuple(seeded["seeds"]),
-                   "controls": tuple(seeded["controls"])}),
-            load=None if load is None else LoadBlock(**load),
-            skipped=data.get("skipped"),
-        )
-
-
-@dataclass(frozen=True)
-class MeasuredFacts:
-    """The node's latest measurement: its classification (a ``Classification`` value, or
-    None), the cause of an order_dependent one as the board words it, and its experiments."""
-
-    classification: str | None = None
-    cause: str | None = None
-    experiments: Experiments | None = None
-
-
-@dataclass(frozen=True)
-class JobFigures:
-    """The node's runs and flaky failures in one CI job (its name; "" for none)."""
-
-    job: str
-    runs: int
-    flaky_failures: int
-
-
-@dataclass(frozen=True)
-class RatePair:
-    """At the commits the node was measured at and CI ran it: CI's runs and failures,
-    and the measured runs and fails."""
-
-    ci_runs: int
-    ci_failures: int
-    measured_runs: int
-    measured_fails: int
-
-
-@dataclass(frozen=True)
-class CiFacts:
-    """What CI's JUnit files show of the node: per job, and against its measurements; its
-    failures by signature (signature, failures)."""
-
-    jobs: tuple[JobFigures, ...] = ()
-    rates: RatePair | None = None
-    signatures: tuple[tuple[str, int], ...] = ()
-
-
-# A failure that names the network or a service: a connection reset, refused or aborted;
-# a name that did not resolve; a timeout talking to a host; a 5xx answer. A signature's
-# numbers read <n>, so a status is known by its words.
-NETWORK_PATTERNS = tuple(re.compile(pattern, re.IGNORECASE) for pattern in (
-    r"connection\s*(?:reset|refused|aborted)|econn(?:reset|refused|aborted)|broken pipe",
-    r"remote ?disconnected|connection (?:closed|lost) by|max retries exceeded|"
-    r"new ?connection ?error|(?:urllib3|requests)\S*\.\S*connection",
-    r"name or service not known|name resolution|nodename nor servname|getaddrinfo|"
-    r"gaierror|\bdns\b|could not resolve host|unknown host",
-    r"(?:connect|read|socket|gateway)\s*(?:time ?out|timed out)|"
-    r"connection timed out|timed out (?:while |when )?(?:talking|connecting|waiting for)"
-    r"[^.]*\b(?:host|server|service)|host\S* timed out",
-    r"service unavailable|bad gateway|internal server error|server error|"
-    r"\b5\d\d\b\s*(?:server|service|gateway|error)|http\S*\s*5\d\d\b",
-))
-
-
-def names_network(signature: str) -> bool:
-    """Whether a failure's signature (or message) names the network or a service."""
-    return any(pattern.search(signature) for pattern in NETWORK_PATTERNS)
 
 
 @dataclass(frozen=True)

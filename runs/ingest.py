@@ -178,7 +178,8 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
                 row.upper95, row.seed_base, row.tier, kind or "", status, reason,
                 flags_text(flags),
                 entry_id, state, None if stored_pool is None else json.dumps(stored_pool),
-                None if cause is None else json.dumps(cause), None,
+                None if cause is None else json.dumps(cause),
+                None if row.experiments is None else json.dumps(row.experiments.stored()),
             ))
             answers.append({
                 "nodeid": row.nodeid, "status": status, "reason": reason, "n": row.n,

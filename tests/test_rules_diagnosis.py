@@ -376,3 +376,12 @@ def test_a_command_comes_from_an_experiment_that_held(m, ci) -> None:
         assert Category.TIMING in held
     else:
         assert diagnosis.command is None
+
+
+def test_the_label_names_the_category_and_an_order_dependent_tests_cause() -> None:
+    assert diagnose(measured("order_dependent", "fails only after a")).label == (
+        "order_dependent (fails only after a)")
+    assert diagnose(measured("flaky", load=LOAD)).label == "timing"
+    # The cause is the order-dependent category's: another category's label is its own.
+    assert diagnose(measured("repeat_unsafe", "fails only after a")).label == "repeat_unsafe"
+    assert diagnose(measured("flaky")).label == ""

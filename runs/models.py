@@ -188,6 +188,12 @@ class Measurement(UploadRow):
         help_text="For an order_dependent test, the tests the client's measure command found "
                   "it depends on: role (polluter or state_setter), nodes, complete.",
     )
+    experiments = models.JSONField(
+        null=True, blank=True,
+        help_text="The client's diagnosis experiments on the node (docs/diagnosis.md): "
+                  "seeded (seed replay), load (runs under CPU load), skipped (null: none "
+                  "ran or none said).",
+    )
 
     class Meta(UploadRow.Meta):
         indexes = row_indexes("measurement", upload="report")
@@ -216,6 +222,21 @@ class Measurement(UploadRow):
         return {"verb": f"{verb} some of" if among else verb,
                 "nodes": [{"nodeid": nodeid, "key": text_key(nodeid)} for nodeid in nodes],
                 "role": role}
+
+    @property
+    def cause_sentence(self) -> str:
+        """The cause in words: "fails only after tests/a.py::test_p" ("" without one)."""
+        words = self.cause_words
+        if not words:
+            return ""
+        return f"{words['verb']} {', '.join(node['nodeid'] for node in words['nodes'])}"
+
+    def diagnosis_facts(self) -> rules.MeasuredFacts:
+        """What the diagnosis reads of this measurement (SPEC 2.4d): its classification,
+        its cause in words, and its experiments. Also of one not stored."""
+        return rules.MeasuredFacts(
+            classification=self.classification or None, cause=self.cause_sentence or None,
+            experiments=rules.Experiments.from_wire(self.experiments))
 
     @property
     def classification_help(self) -> str:

@@ -5,7 +5,7 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``vocab``: verdicts, statuses, reason codes, signal values, classifications, entry
   states, tiers;
 - ``limits``: the bounds every input path shares;
-- ``stats``: the Wilson bound (2.1);
+- ``stats``: the Wilson bound (2.1) and Fisher's exact test (2.4d);
 - ``windows``: a window of days relative to today, the shape of every date predicate;
 - ``entries``: entry states, what is live, expiry bounds;
 - ``share``: the known-node window, the quarantined share and its cap (2.2);
@@ -21,6 +21,8 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``new_tests``: which nodes are new at a commit (2.4b);
 - ``failure_labels``: the one line that explains each failed node of a gate to its author;
 - ``gate_plan``: what a patch's gate measures, in which order, within its budget (2.4c);
+- ``diagnosis``: why a flaky node is flaky, with its evidence and reproduction (2.4d), from
+  ``diagnosis_facts``; ``network``: failures that name the network or a service;
 - ``policy_bounds``: the default and the range of each policy number;
 - ``status``: whether the suite's gate passes now, and why not;
 - ``text``: counts in words (one plural rule);
@@ -116,6 +118,25 @@ from .codeowners import (
     parse_codeowners,
 )
 from .commits import canonical_commit
+from .diagnosis import (
+    DIAGNOSED_CLASSIFICATIONS,
+    JOB_SPECIFIC_MIN_FAILURES,
+    SIGNIFICANCE,
+    SKIPPED,
+    Category,
+    Diagnosis,
+    diagnose,
+    needs_diagnosis,
+)
+from .diagnosis_facts import (
+    CiFacts,
+    Experiments,
+    JobFigures,
+    LoadBlock,
+    MeasuredFacts,
+    RatePair,
+    SeedReplay,
+)
 from .digests import (
     DIGEST_PREFIX,
     SHA256_HEX_DIGITS,
@@ -171,6 +192,7 @@ from .infrastructure import (
 )
 from .limits import (
     CAUSE_NODES_MAX,
+    COMMAND_MAX_LENGTH,
     COUNT_MAX,
     EVIDENCE_MAX_LENGTH,
     IMPACT_MAX_PAIRS,
@@ -178,9 +200,11 @@ from .limits import (
     META_MAX_LENGTH,
     NODEID_MAX_LENGTH,
     OWNER_MAX_LENGTH,
+    REPLAY_SEEDS_MAX,
     SEED_MAX,
     SEED_MIN,
 )
+from .network import NETWORK_PATTERNS, names_network
 from .new_tests import (
     BEFORE_RECORD,
     NEW_TEST_MAX_RUNS,
@@ -208,7 +232,15 @@ from .share import (
     share_over_limit,
     size_words,
 )
-from .stats import UPPER95_TOLERANCE, Z95, lower95, runs_needed, upper95, upper95_mismatch
+from .stats import (
+    UPPER95_TOLERANCE,
+    Z95,
+    fisher_greater,
+    lower95,
+    runs_needed,
+    upper95,
+    upper95_mismatch,
+)
 from .status import GateStatusNow, StatusCause, cause_text, status_summary
 from .text import plural
 from .tiers import (

@@ -1,4 +1,5 @@
-"""The Wilson score bounds (SPEC 2.1) and the run count they imply."""
+"""The Wilson score bounds (SPEC 2.1) and the run count they imply; Fisher's exact test
+(SPEC 2.4d), one-sided, for one rate above another."""
 
 from __future__ import annotations
 
@@ -51,3 +52,17 @@ def runs_needed(max_upper_rate: float, z: float = Z95) -> int:
     while n > 1 and upper95(0, n - 1, z) <= max_upper_rate:
         n -= 1
     return n
+
+
+def fisher_greater(fails: int, n: int, other_fails: int, other_n: int) -> float:
+    """Fisher's exact test, one-sided: the chance that, of all the failures of both groups
+    (fails of n runs, other_fails of other_n), at least ``fails`` fall in the first group's
+    n runs if failing had nothing to do with the group. Exact: the hypergeometric tail,
+    summed in integers (``math.comb``) and divided once. 1.0 with no run or no failure."""
+    failures, runs = fails + other_fails, n + other_n
+    if runs <= 0 or failures <= 0:
+        return 1.0
+    passes = runs - failures
+    tail = sum(math.comb(failures, k) * math.comb(passes, n - k)
+               for k in range(fails, min(failures, n) + 1))
+    return tail / math.comb(runs, n)

@@ -1,0 +1,149 @@
+"""Why each flaky or suspect node is flaky (SPEC 2.4d, docs/diagnosis.md): the board's facts
+of its nodes gathered in a constant number of queries, and judged by the one rule,
+``rules.diagnose``. The node page, the flaky-tests page, the trends and the answers to a
+report upload and to the node endpoint all read the diagnosis from here.
+
+Of each node, the facts are:
+
+- its latest measurement (``runs``): its classification, the cause of an order-dependent
+  one as the pages word it, and the client's experiments (seed replay, CPU load);
+- what CI's JUnit files show of it (``junit``), from the rollups detection writes, which
+  leave out every file that was an infrastructure failure (``rules.infrastructure``):
+  - per job, its runs and flaky failures (failures in a job of a commit that also passed
+    it, ``junit.rules.is_flaky``) over the flaky-tests page's default window;
+  - at the commits it was measured at, CI's runs and failures there against the runs and
+    fails measured there (the JUnit rows kept, ``JUNIT_RETENTION_DAYS``);
+  - its failures by signature over the window (``junit.signatures``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import date
+
+from django.db.models import F, OuterRef, Q, Sum, Window
+from django.db.models.functions import RowNumber
+
+from flakeboard import rules
+from junit.models import JobOutcome, SignatureDay
+from junit.selectors import Window as DayWindow
+from ledger.models import Node, Suite
+from runs.models import Measurement
+
+from .flaky import FlakyRanking
+
+# The same predicate as ``rules.needs_diagnosis``, for the database.
+NEEDS_DIAGNOSIS = Q(classification__in=rules.DIAGNOSED_CLASSIFICATIONS) | Q(fails__gt=0)
+
+
+def node_diagnoses(suite: Suite, node_ids: Iterable[str] | None = None, *, today: date,
+                   ) -> dict[str, rules.Diagnosis]:
+    """The diagnosis of each of ``node_ids`` (node ids, as ``tests/x.py::test_y``) the
+    suite knows, by node id; with None, of every node the board finds flaky or suspect:
+    listed on the flaky-tests page over its default window, or whose latest measurement
+    in that window ``rules.needs_diagnosis``. Five queries, whatever the count."""
+    window = DayWindow(today)
+    nodes = Node.objects.filter(suite=suite)
+    nodes = nodes.filter(_flaky_or_suspect(suite, window)) if node_ids is None else (
+        nodes.named(*node_ids))
+    names = dict(nodes.values_list("pk", "nodeid"))
+    if not names:
+        return {}
+    found = _diagnosed(suite, list(names), window, _latest_measurements(list(names)))
+    return {names[pk]: found[pk] for pk in sorted(names, key=names.get)}
+
+
+def node_diagnosis(suite: Suite, node_id: str, *, today: date) -> rules.Diagnosis | None:
+    """The diagnosis of one node (its id); None when the suite does not know it."""
+    return node_diagnoses(suite, [node_id], today=today).get(node_id)
+
+
+def diagnoses_by_node(suite: Suite, pks: list[int], *, today: date,
+                      ) -> dict[int, rules.Diagnosis]:
+    """The diagnosis of each of the suite's nodes ``pks`` (primary keys), from its latest
+    measurement: what a failed node's line names (``board.failures``). Four queries."""
+    return _diagnosed(suite, pks, DayWindow(today), _latest_measurements(pks)) if pks else {}
+
+
+def measured_diagnoses(suite: Suite, measured: dict[int, rules.MeasuredFacts], *,
+                       today: date) -> dict[int, rules.Diagnosis]:
+    """The diagnosis of each of the suite's nodes (by primary key) from the measurement
+    given for it, not the one stored last: a report's answer diagnoses each row from the
+    row itself, in a dry run too. Four queries, whatever the count."""
+    return _diagnosed(suite, list(measured), DayWindow(today), measured) if measured else {}
+
+
+def _diagnosed(suite: Suite, pks: list[int], window: DayWindow,
+               measured: dict[int, rules.MeasuredFacts]) -> dict[int, rules.Diagnosis]:
+    ci = _ci_facts(suite, pks, window, _measured_at(pks))
+    return {pk: rules.diagnose(measured.get(pk), ci.get(pk)) for pk in pks}
+
+
+def _flaky_or_suspect(suite: Suite, window: DayWindow) -> Q:
+    """The nodes the flaky-tests page lists over the window, and those whose latest
+    measurement in it needs a diagnosis."""
+    listed = Q()
+    for part in FlakyRanking(suite, window).parts:
+        listed |= Q(pk__in=part.values("node_id"))
+    latest = Measurement.objects.filter(node=OuterRef("node_id")).order_by("-created_at", "-pk")
+    suspect = Measurement.objects.filter(window.q("report__day"), NEEDS_DIAGNOSIS,
+                                         suite=suite, pk=latest.values("pk")[:1])
+    return listed | Q(pk__in=suspect.values("node_id"))
+
+
+def _latest_measurements(pks: list[int]) -> dict[int, rules.MeasuredFacts]:
+    """Each node's latest measurement, as the rule reads it."""
+    newest = F("created_at").desc(), F("pk").desc()
+    latest = (Measurement.objects.filter(node_id__in=pks)
+              .annotate(nth=Window(RowNumber(), partition_by=[F("node_id")], order_by=newest))
+              .filter(nth=1).only("node_id", "classification", "cause", "experiments"))
+    return {m.node_id: m.diagnosis_facts() for m in latest}
+
+
+def _measured_at(pks: list[int]) -> dict[int, dict[str, tuple[int, int]]]:
+    """Each node's measured runs and fails per commit (reports that name one)."""
+    measured: dict[int, dict[str, tuple[int, int]]] = defaultdict(dict)
+    for node, commit, n, fails in (
+            Measurement.objects.filter(node_id__in=pks).exclude(report__commit="")
+            .values_list("node_id", "report__commit").annotate(Sum("n"), Sum("fails"))
+            .order_by()):
+        measured[node][commit] = (n, fails)
+    return measured
+
+
+def _ci_facts(suite: Suite, pks: list[int], window: DayWindow,
+              measured_at: dict[int, dict[str, tuple[int, int]]]) -> dict[int, rules.CiFacts]:
+    """Each node's facts from CI's JUnit files: per job over the window, against its
+    measurements at the commits both ran it at, and its failures by signature."""
+    jobs = defaultdict(lambda: defaultdict(lambda: [0, 0]))  # node → job → [runs, flaky]
+    ci_at = defaultdict(lambda: defaultdict(lambda: [0, 0]))  # node → commit → [runs, fails]
+    for node, commit, job, passes, failures, flaky, day in JobOutcome.objects.filter(
+            suite=suite, node_id__in=pks).values_list(
+            "node_id", "commit", "job", "passes", "failures", "flaky", "last_day"):
+        if day >= window.since:
+            figures = jobs[node][job]
+            figures[0] += passes + failures
+            figures[1] += failures if flaky else 0
+        if commit in measured_at.get(node, {}):
+            at = ci_at[node][commit]
+            at[0] += passes + failures
+            at[1] += failures
+    signatures = defaultdict(list)
+    for node, text, failures in window.rows(SignatureDay, suite=suite, node_id__in=pks).values_list(
+            "node_id", "signature").annotate(Sum("failures")).order_by("node_id", "signature"):
+        signatures[node].append((text, failures))
+    facts = {}
+    for pk in pks:
+        commits = ci_at.get(pk, {})
+        both = [measured_at[pk][commit] for commit in commits]
+        rates = rules.RatePair(
+            ci_runs=sum(runs for runs, _ in commits.values()),
+            ci_failures=sum(fails for _, fails in commits.values()),
+            measured_runs=sum(n for n, _ in both), measured_fails=sum(f for _, f in both),
+        ) if commits else None
+        facts[pk] = rules.CiFacts(
+            jobs=tuple(rules.JobFigures(job, runs, flaky) for job, (runs, flaky)
+                       in sorted(jobs.get(pk, {}).items())),
+            rates=rates, signatures=tuple(signatures.get(pk, ())))
+    return facts

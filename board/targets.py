@@ -11,6 +11,10 @@ measured clean, then flaky again, comes back.
 Flips and births rank before the JUnit tests, whatever their counts: each failed a gate
 whose answer said to measure the node, and a retry will not change that verdict. Among the
 JUnit tests alone one flip would rank low, past the limit, and never be measured.
+
+Of those chosen, the tests the board cannot yet say why they are flaky (no diagnosis, or
+``unknown``: SPEC 2.4d) come first, each part in that order: measuring them runs the
+diagnosis's experiments.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from ledger.measure_targets import marked_nodeids
 from ledger.models import Suite
 from runs.models import Measurement
 
+from .diagnosis import node_diagnoses
 from .flaky import flaky_sources
 
 DEFAULT_LIMIT = 20
@@ -67,12 +72,25 @@ def _not_measured(ranking, chosen: set[str], limit: int) -> list[str]:
     return found
 
 
+def undiagnosed_first(suite: Suite, nodeids: list[str], today: date) -> list[str]:
+    """The node ids, those the board cannot yet say why they are flaky (no diagnosis, or
+    ``unknown``) first, each part in its order: measuring them runs the diagnosis's
+    experiments (SPEC 2.4d)."""
+    found = node_diagnoses(suite, nodeids, today=today)
+
+    def diagnosed(nodeid: str) -> bool:
+        diagnosis = found.get(nodeid)
+        return diagnosis is not None and diagnosis.category is not rules.Category.UNKNOWN
+
+    return sorted(nodeids, key=diagnosed)
+
+
 def measure_targets(suite: Suite, today: date, limit: int = DEFAULT_LIMIT) -> list[str]:
     """The marked nodes, then at most ``limit`` flipped or flaky ones not yet measured
-    within budget."""
+    within budget, those with no diagnosis first."""
     marked = marked_nodeids(suite)
     chosen = set(marked)
     found: list[str] = []
     for ranking in flaky_sources(suite, Window(today)):
         found += _not_measured(ranking, chosen, limit - len(found))
-    return marked + found
+    return marked + undiagnosed_first(suite, found, today)

@@ -120,3 +120,19 @@ def test_real_pytest_and_jest_files_show_their_flaky_tests_everywhere(
     targets = board.get(f"{API}/suites/{suite.slug}/targets", token=token)
     assert targets.status == 200
     assert sorted(targets.raw.decode().splitlines()) == sorted([*pytest_flaky, jest_node])
+
+
+def test_tests_with_no_diagnosis_come_first(suite, today):
+    flake(suite, B, commit="c2", times=3)
+    flake(suite, C, commit="c3", times=2)
+    flake(suite, A, commit="c1", times=1)
+    assert measure_targets(suite, today) == [B, C, A]
+    # B's latest measurement is flaky and seeded by its experiments: it has a diagnosis.
+    seeded = {"seeds": [9138], "controls": [9137], "seed_runs": 2, "seed_fails": 2,
+              "control_runs": 2, "control_fails": 0, "command": f"replay {B} --seed 9138"}
+    report_ingest(suite=suite, actor="ci", body=body([{
+        **measurement(B, n=100, fails=30, classification="flaky"),
+        "experiments": {"seeded": seeded}}]))
+    assert measure_targets(suite, today) == [C, A, B]
+    measure_target_set(suite=suite, nodeid=B, actor="@finley", marked=True)
+    assert measure_targets(suite, today) == [B, C, A]  # marked first, diagnosed or not

@@ -53,7 +53,10 @@ def _limit(request, text: str | None) -> int:
         "one commit (failed in one attempt, passed in another) and the tests with the most "
         "flaky failures in JUnit files, over the last 30 days, that no measurement has "
         "found within budget since they were last flaky, at most `limit` of them (default "
-        f"{DEFAULT_LIMIT}). Flips come first: each blocked a gate. Save it "
+        f"{DEFAULT_LIMIT}). Flips come first: each blocked a gate. Of those, the tests "
+        "the board cannot yet say why they are flaky (no diagnosis, or `unknown`: "
+        "[diagnosis](diagnosis.md)) come first, so that measuring runs their experiments. "
+        "Save it "
         "as `flake_targets.txt` for the budget script or `flakeboard_ci.py measure`. Needs "
         "a read (or write) token of the suite."
     ),

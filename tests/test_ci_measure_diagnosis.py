@@ -129,6 +129,38 @@ def test_a_run_in_a_row_and_its_replay_see_one_random_value(tmp_path):
             f"(PATCH_SEED {', '.join(map(str, expected[:10]))}, ...)") in block.stdout
 
 
+# A numpy whose global generator says what it was last seeded with (none is installed here):
+# the project imports it, as a project that uses numpy does.
+FAKE_NUMPY = """
+import sys
+import types
+
+numpy = types.ModuleType("numpy")
+numpy.random = types.SimpleNamespace(seeded=[], seed=lambda seed: numpy.random.seeded.append(seed))
+sys.modules["numpy"] = numpy
+"""
+NUMPY_TEST = """
+import sys
+
+
+def test_numpy_seeded():
+    seeded = sys.modules["numpy"].random.seeded
+    assert seeded and seeded[-1] == int(os.environ["PATCH_SEED"]) % 2**32, seeded
+"""
+
+
+@pytest.mark.slow
+def test_numpy_is_seeded_from_the_run_s_seed_when_imported(tmp_path):
+    project = make_project(tmp_path / "p", {"tests/conftest.py": FAKE_NUMPY,
+                                            "tests/test_np.py": NUMPY_TEST})
+    block = replay(project, "tests/test_np.py::test_numpy_seeded", "--seed", "9137",
+                   "--runs", "20")
+    assert "REPLAY tests/test_np.py::test_numpy_seeded: 0/20 failed" in block.stdout, (
+        block.stdout + block.stderr)
+    once = replay(project, "tests/test_np.py::test_numpy_seeded", "--seed", str(2**32 + 5))
+    assert once.returncode == 0, once.stdout
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not pathlib.Path("/proc/self/cmdline").exists(), reason="needs /proc")
 def test_a_test_that_fails_under_load_is_timing(tmp_path):

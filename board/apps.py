@@ -8,7 +8,11 @@ class BoardConfig(AppConfig):
     def ready(self):
         # A batch's failed rows are explained from the evidence of every app, which only
         # the board composes.
+        from runs.diagnosed import rows_diagnosed_by
         from runs.results import failures_explained_by
 
+        from .diagnosis import measured_diagnoses
         from .failures import failures_explained
         failures_explained_by(failures_explained)
+        # And a report's rows their diagnosis, from CI's JUnit facts too.
+        rows_diagnosed_by(measured_diagnoses)

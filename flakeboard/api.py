@@ -1,5 +1,6 @@
 """The JSON API CI calls, under /api/v1/ (SPEC 5); its OpenAPI document and docs beside it."""
 
+from board.api.diagnoses import router as diagnoses_router
 from board.api.failures import router as failures_router
 from board.api.targets import router as targets_router
 from junit.api.order import router as junit_order_router
@@ -31,6 +32,6 @@ api = DocumentedAPI(
 )
 install_error_handlers(api)
 for router in (ledger_router, status_router, uploads_router, trends_router, junit_router,
-               junit_order_router, targets_router, failures_router, tiers_router, impact_router,
-               codeowners_router, events_router):
+               junit_order_router, targets_router, failures_router, diagnoses_router,
+               tiers_router, impact_router, codeowners_router, events_router):
     api.add_router("", router)

@@ -56,6 +56,8 @@ CODES = {
     "finite_number": Code.NOT_FINITE,
     "enum": Code.INVALID_VALUE,
     "literal_error": Code.INVALID_VALUE,
+    "extra_forbidden": Code.INVALID_VALUE,
+    "unexpected_keyword_argument": Code.INVALID_VALUE,
 }
 _EXPECTED = {
     "int_type": "a whole number",
@@ -182,6 +184,8 @@ def _sentence(error: dict) -> str:
     kind, got, ctx = error["type"], error.get("input"), error.get("ctx") or {}
     if kind == "missing":
         return "is required"
+    if kind in ("extra_forbidden", "unexpected_keyword_argument"):
+        return "is not a field here (a closed vocabulary)"
     if kind in _EXPECTED:
         return f"must be {_EXPECTED[kind]} (got {kind_of(got)})"
     if kind == "greater_than_equal":
@@ -213,7 +217,12 @@ def problems(
             where.pop(0)
         row = where.pop(0) if where and isinstance(where[0], int) else None
         code = CODES.get(detail["type"], detail["type"])
-        found.append(WireProblem(code, _sentence(detail), row, str(where[0]) if where else None))
+        sentence = _sentence(detail)
+        # A field inside a field's object (a row's experiments) is named before its problem.
+        inner = [str(part) for part in where[1:]]
+        if any(not part.isdigit() for part in inner):
+            sentence = f"{'.'.join(inner)} {sentence}"
+        found.append(WireProblem(code, sentence, row, str(where[0]) if where else None))
     return found
 
 

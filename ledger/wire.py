@@ -131,6 +131,12 @@ OptionalPatch = Annotated[PatchName | None, AfterValidator(_blank_if_null)]
 OptionalCommit = Annotated[Commit | None, AfterValidator(_blank_if_null)]
 OptionalEvidence = Annotated[Evidence | None, AfterValidator(_blank_if_null)]
 OptionalText = Annotated[Annotated[str, Strict()] | None, AfterValidator(_blank_if_null)]
+# A reproduction command (a diagnosis experiment's): a label of its own length.
+Command = Annotated[
+    str, Strict(), _label(rules.COMMAND_MAX_LENGTH),
+    WithJsonSchema({"type": "string", "maxLength": rules.COMMAND_MAX_LENGTH,
+                    "description": "One shell command that reproduces the failure."}),
+]
 
 # --- numbers -------------------------------------------------------------------------------
 
@@ -169,6 +175,20 @@ FailCount = Annotated[
     AfterValidator(_at_most_n),
 ]
 Seed = Annotated[int, Strict(), Field(ge=rules.SEED_MIN, le=rules.SEED_MAX)]
+# A diagnosis experiment's count of runs or failures: none is a count too.
+ExperimentCount = Annotated[int, Strict(), Field(ge=0, le=rules.COUNT_MAX)]
+
+
+def at_most(runs: str):
+    """A failure count that may not exceed the count ``runs`` of the same object, which
+    comes before it."""
+    def check(fails: int, info: ValidationInfo) -> int:
+        total = info.data.get(runs)  # absent when it was refused itself
+        if total is not None and fails > total:
+            raise refusal(Code.OUT_OF_RANGE, f"must not exceed {runs} ({total}; got {fails})")
+        return fails
+
+    return AfterValidator(check)
 Upper95 = Annotated[
     float, Strict(), Field(ge=0, le=1, allow_inf_nan=False), BeforeValidator(_as_bound)
 ]

@@ -36,6 +36,7 @@ from .attempts import (
     pooled_answer,
     prior_records,
 )
+from .diagnosed import rows_diagnosed
 from .models import Measurement, NodeVerdict, Report, VerdictBatch
 from .outcomes import (
     NO_ENTRY,
@@ -143,6 +144,7 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
         earlier = earlier_measurements(suite.pk, parsed.commit,
                                        [node.pk for node in nodes.values()])
         rows, answers, outcomes, measured = [], [], [], {}
+        diagnosed, row_nodes = {}, []  # the rows a diagnosis answers, by node; each row's
         for position, row in enumerate(parsed.measurements):
             node_pk = nodes[row.nodeid].pk
             entry_id, facts, state, entry_answer = entries.get(node_pk, NO_ENTRY)
@@ -173,13 +175,20 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
             status, reason = outcome.status.value, outcome.reason.value
             kind = None if row.classification is None else row.classification.value
             cause = None if row.cause is None else cause_answer(row.cause)
+            experiments = None if row.experiments is None else row.experiments.stored()
             rows.append((
                 suite.pk, None, node_pk, position, stored_at, row.n, row.fails, upper95,
                 row.upper95, row.seed_base, row.tier, kind or "", status, reason,
                 flags_text(flags),
                 entry_id, state, None if stored_pool is None else json.dumps(stored_pool),
-                None if cause is None else json.dumps(cause), None,
+                None if cause is None else json.dumps(cause),
+                None if experiments is None else json.dumps(experiments),
             ))
+            row_nodes.append(node_pk)
+            if rules.needs_diagnosis(kind, row.fails):
+                diagnosed[node_pk] = Measurement(
+                    classification=kind or "", cause=cause, fails=row.fails,
+                    experiments=experiments)
             answers.append({
                 "nodeid": row.nodeid, "status": status, "reason": reason, "n": row.n,
                 "fails": row.fails, "upper95": round(upper95, 4),
@@ -188,6 +197,7 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
                                         stored_pool["reports"] if stored_pool else []),
                 "entry": entry_answer,
             })
+        rows_diagnosed(suite, answers, diagnosed, row_nodes, today)
         result = rules.gate_report(outcomes, share=share)
         report = Report(
             suite=suite, created_at=now, day=today, commit=parsed.commit, branch=parsed.branch,

@@ -231,6 +231,15 @@ class Measurement(UploadRow):
             return ""
         return f"{words['verb']} {', '.join(node['nodeid'] for node in words['nodes'])}"
 
+    def diagnosis_facts(self) -> rules.MeasuredFacts:
+        """What the diagnosis reads of this measurement (SPEC 2.4d): its classification,
+        its cause in words with its role, and its experiments. Also of one not stored."""
+        role = f" ({self.cause_words['role']})" if self.cause else ""
+        return rules.MeasuredFacts(
+            classification=self.classification or None,
+            cause=f"{self.cause_sentence}{role}" if self.cause else None,
+            experiments=rules.Experiments.from_wire(self.experiments))
+
     @property
     def classification_help(self) -> str:
         """What the classification means, in a sentence ("" without one)."""

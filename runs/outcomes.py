@@ -17,7 +17,8 @@ from ledger.models import QuarantineEntry, Suite
 from ledger.stored_once import stored_once
 
 from .attempts import pooled_answer
-from .models import Report, VerdictBatch
+from .diagnosed import rows_diagnosed
+from .models import Measurement, Report, VerdictBatch
 
 
 @dataclass
@@ -82,21 +83,31 @@ def cause_answer(cause) -> dict:
     return {"role": cause.role.value, "nodes": list(cause.nodes), "complete": cause.complete}
 
 
+def report_rows(report: Report) -> list[dict]:
+    """A stored report's rows as its answer gives them, each diagnosed from itself."""
+    names = ("node_id", "node__nodeid", "status", "reason", "n", "fails", "upper95",
+             "reported_upper95", "flags", "classification", "cause", "pooled", "experiments",
+             *ENTRY_VALUES)
+    rows, nodes, diagnosed = [], [], {}
+    for (node, nodeid, status, reason, n, fails, upper95, reported, flags, kind, cause, pooled,
+         experiments, *entry) in report.measurements.order_by("position").values_list(*names):
+        rows.append({
+            "nodeid": nodeid, "status": status, "reason": reason, "n": n, "fails": fails,
+            "upper95": round(upper95, 4), "reported_upper95": reported, "flags": flags,
+            "classification": kind or None, "cause": cause,
+            "pooled": pooled_answer(**pooled) if pooled else pooled_answer(n, fails, []),
+            "entry": entry_answer(*entry)})
+        nodes.append(node)
+        if rules.needs_diagnosis(kind or None, fails):
+            diagnosed[node] = Measurement(classification=kind, cause=cause, fails=fails,
+                                          experiments=experiments)
+    return rows_diagnosed(report.suite, rows, diagnosed, nodes, report.day)
+
+
 def stored_rows(model, upload) -> list[dict]:
     """The stored rows' answers, read as plain values."""
     if model is Report:
-        names = ("node__nodeid", "status", "reason", "n", "fails", "upper95",
-                 "reported_upper95", "flags", "classification", "cause", "pooled",
-                 *ENTRY_VALUES)
-        return [
-            {"nodeid": nodeid, "status": status, "reason": reason, "n": n, "fails": fails,
-             "upper95": round(upper95, 4), "reported_upper95": reported, "flags": flags,
-             "classification": kind or None, "cause": cause,
-             "pooled": pooled_answer(**pooled) if pooled else pooled_answer(n, fails, []),
-             "entry": entry_answer(*entry)}
-            for (nodeid, status, reason, n, fails, upper95, reported, flags, kind, cause, pooled,
-                 *entry) in upload.measurements.order_by("position").values_list(*names)
-        ]
+        return report_rows(upload)
     names = ("node__nodeid", "verdict", "reason", "flags", "effective_lock",
              "effective_status", "property_check", "attempts", "sent", *ENTRY_VALUES)
     return [

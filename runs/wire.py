@@ -9,11 +9,13 @@ model validates both forms, the whole list in one call; each error becomes a
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from dataclasses import asdict
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    ConfigDict,
     Field,
     Strict,
     ValidationError,
@@ -36,6 +38,8 @@ from ledger.refusals import (
     refuse_too_many,
 )
 from ledger.wire import (
+    Command,
+    ExperimentCount,
     FailCount,
     Manifest,
     MomentDate,
@@ -48,6 +52,7 @@ from ledger.wire import (
     Seed,
     StatedTier,
     Upper95,
+    at_most,
 )
 
 RiskyLines = Annotated[int, Strict(), Field(ge=0, le=rules.COUNT_MAX)]
@@ -91,6 +96,77 @@ def _cause_of_order_dependent(cause: OrderCause | None, info: ValidationInfo):
     return cause
 
 
+# --- a row's diagnosis experiments (SPEC 2.4d, docs/diagnosis.md) ----------------------------
+# A closed vocabulary: an unknown key at any level is refused, not ignored.
+CLOSED = ConfigDict(extra="forbid")
+
+
+def _replayed_seeds(seeds: list[int]) -> list[int]:
+    if not 1 <= len(seeds) <= rules.REPLAY_SEEDS_MAX:
+        raise refusal(Code.OUT_OF_RANGE, f"must name 1 to {rules.REPLAY_SEEDS_MAX} seeds "
+                                         f"(got {len(seeds)})")
+    return seeds
+
+
+def _as_many_controls(controls: list[int], info: ValidationInfo) -> list[int]:
+    seeds = info.data.get("seeds")  # absent when refused itself
+    if seeds is not None and len(controls) != len(seeds):
+        raise refusal(Code.INVALID_VALUE, f"must name as many seeds as seeds ({len(seeds)}; "
+                                          f"got {len(controls)})")
+    return controls
+
+
+@dataclass(frozen=True, config=CLOSED)
+class SeededIn:
+    """The failing seeds replayed, each twice in a fresh process, and as many passing seeds
+    replayed as controls."""
+
+    seeds: Annotated[list[Seed], AfterValidator(_replayed_seeds)] = Field(
+        description=f"The failing seeds replayed (1 to {rules.REPLAY_SEEDS_MAX}).")
+    controls: Annotated[list[Seed], AfterValidator(_as_many_controls)] = Field(
+        description="The passing seeds replayed as controls, as many as seeds.")
+    seed_runs: ExperimentCount = Field(description="Replays at the failing seeds.")
+    seed_fails: Annotated[ExperimentCount, at_most("seed_runs")] = Field(
+        description="Of them, those that failed (at most seed_runs).")
+    control_runs: ExperimentCount = Field(description="Replays at the control seeds.")
+    control_fails: Annotated[ExperimentCount, at_most("control_runs")] = Field(
+        description="Of them, those that failed (at most control_runs).")
+    command: Command | None = Field(
+        None, description="The reproduction: the replay at a failing seed.")
+
+
+@dataclass(frozen=True, config=CLOSED)
+class LoadIn:
+    """The measurement's own runs against a block of runs under CPU stress (one busy
+    process per core)."""
+
+    idle_n: ExperimentCount = Field(description="The measurement's own runs, no stress.")
+    idle_fails: Annotated[ExperimentCount, at_most("idle_n")] = Field(
+        description="Of them, those that failed (at most idle_n).")
+    load_n: ExperimentCount = Field(description="The runs under CPU stress.")
+    load_fails: Annotated[ExperimentCount, at_most("load_n")] = Field(
+        description="Of them, those that failed (at most load_n).")
+    command: Command | None = Field(
+        None, description="The reproduction: the runs under stress.")
+
+
+@dataclass(frozen=True, config=CLOSED)
+class ExperimentsIn:
+    """The client's diagnosis experiments on the measured test: each key present only when
+    that experiment ran."""
+
+    seeded: SeededIn | None = Field(None, description="The seed replay.")
+    load: LoadIn | None = Field(None, description="The runs under CPU load.")
+    skipped: Literal[rules.SKIPPED] | None = Field(
+        None, description="budget: --diagnose-budget ran out; disabled: --no-diagnose. "
+                          "Absent when every experiment that applied ran.")
+
+    def stored(self) -> dict:
+        """As the measurement stores it (``rules.Experiments.from_wire`` reads it back):
+        the experiments that ran, and the skip."""
+        return {key: value for key, value in asdict(self).items() if value is not None}
+
+
 # --- rows ----------------------------------------------------------------------------------
 # Rows are frozen dataclasses, not models: a 100k-row upload makes 100k of them, and a
 # dataclass is made in half the time. A signal record is the rules' own SignalRecord.
@@ -114,6 +190,11 @@ class MeasurementIn:
     )
     cause: Annotated[OrderCause | None, AfterValidator(_cause_of_order_dependent)] = Field(
         None, description="Optional, with order_dependent only: the tests it depends on."
+    )
+    experiments: ExperimentsIn | None = Field(
+        None, description="Optional: the client's diagnosis experiments on a flaky or "
+        "suspect test (seed replay, runs under CPU load), from which the board diagnoses "
+        "why it is flaky (docs/diagnosis.md)."
     )
     new_test: Annotated[bool, Strict()] = Field(
         False, description="Optional: the new-test guard's runs of a node new at the "

@@ -37,6 +37,7 @@ GET  api:targets                   401 401 401 401 401 401 200 200 403 401
 POST api:tiers                     401 401 401 401 401 401 200 200 403 401
 POST api:junit/order               401 401 401 401 401 401 200 200 403 401
 POST api:failures                  401 401 401 401 401 401 200 200 403 401
+POST api:diagnoses                 401 401 401 401 401 401 200 200 403 401
 PUT  api:codeowners                401 401 401 401 401 401 403 200 403 401
 PUT  api:impact                    401 401 401 401 401 401 403 200 403 401
 POST api:impact/nodes              401 401 401 401 401 401 200 200 403 401
@@ -75,6 +76,7 @@ def api_request(method: str, action: str, w) -> Request:
         "api:junit/order": Request(f"{suite}/junit/order?commit=abc123",
                                    json=["tests/test_0.py::test_ok"]),
         "api:failures": Request(f"{suite}/failures", json=["tests/test_0.py::test_ok"]),
+        "api:diagnoses": Request(f"{suite}/diagnoses", json=["tests/test_0.py::test_ok"]),
         "api:codeowners": Request(f"{suite}/codeowners", json=b"tests/ @qa-team\n",
                                   content_type="text/plain"),
         "api:impact": Request(f"{suite}/impact", json={

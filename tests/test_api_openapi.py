@@ -25,6 +25,7 @@ OPERATIONS = {
     ("post", "/api/v1/suites/{suite}/tiers"),
     ("post", "/api/v1/suites/{suite}/junit/order"),
     ("post", "/api/v1/suites/{suite}/failures"),
+    ("post", "/api/v1/suites/{suite}/diagnoses"),
     ("put", "/api/v1/suites/{suite}/codeowners"),
     ("put", "/api/v1/suites/{suite}/impact"),
     ("post", "/api/v1/suites/{suite}/impact/nodes"),
@@ -40,7 +41,8 @@ TEXT_ANSWERS = {("/api/v1/suites/{suite}/targets", "200"): "text/plain"}
 
 # The posts that store nothing: a body too long for a URL, answered with 200.
 LOOKUPS = {"/api/v1/suites/{suite}/tiers", "/api/v1/suites/{suite}/junit/order",
-           "/api/v1/suites/{suite}/impact/nodes", "/api/v1/suites/{suite}/failures"}
+           "/api/v1/suites/{suite}/impact/nodes", "/api/v1/suites/{suite}/failures",
+           "/api/v1/suites/{suite}/diagnoses"}
 
 # The uploads the gate judges, which answer with its exit code; passive evidence (JUnit)
 # has none.

@@ -167,6 +167,8 @@ ANSWERS = {
                                                 "422"},
     "POST /api/v1/suites/{suite}/failures": {"200", "400", "401", "403", "413", "415",
                                              "422"},
+    "POST /api/v1/suites/{suite}/diagnoses": {"200", "400", "401", "403", "413", "415",
+                                              "422"},
     "PUT /api/v1/suites/{suite}/codeowners": {"200", "400", "401", "403", "413", "415", "422"},
     "PUT /api/v1/suites/{suite}/impact": {"200", "400", "401", "403", "413", "415", "422"},
     "POST /api/v1/suites/{suite}/impact/nodes": {"200", "400", "401", "403", "413", "415",

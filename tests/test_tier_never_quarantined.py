@@ -117,11 +117,12 @@ def test_the_api_has_no_route_that_creates_an_entry():
     """The API writes uploads only (the gate's, and JUnit files, which never touch the
     ledger), the suite's CODEOWNERS (owners, never an entry) and its impact map (which
     tests execute which files); quarantines are made by people, on the pages. The tiers,
-    JUnit order, failures and impact lookups are POSTs for their long bodies only, and store
-    nothing (tests/test_access_api.py checks)."""
+    JUnit order, failures, diagnoses and impact lookups are POSTs for their long bodies only,
+    and store nothing (tests/test_access_api.py checks)."""
     document = api.get_openapi_schema(path_prefix="/api/v1/")
     lookups = {"/api/v1/suites/{suite}/tiers", "/api/v1/suites/{suite}/junit/order",
-               "/api/v1/suites/{suite}/failures", "/api/v1/suites/{suite}/impact/nodes"}
+               "/api/v1/suites/{suite}/failures", "/api/v1/suites/{suite}/impact/nodes",
+               "/api/v1/suites/{suite}/diagnoses"}
     writes = sorted(
         path for path, operations in document["paths"].items()
         for method in operations if method in ("post", "put", "patch", "delete")

@@ -192,6 +192,7 @@ from .infrastructure import (
 )
 from .limits import (
     CAUSE_NODES_MAX,
+    COMMAND_MAX_LENGTH,
     COUNT_MAX,
     EVIDENCE_MAX_LENGTH,
     IMPACT_MAX_PAIRS,
@@ -199,6 +200,7 @@ from .limits import (
     META_MAX_LENGTH,
     NODEID_MAX_LENGTH,
     OWNER_MAX_LENGTH,
+    REPLAY_SEEDS_MAX,
     SEED_MAX,
     SEED_MIN,
 )

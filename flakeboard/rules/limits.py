@@ -17,3 +17,6 @@ CAUSE_NODES_MAX = 20
 # Seeds are stored as signed 64-bit integers.
 SEED_MIN = -(2**63)
 SEED_MAX = 2**63 - 1
+# A diagnosis experiment's reproduction command, and the failing seeds one replays.
+COMMAND_MAX_LENGTH = 1000
+REPLAY_SEEDS_MAX = 10

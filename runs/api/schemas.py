@@ -103,6 +103,24 @@ class EarlierReportOut(Answer):
     status: rules.GateStatus = Field(description="Its status, over the reports up to it.")
 
 
+class DiagnosisOut(Answer):
+    """Why a flaky test is flaky (SPEC 2.4d, docs/diagnosis.md)."""
+
+    category: rules.Category = Field(
+        description="The first that holds of order_dependent, seeded, repeat_unsafe, timing, "
+                    "external, job_specific and ci_only; unknown when none does.")
+    evidence: list[str] = Field(
+        description="Each category that holds, strongest first, as a sentence with its "
+                    "numbers (the first decided the category); empty for unknown.")
+    command: str | None = Field(
+        description="The reproduction, where one exists: the replay at a failing seed, or "
+                    "the runs under CPU stress; null otherwise.")
+    tried: list[str] = Field(
+        description="What was looked at: seed replay, CPU load, CI jobs, CI against measured "
+                    "rate, failure signatures; and why the client's experiments were cut "
+                    "short or skipped, when they were.")
+
+
 class MeasurementOut(Answer):
     nodeid: NodeId
     status: rules.GateStatus
@@ -126,6 +144,11 @@ class MeasurementOut(Answer):
     )
     entry: EntryRef | None = Field(description="The ledger entry the gate used, if any.")
     url: NodePageUrl
+    diagnosis: DiagnosisOut | None = Field(
+        description="Why the test is flaky, for a row classified flaky, order_dependent or "
+                    "repeat_unsafe or with a failed run: from this row's classification and "
+                    "experiments and what CI's JUnit files show of the node now; null for "
+                    "every other row (docs/diagnosis.md).")
 
 
 DUPLICATE = (

@@ -5,6 +5,7 @@ and its filter by category."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 
@@ -86,13 +87,11 @@ def node_panel(suite: Suite, node: Node, *, today: date, measured: bool) -> Show
 
 
 @dataclass(frozen=True)
-class CategoryFilter:
-    """The flaky-tests page's category filter over one listing: the diagnosis of each
-    listed node (by its primary key), how many are in each category, and the nodes of the
-    category chosen ("" for all)."""
+class CategoryCounts:
+    """The flaky-tests page's listing diagnosed whole, for its filter by category: the
+    diagnosis of each listed node, by its primary key."""
 
     shown: dict[int, Shown]
-    chosen: str
 
     @property
     def counts(self) -> list[tuple[str, str, int]]:
@@ -101,27 +100,25 @@ class CategoryFilter:
         return [(category.value, WORDS[category].label, counted[category.value])
                 for category in Category]
 
-    @property
-    def nodes(self):
-        """The listed nodes of the chosen category, as a queryset; None for all."""
-        if not self.chosen:
-            return None
+    def nodes(self, category: str):
+        """The listed nodes of ``category``, as a queryset."""
         return Node.objects.filter(pk__in=[pk for pk, shown in self.shown.items()
-                                           if shown.category == self.chosen])
+                                           if shown.category == category])
 
 
-def category_filter(suite: Suite, ranking: FlakyRanking, chosen: str, *,
-                    today: date) -> CategoryFilter:
-    """Every node ``ranking`` lists, diagnosed."""
+def category_counts(suite: Suite, ranking: FlakyRanking, *, today: date) -> CategoryCounts:
+    """Every node ``ranking`` lists, diagnosed: six queries, whatever the count, though
+    the time grows with the listed tests' JUnit history."""
     listed = Q(pk__in=[])
     for part in ranking.parts:
         listed |= Q(pk__in=part.values("node_id"))
-    return CategoryFilter(diagnosed(suite, Node.objects.filter(listed), today=today), chosen)
+    return CategoryCounts(diagnosed(
+        suite, Node.objects.filter(listed, suite=suite).only("pk", "nodeid"), today=today))
 
 
-def diagnosed(suite: Suite, nodes, *, today: date) -> dict[int, Shown]:
-    """The diagnosis of each of ``nodes`` (a queryset), by its primary key; six queries,
-    whatever the count."""
-    names = dict(nodes.filter(suite=suite).values_list("nodeid", "pk"))
-    found = node_diagnoses(suite, names, today=today) if names else {}
-    return {names[nodeid]: Shown(diagnosis) for nodeid, diagnosis in found.items()}
+def diagnosed(suite: Suite, nodes: Iterable[Node], *, today: date) -> dict[int, Shown]:
+    """The diagnosis of each of ``nodes`` (the suite's), by its primary key: five queries
+    (one more to read a queryset of them), whatever the count."""
+    pks = {node.nodeid: node.pk for node in nodes}
+    found = node_diagnoses(suite, pks, today=today) if pks else {}
+    return {pks[nodeid]: Shown(diagnosis) for nodeid, diagnosis in found.items()}

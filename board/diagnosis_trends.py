@@ -54,7 +54,8 @@ def category_chart(suite: Suite, period: DayRange, bucket: str, *, today: date) 
     the range)."""
     starts, flaky = flaky_per_bucket(suite, start=period.start, end=period.end, bucket=bucket)
     nodes = set().union(*flaky.values())
-    shown = diagnosed(suite, Node.objects.filter(pk__in=nodes), today=today) if nodes else {}
+    shown = diagnosed(suite, Node.objects.filter(pk__in=nodes).only("pk", "nodeid"),
+                                 today=today) if nodes else {}
     counts = {category: [0] * len(starts) for category in WORDS}
     for i, members in flaky.items():
         for node in members:

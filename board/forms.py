@@ -24,7 +24,7 @@ class FlakyPageForm(FlakyFilterForm):
 
     def count_categories(self, counts) -> None:
         """Each category's choice says how many of the listed tests it holds
-        (``CategoryFilter.counts``)."""
+        (``CategoryCounts.counts``)."""
         total = sum(count for _, _, count in counts)
         self.fields["category"].choices = [("", f"Any category ({total})"), *(
             (category, f"{label} ({count})") for category, label, count in counts)]

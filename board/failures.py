@@ -5,8 +5,9 @@ endpoint, and labelled by ``rules.failure_label``. Of each node:
 - its live ledger entry (``EntryQuerySet.live``: the entries that freeze their node);
 - its flaky evidence as the flaky-tests page holds it over its default window
   (``board.flaky``): a flip between gate attempts, flaky at birth, or flaky failures in
-  JUnit files, with its rate, Wilson bound and first flaky day, and the diagnosis of its
-  latest measurement where that names one (order-dependent, repeat-unsafe);
+  JUnit files, with its rate, Wilson bound and first flaky day, and its diagnosis's
+  category where it has one (``board.diagnosis``; an order-dependent test's with its
+  cause);
 - its results in JUnit files from the suite's default branch (infrastructure failures
   left out): the commits it failed at, newest first, and whether its last result passed.
 """
@@ -24,8 +25,8 @@ from junit.models import CaseResult
 from junit.rules import FAILURES, Outcome
 from junit.selectors import Window as DayWindow
 from ledger.models import Node, QuarantineEntry, Suite
-from runs.models import Measurement
 
+from .diagnosis import diagnoses_by_node
 from .flaky import FlakyRanking, flaky_page_rows
 
 # Each node's newest results on the default branch that are read: enough for the line's
@@ -34,7 +35,6 @@ DEFAULT_RESULTS_READ = 10
 # The failed nodes explained at most: a gate that fails more is broken whole, and the first
 # are explained (a batch's other failed rows answer null, as a passing row does).
 EXPLAINED_MAX = 1000
-DIAGNOSED = (rules.Classification.ORDER_DEPENDENT, rules.Classification.REPEAT_UNSAFE)
 
 
 def failure_evidence(suite: Suite, nodeids: Iterable[str], today: date,
@@ -85,7 +85,7 @@ def _flaky(suite: Suite, pks: list[int], today: date) -> dict[int, tuple]:
         return {}
     window = DayWindow(today)
     ranked = FlakyRanking(suite, window, nodes=pks)[0:None]
-    diagnoses = _diagnoses([row["node_id"] for row in ranked])
+    diagnoses = diagnoses_by_node(suite, [row["node_id"] for row in ranked], today=today)
     flaky = {}
     for ranked_row, row in zip(ranked, flaky_page_rows(suite, window, ranked, headings=False),
                                strict=True):
@@ -98,22 +98,8 @@ def _flaky(suite: Suite, pks: list[int], today: date) -> dict[int, tuple]:
         rate = fails / runs if runs else 0.0
         flaky[row.node.pk] = (rate, rules.upper95(fails, runs),
                               ranked_row["first_flaky"].isoformat(),
-                              diagnoses.get(row.node.pk, ""))
+                              diagnoses[row.node.pk].label)
     return flaky
-
-
-def _diagnoses(pks: list[int]) -> dict[int, str]:
-    """Each node's latest measurement's diagnosis, where it names one: order-dependent
-    (with the tests it depends on) or repeat-unsafe."""
-    latest = {}
-    for m in Measurement.objects.filter(node_id__in=pks, classification__in=DIAGNOSED).order_by(
-            "node_id", "-pk"):
-        latest.setdefault(m.node_id, m)
-    diagnoses = {}
-    for pk, m in latest.items():
-        cause = f" ({m.cause_sentence})" if m.cause else ""
-        diagnoses[pk] = f"{m.classification}{cause}"
-    return diagnoses
 
 
 def _on_default_branch(suite: Suite, pks: list[int]) -> tuple[dict, dict]:

@@ -179,16 +179,17 @@ Seed = Annotated[int, Strict(), Field(ge=rules.SEED_MIN, le=rules.SEED_MAX)]
 ExperimentCount = Annotated[int, Strict(), Field(ge=0, le=rules.COUNT_MAX)]
 
 
-def at_most(runs: str):
-    """A failure count that may not exceed the count ``runs`` of the same object, which
-    comes before it."""
+def fails_of(runs: str):
+    """A diagnosis experiment's failures: a count that may not exceed the count ``runs`` of
+    the same object, which comes before it."""
     def check(fails: int, info: ValidationInfo) -> int:
         total = info.data.get(runs)  # absent when it was refused itself
         if total is not None and fails > total:
             raise refusal(Code.OUT_OF_RANGE, f"must not exceed {runs} ({total}; got {fails})")
         return fails
 
-    return AfterValidator(check)
+    return Annotated[ExperimentCount, AfterValidator(check), Field(
+        description=f"Of them, those that failed (at most {runs}).")]
 Upper95 = Annotated[
     float, Strict(), Field(ge=0, le=1, allow_inf_nan=False), BeforeValidator(_as_bound)
 ]

@@ -233,11 +233,9 @@ class Measurement(UploadRow):
 
     def diagnosis_facts(self) -> rules.MeasuredFacts:
         """What the diagnosis reads of this measurement (SPEC 2.4d): its classification,
-        its cause in words with its role, and its experiments. Also of one not stored."""
-        role = f" ({self.cause_words['role']})" if self.cause else ""
+        its cause in words, and its experiments. Also of one not stored."""
         return rules.MeasuredFacts(
-            classification=self.classification or None,
-            cause=f"{self.cause_sentence}{role}" if self.cause else None,
+            classification=self.classification or None, cause=self.cause_sentence or None,
             experiments=rules.Experiments.from_wire(self.experiments))
 
     @property

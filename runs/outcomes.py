@@ -83,7 +83,7 @@ def cause_answer(cause) -> dict:
     return {"role": cause.role.value, "nodes": list(cause.nodes), "complete": cause.complete}
 
 
-def report_rows(report: Report) -> list[dict]:
+def stored_report_rows(report: Report) -> list[dict]:
     """A stored report's rows as its answer gives them, each diagnosed from itself."""
     names = ("node_id", "node__nodeid", "status", "reason", "n", "fails", "upper95",
              "reported_upper95", "flags", "classification", "cause", "pooled", "experiments",
@@ -107,7 +107,7 @@ def report_rows(report: Report) -> list[dict]:
 def stored_rows(model, upload) -> list[dict]:
     """The stored rows' answers, read as plain values."""
     if model is Report:
-        return report_rows(upload)
+        return stored_report_rows(upload)
     names = ("node__nodeid", "verdict", "reason", "flags", "effective_lock",
              "effective_status", "property_check", "attempts", "sent", *ENTRY_VALUES)
     return [

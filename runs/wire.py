@@ -52,7 +52,7 @@ from ledger.wire import (
     Seed,
     StatedTier,
     Upper95,
-    at_most,
+    fails_of,
 )
 
 RiskyLines = Annotated[int, Strict(), Field(ge=0, le=rules.COUNT_MAX)]
@@ -126,11 +126,9 @@ class SeededIn:
     controls: Annotated[list[Seed], AfterValidator(_as_many_controls)] = Field(
         description="The passing seeds replayed as controls, as many as seeds.")
     seed_runs: ExperimentCount = Field(description="Replays at the failing seeds.")
-    seed_fails: Annotated[ExperimentCount, at_most("seed_runs")] = Field(
-        description="Of them, those that failed (at most seed_runs).")
+    seed_fails: fails_of("seed_runs") = Field()
     control_runs: ExperimentCount = Field(description="Replays at the control seeds.")
-    control_fails: Annotated[ExperimentCount, at_most("control_runs")] = Field(
-        description="Of them, those that failed (at most control_runs).")
+    control_fails: fails_of("control_runs") = Field()
     command: Command | None = Field(
         None, description="The reproduction: the replay at a failing seed.")
 
@@ -141,11 +139,9 @@ class LoadIn:
     process per core)."""
 
     idle_n: ExperimentCount = Field(description="The measurement's own runs, no stress.")
-    idle_fails: Annotated[ExperimentCount, at_most("idle_n")] = Field(
-        description="Of them, those that failed (at most idle_n).")
+    idle_fails: fails_of("idle_n") = Field()
     load_n: ExperimentCount = Field(description="The runs under CPU stress.")
-    load_fails: Annotated[ExperimentCount, at_most("load_n")] = Field(
-        description="Of them, those that failed (at most load_n).")
+    load_fails: fails_of("load_n") = Field()
     command: Command | None = Field(
         None, description="The reproduction: the runs under stress.")
 

@@ -144,3 +144,11 @@ def test_the_verdicts_answer_and_the_failures_endpoint_say_the_same(board, suite
     refused = board.post(f"{API}/suites/{suite.slug}/failures", body({"nodes": [NODE]}),
                          token=token)
     assert refused.status == 422
+
+
+def test_a_known_flaky_line_names_its_diagnosis(suite, today):
+    # Its failures in JUnit files are connection resets: external, whatever measured it.
+    reset = ("tests.test_a", "test_a", "failed", "ConnectionResetError: [Errno 104] reset")
+    junit(suite, reset, case(NODE, "passed"), commit="f1", branch="feature/x")
+    line = failures_explained(suite, [NODE], today)[NODE]["line"]
+    assert line == f"known flaky: rate 50.0% (≤ 90.5% at 95%) since {today}, external"

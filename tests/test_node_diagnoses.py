@@ -81,7 +81,7 @@ def unknown(suite):
 
 BOARDS = [
     (order_dependent, rules.Category.ORDER_DEPENDENT,
-     f"Order-dependent: fails only after {OTHER} (polluter).", None),
+     f"Order-dependent: fails only after {OTHER}.", None),
     (seeded, rules.Category.SEEDED, "2/2 replays at its failing seeds (9141) failed, 0/2 at "
      "the control seeds (9137).", SEEDED["command"]),
     (timing, rules.Category.TIMING, "2/100 failed idle, 31/100 under CPU load (Fisher's exact "

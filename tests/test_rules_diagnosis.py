@@ -49,7 +49,7 @@ def measured(classification=None, cause=None, **experiments) -> MeasuredFacts:
 
 CATEGORIES = [
     # (measurement facts, CI facts, category, command, evidence holds)
-    (measured("order_dependent", "fails only after tests/a.py::test_p (polluter)"), CiFacts(),
+    (measured("order_dependent", "fails only after tests/a.py::test_p"), CiFacts(),
      Category.ORDER_DEPENDENT, None, "fails only after tests/a.py::test_p"),
     (measured("flaky", seeded=SEEDED), CiFacts(), Category.SEEDED, SEEDED.command,
      "4/4 replays at its failing seeds (9141, 9150) failed, 0/4 at the control seeds"),
@@ -298,7 +298,7 @@ facts = st.builds(
     MeasuredFacts,
     classification=st.none() | st.sampled_from(
         ["stable", "flaky", "broken", "order_dependent", "repeat_unsafe"]),
-    cause=st.none() | st.just("fails only after tests/a.py::test_p (polluter)"),
+    cause=st.none() | st.just("fails only after tests/a.py::test_p"),
     experiments=st.none() | st.builds(Experiments, seeded=st.none() | seed_replays(),
                                       load=st.none() | load_blocks(),
                                       skipped=st.none() | st.sampled_from(["budget",
@@ -376,3 +376,12 @@ def test_a_command_comes_from_an_experiment_that_held(m, ci) -> None:
         assert Category.TIMING in held
     else:
         assert diagnosis.command is None
+
+
+def test_the_label_names_the_category_and_an_order_dependent_tests_cause() -> None:
+    assert diagnose(measured("order_dependent", "fails only after a")).label == (
+        "order_dependent (fails only after a)")
+    assert diagnose(measured("flaky", load=LOAD)).label == "timing"
+    # The cause is the order-dependent category's: another category's label is its own.
+    assert diagnose(measured("repeat_unsafe", "fails only after a")).label == "repeat_unsafe"
+    assert diagnose(measured("flaky")).label == ""

@@ -9,13 +9,11 @@ from ninja import Router
 from pydantic import Field
 
 from ledger.api.auth import Scope, suite_for_token
-from ledger.api.tiers import parse_nodeids
-from ledger.refusals import UploadInvalid
+from ledger.api.tiers import nodeids_asked
 from ledger.wire import NodeId
 from runs.api.schemas import DiagnosisOut
 from runs.diagnosed import DIAGNOSED_MAX
-from web.api.bodies import raw_json_body
-from web.api.errors import ErrorOut, refused
+from web.api.errors import ErrorOut
 from web.api.openapi import json_body
 from web.api.schemas import Answer
 
@@ -58,10 +56,7 @@ Needs a read (or write) token of the suite."""
 )
 def diagnoses(request, suite: str):
     owned = suite_for_token(request, suite, Scope.READ)
-    try:
-        nodeids = parse_nodeids(raw_json_body(request), DIAGNOSED_MAX)
-    except UploadInvalid as exc:
-        raise refused(exc) from None
+    nodeids = nodeids_asked(request, DIAGNOSED_MAX)
     found = node_diagnoses(owned, nodeids, today=timezone.now().date())
     return {"suite": owned.slug, "nodes": [
         {"node": nodeid, "diagnosis": None if nodeid not in found else found[nodeid].answer()}

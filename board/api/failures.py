@@ -9,12 +9,10 @@ from ninja import Router
 from pydantic import Field
 
 from ledger.api.auth import Scope, suite_for_token
-from ledger.api.tiers import parse_nodeids
-from ledger.refusals import UploadInvalid
+from ledger.api.tiers import nodeids_asked
 from ledger.wire import NodeId
 from runs.api.schemas import FailureOut
-from web.api.bodies import raw_json_body
-from web.api.errors import ErrorOut, refused
+from web.api.errors import ErrorOut
 from web.api.openapi import json_body
 from web.api.schemas import Answer
 
@@ -54,10 +52,7 @@ write) token of the suite."""
 )
 def failures(request, suite: str):
     owned = suite_for_token(request, suite, Scope.READ)
-    try:
-        nodeids = parse_nodeids(raw_json_body(request), EXPLAINED_MAX)
-    except UploadInvalid as exc:
-        raise refused(exc) from None
+    nodeids = nodeids_asked(request, EXPLAINED_MAX)
     explained = failures_explained(owned, nodeids, timezone.now().date())
     return {"suite": owned.slug,
             "nodes": [{"node": nodeid, **explained[nodeid]} for nodeid in nodeids]}

@@ -84,6 +84,15 @@ class Diagnosis:
     evidence: tuple[str, ...]  # strongest first, each a sentence with its numbers
     command: str | None  # the reproduction
     tried: tuple[str, ...]  # what was looked at, whatever the category
+    cause: str | None = None  # an order-dependent test's, as the board words it
+
+    @property
+    def label(self) -> str:
+        """The category in a word for a failure's line ("" for unknown); an order-dependent
+        test's with its cause: ``order_dependent (fails only after tests/a.py::test_p)``."""
+        if self.category is Category.UNKNOWN:
+            return ""
+        return f"{self.category} ({self.cause})" if self.cause else self.category.value
 
     def answer(self) -> dict:
         """The API's object."""
@@ -212,4 +221,6 @@ def diagnose(measured: MeasuredFacts | None = None, ci: CiFacts | None = None) -
     if not lines:
         return Diagnosis(Category.UNKNOWN, (), None, tried)
     command = next((line.command for line in lines if line.command), None)
-    return Diagnosis(lines[0].category, tuple(line.text for line in lines), command, tried)
+    category = lines[0].category
+    return Diagnosis(category, tuple(line.text for line in lines), command, tried,
+                     measured.cause if category is Category.ORDER_DEPENDENT else None)

@@ -87,6 +87,14 @@ def parse_nodeids(body: bytes, max_records: int) -> list[str]:
         raise refusals.UploadInvalid("validation_failed", found, exc.error_count()) from None
 
 
+def nodeids_asked(request, max_records: int) -> list[str]:
+    """A lookup's body, a JSON list of node ids, whole; refused as the API refuses."""
+    try:
+        return parse_nodeids(raw_json_body(request), max_records)
+    except refusals.UploadInvalid as exc:
+        raise refused(exc) from None
+
+
 @router.post(
     "/suites/{suite}/tiers",
     response={200: TiersAnswer, 400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 413: ErrorOut,

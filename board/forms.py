@@ -1,4 +1,5 @@
-"""The flaky-tests page's filters: the JUnit window's, and the kind of flaky evidence."""
+"""The flaky-tests page's filters: the JUnit window's, the kind of flaky evidence, and the
+category of its diagnosis."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from django import forms
 
 from junit.forms import FlakyFilterForm
 
+from .categories import WORDS
 from .flaky import EVIDENCE
 
 
@@ -15,6 +17,24 @@ class FlakyPageForm(FlakyFilterForm):
         choices=[("", "All evidence"), *EVIDENCE.items()],
     )
 
+    category = forms.ChoiceField(
+        label="Why flaky", required=False,
+        choices=[("", "Any category"), *((c.value, w.label) for c, w in WORDS.items())],
+    )
+
+    def count_categories(self, counts) -> None:
+        """Each category's choice says how many of the listed tests it holds
+        (``CategoryCounts.counts``)."""
+        total = sum(count for _, _, count in counts)
+        self.fields["category"].choices = [("", f"Any category ({total})"), *(
+            (category, f"{label} ({count})") for category, label, count in counts)]
+
+    @property
+    def category_chosen(self) -> str:
+        """The category chosen ("" for all; an unknown one is ignored, never an error)."""
+        self.is_valid()
+        return self.cleaned_data.get("category") or ""
+
     @property
     def evidence_kind(self) -> str:
         """The kind chosen ("" for all; an unknown one is ignored, never an error)."""
@@ -23,4 +43,4 @@ class FlakyPageForm(FlakyFilterForm):
 
     @property
     def active_filters(self) -> bool:
-        return super().active_filters or bool(self.evidence_kind)
+        return super().active_filters or bool(self.evidence_kind or self.category_chosen)

@@ -1,11 +1,11 @@
 """Suite pages that show more than one app's data, under /suites/<suite>/: the overview,
-a node's page, Connect CI and the flaky-tests page."""
+a node's page, Connect CI, the flaky-tests page and the trends."""
 
 from django.urls import path, register_converter
 
 from ledger.models import KEY_LENGTH
 
-from .views import connect, flaky, nodes, overview
+from .views import connect, flaky, nodes, overview, trends
 
 
 class NodeKeyConverter:
@@ -31,4 +31,7 @@ urlpatterns = [
     # JUnit's flaky tests and the gate's flips together (board.flaky).
     path("flaky/", flaky.flaky, name="flaky"),
     path("flaky/measure/", flaky.measure, name="flaky_measure"),
+    # The reason codes over time (runs.views.trends) with the flaky tests by category.
+    path("trends/", trends.trends, name="trends"),
+    path("trends/<slug:chart>.csv", trends.trends_csv, name="trends_csv"),
 ]

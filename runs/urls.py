@@ -7,7 +7,7 @@ from django.urls import path, register_converter
 
 from flakeboard import rules
 
-from .views import patches, trends, uploads
+from .views import patches, uploads
 
 DOT_SEGMENT = re.compile(r"(?<![^/])\.+(?![^/])")
 
@@ -39,6 +39,4 @@ urlpatterns = [
     path("verdicts/", uploads.batches, name="verdicts"),
     path("verdicts/<int:pk>/", uploads.batch_detail, name="batch"),
     path("patches/<patch:patch>/", patches.patch_detail, name="patch"),
-    path("trends/", trends.trends, name="trends"),
-    path("trends/<slug:chart>.csv", trends.trends_csv, name="trends_csv"),
 ]

@@ -83,7 +83,7 @@ def test_flips_come_first_then_the_junit_ranking_each_node_once(suite, flaky_pag
     assert (first.heading, second.heading) == ("Flipped between gate attempts",
                                                 "Flaky in JUnit files")
     html = response.content.decode()
-    assert html.count('<th colspan="8" scope="colgroup">') == 2
+    assert html.count('<th colspan="9" scope="colgroup">') == 2
     assert response.context["page"].paginator.count == 2
 
 
@@ -139,12 +139,13 @@ def test_a_page_with_flips_takes_a_bounded_number_of_queries(
     steady = [record(f"tests/p.py::test_ok_{i}") for i in range(10)]
     attempt(suite, [record(f"tests/p.py::test_{i}", "fail") for i in range(10)] + steady)
     attempt(suite, [record(f"tests/p.py::test_{i}") for i in range(10)] + steady)
-    with django_assert_max_num_queries(12):  # as many as a page of JUnit tests alone
+    # As many as a page of JUnit tests alone: five of them diagnose the page's tests.
+    with django_assert_max_num_queries(17):
         response = flaky_page()
     rows = response.context["rows"]
     assert len(rows) == 25 and response.context["page"].paginator.count == 30
     assert [row.flip is not None for row in rows] == [True] * 10 + [False] * 15
-    with django_assert_max_num_queries(12):
+    with django_assert_max_num_queries(17):
         rest = flaky_page(page=2)
     assert len(rest.context["rows"]) == 5 and rest.context["rows"][0].heading
 

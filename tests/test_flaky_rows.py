@@ -60,6 +60,7 @@ def test_each_row_shows_its_own_evidence(suite, flaky_page):
     html = response.content.decode()
     today = flipped.flip.day.isoformat()  # every upload above is of today
     assert cells(html, flipped) == {
+        "Why flaky": f"Unknown: why {FLIPPED} is flaky",
         "Failed attempts": "1",
         "Attempts": "2",
         "Rate (upper95)": rate(1, 2),
@@ -68,6 +69,7 @@ def test_each_row_shows_its_own_evidence(suite, flaky_page):
         "JUnit, 30 days": "not flaky in 3 JUnit runs",
     }
     assert cells(html, birth) == {
+        "Why flaky": f"Unknown: why {birth.node.nodeid} is flaky",
         "Failed runs": "6",
         "Runs at birth": "30",
         "Rate (upper95)": rate(6, 30),

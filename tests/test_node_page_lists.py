@@ -203,7 +203,7 @@ def test_the_lists_and_the_chart_take_a_fixed_number_of_queries(
     client_for, viewer, suite, periods, django_assert_max_num_queries
 ):
     client = client_for(viewer)
-    with django_assert_max_num_queries(14):
+    with django_assert_max_num_queries(20):  # six of them the diagnosis's
         page(client, suite, mpage=2, vpage=2)
     with django_assert_max_num_queries(8):
         client.get(node_page(suite.slug, NODE), {"mpage": 2},

@@ -191,6 +191,7 @@ def test_demo_suite_charts_agree_with_its_raw_rows(client):
     assert set(specs) == {
         "verdicts", "verdicts-cumulative", "verdicts-distribution", "after-reject", "flips",
         "budget", "budget-cumulative", "budget-distribution", "births", "share", "expiring",
+        "categories",
     }
     # The demo reruns a rejected patch twice at its commit on four of these 90 days, and
     # one node flips each time.

@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from board.categories import category_counts, diagnosed
 from board.flaky import FlakyRanking, flaky_page_rows
 from board.forms import FlakyPageForm
 from flakeboard import rules as gate_rules
@@ -55,10 +56,16 @@ def _context(request, suite, window) -> dict:
             "can_edit": can(request.role, Role.OWNER)}
 
 
-def _rows(request, suite, window, ranked, *, headings: bool = True) -> list:
+def _rows(request, suite, window, ranked, shown: dict | None = None, *,
+          headings: bool = True) -> list:
+    """The page's rows, each with its diagnosis: from ``shown`` (by node key), else
+    diagnosed here."""
     rows = flaky_page_rows(suite, window, list(ranked), headings=headings)
+    if shown is None:
+        shown = diagnosed(suite, [row.node for row in rows], today=window.today)
     for row in rows:
         row.quarantine_query = quarantine_query(request, suite, row, window)
+        row.diagnosis = shown.get(row.node.pk)
     return rows
 
 
@@ -70,10 +77,19 @@ def flaky(request, suite):
     form = FlakyPageForm(request.GET, branches=junit_branches(suite))
     window = form.window(today)
     ranking = FlakyRanking(suite, window, evidence=form.evidence_kind)
+    shown = None
+    if chosen := form.category_chosen:
+        # Only a category chosen diagnoses every listed test, and then says how many of
+        # them each category holds; the page alone diagnoses its own rows.
+        categories = category_counts(suite, ranking, today=today)
+        form.count_categories(categories.counts)
+        ranking = FlakyRanking(suite, window, nodes=categories.nodes(chosen),
+                               evidence=form.evidence_kind)
+        shown = categories.shown
     return list_page(
         request, TEMPLATE, ranking,
         {**_context(request, suite, window), "form": form, "ranking": ranking},
-        rows=lambda page: _rows(request, suite, window, page),
+        rows=lambda page: _rows(request, suite, window, page, shown),
     )
 
 

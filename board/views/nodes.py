@@ -8,6 +8,7 @@ from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
+from board.categories import node_panel
 from flakeboard import rules
 from junit.selectors import passive_history
 from ledger.access import can, suite_for
@@ -75,6 +76,7 @@ def node_detail(request, suite, key):
     codeowners = suite_codeowners(suite)
     entries = [entry_row(entry, today, codeowners) for entry in history.entries]
     open_row = next((row for row in entries if row.is_open), None)
+    latest = history.measurements[-1] if history.measurements else None
     context = {
         "suite": suite,
         "nav": "node",
@@ -85,6 +87,8 @@ def node_detail(request, suite, key):
         "rate_change": open_row and open_row.entry.rate_change(),
         **_lists(request, suite, node),
         "passive": passive_history(node, today),
+        "diagnosis": node_panel(suite, node, today=today, measured=latest is not None and (
+            rules.needs_diagnosis(latest.classification or None, latest.fails))),
         "budget": suite.max_upper_rate,
         "code_owners": codeowners.owners_of_node(node.nodeid),
         "can_edit": can(request.role, Role.OWNER),

@@ -1,8 +1,10 @@
 """The trends page: reason codes over time, their accumulation and distribution, and the
-quarantined share; every chart with its table and a CSV download of the same numbers."""
+quarantined share; every chart with its table and a CSV download of the same numbers. The
+board serves it (``board.views.trends``), adding the charts that read more than this app."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from functools import wraps
@@ -21,7 +23,7 @@ from web.csv import csv_response
 from web.pages import render_page, wants_partial
 
 from ..trend_counts import BUCKETS
-from ..trends import trend_charts
+from ..trends import Chart, trend_charts
 
 PRESETS = (7, ranges.DEFAULT_RANGE_DAYS, 90, 365)
 WEEKLY_AFTER_DAYS = 90  # a longer range is drawn per week unless the day is asked for
@@ -156,7 +158,12 @@ def _charts(suite, period: Period, today: date):
     )
 
 
-def _over_a_period(view):
+# More charts a page adds to the trends (``board`` draws the flaky tests by category): a
+# function of the suite, the period and today that gives them.
+MoreCharts = Callable[[object, Period, date], list[Chart]]
+
+
+def over_a_period(view):
     """A trends view: it receives the viewer's suite, the query's form and its period
     (None when the query is wrong), and today. A query in the old names is redirected first."""
 
@@ -174,8 +181,8 @@ def _over_a_period(view):
     return read
 
 
-@_over_a_period
-def trends(request, suite, form, period, today):
+def trends_page(request, suite, form, period, today, more: MoreCharts | None = None):
+    """The trends page, with ``more`` charts after the reason codes' when given."""
     custom = form.custom
     if period is not None:
         shown = {"range": period.preset, "from": period.start.isoformat(),
@@ -195,6 +202,7 @@ def trends(request, suite, form, period, today):
         "latest": ranges.latest_to(today).isoformat(),
         "max_days": ranges.MAX_RANGE_DAYS,
         "charts": _charts(suite, period, today) if period is not None else None,
+        "more": more(suite, period, today) if period is not None and more else [],
     }
     response = render_page(request, "runs/trends.html", context, partial="charts")
     if period is not None and wants_partial(request):
@@ -209,13 +217,18 @@ def trends(request, suite, form, period, today):
     return response
 
 
-@_over_a_period
-def trends_csv(request, suite, form, period, today, chart):
+def trends_csv_answer(request, suite, form, period, today, chart,
+                      more: MoreCharts | None = None):
+    """A chart's CSV, ``more``'s charts included."""
     if period is None:
         return HttpResponseBadRequest("\n".join(form.messages()) + "\n",
                                       content_type="text/plain; charset=utf-8")
     found = _charts(suite, period, today).by_key().get(chart)
+    if found is None and more:
+        found = next((extra for extra in more(suite, period, today) if extra.key == chart),
+                     None)
     if found is None:
         raise Http404("No such chart.")
     filename = f"{suite.slug}-{found.key}-{period.start}-{period.end}-{period.bucket}.csv"
     return csv_response(filename, found.header, found.rows)
+

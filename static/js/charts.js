@@ -21,7 +21,7 @@
   const INK = "#1d2330";
   const GRID = "#e3e7ee";
   // Series that are no outcome (a node's measurements, say): colour-blind-safe hues.
-  const FALLBACK = ["#2456c8", "#009e73", "#e69f00", "#cc79a7", "#56b4e9", "#d55e00"];
+  const FALLBACK = ["#2456c8", "#009e73", "#e69f00", "#cc79a7", "#56b4e9", "#d55e00", "#1d2330"];
   const TONES = ["fail", "warn", "ok", "neutral"];
   const PARTIAL_ALPHA = 0.4;
 

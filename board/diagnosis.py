@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from datetime import date
 
-from django.db.models import F, OuterRef, Q, Sum, Window
+from django.db.models import Case, F, OuterRef, Q, Sum, Value, When, Window
 from django.db.models.functions import RowNumber
 
 from flakeboard import rules
@@ -42,7 +42,7 @@ def node_diagnoses(suite: Suite, node_ids: Iterable[str] | None = None, *, today
     """The diagnosis of each of ``node_ids`` (node ids, as ``tests/x.py::test_y``) the
     suite knows, by node id; with None, of every node the board finds flaky or suspect:
     listed on the flaky-tests page over its default window, or whose latest measurement
-    in that window ``rules.needs_diagnosis``. Five queries, whatever the count."""
+    in that window ``rules.needs_diagnosis``. Six queries at most, whatever the count."""
     window = DayWindow(today)
     nodes = Node.objects.filter(suite=suite)
     nodes = nodes.filter(_flaky_or_suspect(suite, window)) if node_ids is None else (
@@ -62,7 +62,7 @@ def node_diagnosis(suite: Suite, node_id: str, *, today: date) -> rules.Diagnosi
 def diagnoses_by_node(suite: Suite, pks: list[int], *, today: date,
                       ) -> dict[int, rules.Diagnosis]:
     """The diagnosis of each of the suite's nodes ``pks`` (primary keys), from its latest
-    measurement: what a failed node's line names (``board.failures``). Four queries."""
+    measurement: what a failed node's line names (``board.failures``). Five queries at most."""
     return _diagnosed(suite, pks, DayWindow(today), _latest_measurements(pks)) if pks else {}
 
 
@@ -70,7 +70,7 @@ def measured_diagnoses(suite: Suite, measured: dict[int, rules.MeasuredFacts], *
                        today: date) -> dict[int, rules.Diagnosis]:
     """The diagnosis of each of the suite's nodes (by primary key) from the measurement
     given for it, not the one stored last: a report's answer diagnoses each row from the
-    row itself, in a dry run too. Four queries, whatever the count."""
+    row itself, in a dry run too. Five queries at most, whatever the count."""
     return _diagnosed(suite, list(measured), DayWindow(today), measured) if measured else {}
 
 
@@ -116,19 +116,25 @@ def _ci_facts(suite: Suite, pks: list[int], window: DayWindow,
               measured_at: dict[int, dict[str, tuple[int, int]]]) -> dict[int, rules.CiFacts]:
     """Each node's facts from CI's JUnit files: per job over the window, against its
     measurements at the commits both ran it at, and its failures by signature."""
-    jobs = defaultdict(lambda: defaultdict(lambda: [0, 0]))  # node → job → [runs, flaky]
-    ci_at = defaultdict(lambda: defaultdict(lambda: [0, 0]))  # node → commit → [runs, fails]
-    for node, commit, job, passes, failures, flaky, day in JobOutcome.objects.filter(
-            suite=suite, node_id__in=pks).values_list(
-            "node_id", "commit", "job", "passes", "failures", "flaky", "last_day"):
-        if day >= window.since:
-            figures = jobs[node][job]
-            figures[0] += passes + failures
-            figures[1] += failures if flaky else 0
-        if commit in measured_at.get(node, {}):
-            at = ci_at[node][commit]
-            at[0] += passes + failures
-            at[1] += failures
+    outcomes = JobOutcome.objects.filter(suite=suite, node_id__in=pks)
+    jobs = defaultdict(dict)  # node → job → (runs, flaky failures), over the window
+    for node, job, runs, flaky in (
+            outcomes.filter(last_day__gte=window.since).values("node_id", "job")
+            .annotate(runs=Sum(F("passes") + F("failures")),
+                      flaky_failures=Sum(Case(When(flaky=True, then=F("failures")),
+                                              default=Value(0))))
+            .values_list("node_id", "job", "runs", "flaky_failures").order_by()):
+        jobs[node][job] = (runs, flaky)
+    ci_at = defaultdict(dict)  # node → commit → (runs, failures), at its measured commits
+    commits = {commit for at in measured_at.values() for commit in at}
+    if commits:
+        for node, commit, runs, failures in (
+                outcomes.filter(node_id__in=list(measured_at), commit__in=commits)
+                .values("node_id", "commit")
+                .annotate(runs=Sum(F("passes") + F("failures")), all_failures=Sum("failures"))
+                .values_list("node_id", "commit", "runs", "all_failures").order_by()):
+            if commit in measured_at[node]:
+                ci_at[node][commit] = (runs, failures)
     signatures = defaultdict(list)
     for node, text, failures in window.rows(SignatureDay, suite=suite, node_id__in=pks).values_list(
             "node_id", "signature").annotate(Sum("failures")).order_by("node_id", "signature"):

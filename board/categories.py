@@ -1,6 +1,6 @@
-"""How the pages show a diagnosis (SPEC 2.4d, ``board.diagnosis``): each category's name and
-what it means for the test's owner, the node page's panel, and the flaky-tests page's column
-and its filter by category."""
+"""How the pages show a diagnosis (SPEC 2.4d, ``board.diagnosis``): the node page's panel,
+and the flaky-tests page's column and its filter by category, each category in its words
+(``rules.CATEGORY_WORDS``)."""
 
 from __future__ import annotations
 
@@ -19,44 +19,11 @@ from .diagnosis import node_diagnoses, node_diagnosis
 from .flaky import FlakyRanking
 
 Category = rules.Category
-
-
-@dataclass(frozen=True)
-class CategoryWords:
-    label: str  # a short name, for a column or a select
-    meaning: str  # what it means and what to do, one sentence
-
-
-WORDS = {
-    Category.ORDER_DEPENDENT: CategoryWords(
-        "Order-dependent", "It fails after (or without) another test: make it set up and "
-                           "clean up the state it relies on."),
-    Category.SEEDED: CategoryWords(
-        "Random input", "It fails on its random input: replay the seed and fix the test's "
-                        "assumption."),
-    Category.TIMING: CategoryWords(
-        "Timing", "It fails more often under CPU load: it waits on time, not on a condition; "
-                  "wait for the condition instead."),
-    Category.REPEAT_UNSAFE: CategoryWords(
-        "Leaks into its next run", "Its own earlier run changes its outcome: it leaves state "
-                                    "behind; reset that state in the test."),
-    Category.JOB_SPECIFIC: CategoryWords(
-        "One CI job", "Its flaky failures concentrate in one job of CI's matrix: compare that "
-                      "job's versions and environment with the others'."),
-    Category.CI_ONLY: CategoryWords(
-        "CI only", "It flakes in CI but not when measured: look at CI's conditions (load, "
-                   "parallel workers, the network) and reproduce them."),
-    Category.EXTERNAL: CategoryWords(
-        "Network or service", "Its failures name the network or a service: give the test a "
-                              "fake of that service."),
-    Category.UNKNOWN: CategoryWords(
-        "Unknown", "No experiment or statistic explains it yet: see what was tried, and "
-                   "measure it with the diagnosis on."),
-}
+CategoryWords, CATEGORY_WORDS = rules.CategoryWords, rules.CATEGORY_WORDS
 
 
 def words(category: str) -> CategoryWords:
-    return WORDS[Category(category)]
+    return CATEGORY_WORDS[Category(category)]
 
 
 @dataclass(frozen=True)
@@ -71,7 +38,7 @@ class Shown:
 
     @property
     def words(self) -> CategoryWords:
-        return WORDS[self.diagnosis.category]
+        return CATEGORY_WORDS[self.diagnosis.category]
 
 
 def node_panel(suite: Suite, node: Node, *, today: date, measured: bool) -> Shown | None:
@@ -97,7 +64,7 @@ class CategoryCounts:
     def counts(self) -> list[tuple[str, str, int]]:
         """(category, label, count) of every category, in the rule's order."""
         counted = Counter(shown.category for shown in self.shown.values())
-        return [(category.value, WORDS[category].label, counted[category.value])
+        return [(category.value, CATEGORY_WORDS[category].label, counted[category.value])
                 for category in Category]
 
     def nodes(self, category: str):

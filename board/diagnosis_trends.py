@@ -20,7 +20,7 @@ from ledger.models import Node, Suite
 from runs.trends import Chart, Column, bucket_days
 
 from .births import birth_rows
-from .categories import WORDS, diagnosed
+from .categories import CATEGORY_WORDS, diagnosed
 from .flips import flipped_rows
 
 KEY = "categories"
@@ -56,13 +56,13 @@ def category_chart(suite: Suite, period: DayRange, bucket: str, *, today: date) 
     nodes = set().union(*flaky.values())
     shown = diagnosed(suite, Node.objects.filter(pk__in=nodes).only("pk", "nodeid"),
                                  today=today) if nodes else {}
-    counts = {category: [0] * len(starts) for category in WORDS}
+    counts = {category: [0] * len(starts) for category in CATEGORY_WORDS}
     for i, members in flaky.items():
         for node in members:
             counts[shown[node].diagnosis.category][i] += 1
     columns = [Column(words.label, counts[category],
                       tone=Tone.NEUTRAL if category == "unknown" else None)
-               for category, words in WORDS.items()]
+               for category, words in CATEGORY_WORDS.items()]
     totals = [len(flaky.get(i, ())) for i in range(len(starts))]
     labels = [day.isoformat() for day in starts]
     return Chart(

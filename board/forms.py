@@ -7,7 +7,7 @@ from django import forms
 
 from junit.forms import FlakyFilterForm
 
-from .categories import WORDS
+from .categories import CATEGORY_WORDS
 from .flaky import EVIDENCE
 
 
@@ -19,7 +19,7 @@ class FlakyPageForm(FlakyFilterForm):
 
     category = forms.ChoiceField(
         label="Why flaky", required=False,
-        choices=[("", "Any category"), *((c.value, w.label) for c, w in WORDS.items())],
+        choices=[("", "Any category"), *((c.value, w.label) for c, w in CATEGORY_WORDS.items())],
     )
 
     def count_categories(self, counts) -> None:

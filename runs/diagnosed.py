@@ -11,6 +11,7 @@ would be), and the day; answers a ``rules.Diagnosis`` by node."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date
 
 from flakeboard import rules
@@ -38,3 +39,32 @@ def rows_diagnosed(suite: Suite, rows: list[dict], measured: dict[int, object],
         diagnosis = found.get(pk)
         row["diagnosis"] = None if diagnosis is None else diagnosis.answer()
     return rows
+
+
+@dataclass(frozen=True)
+class RowDiagnosis:
+    """A stored measurement's diagnosis as a report's page shows it: the rule's answer and
+    its category's words."""
+
+    diagnosis: rules.Diagnosis
+
+    @property
+    def category(self) -> str:
+        return self.diagnosis.category.value
+
+    @property
+    def words(self) -> rules.CategoryWords:
+        return rules.CATEGORY_WORDS[self.diagnosis.category]
+
+
+def measurements_diagnosed(suite: Suite, measurements: list, today: date
+                           ) -> dict[int, RowDiagnosis]:
+    """The diagnosis of each stored measurement (by primary key) that needs one, made from
+    it, as its report's answer made it, with what CI's JUnit files show today."""
+    needing = {m.node_id: m for m in measurements[:DIAGNOSED_MAX]
+               if rules.needs_diagnosis(m.classification or None, m.fails)}
+    if not needing or not _measured_diagnoses:
+        return {}
+    found = _measured_diagnoses[0](suite, {pk: m.diagnosis_facts() for pk, m in needing.items()},
+                                   today=today)
+    return {m.pk: RowDiagnosis(found[pk]) for pk, m in needing.items() if pk in found}

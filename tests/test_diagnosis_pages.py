@@ -11,8 +11,8 @@ import re
 import pytest
 from django.urls import reverse
 
-from board.categories import WORDS
 from flakeboard import rules
+from flakeboard.rules import CATEGORY_WORDS as WORDS
 from runs.models import Measurement
 from tests.helpers import node_page
 from tests.test_node_diagnoses import (

@@ -11,9 +11,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from board.categories import WORDS
 from board.diagnosis_trends import KEY, category_chart
 from flakeboard import rules
+from flakeboard.rules import CATEGORY_WORDS as WORDS
 from flakeboard.rules.trends_range import DayRange, bucket_start
 from junit.ingest import junit_ingest
 from tests.junit_files import junit_xml

@@ -143,7 +143,8 @@ def test_the_report_pages_make_a_bounded_number_of_queries(
     rows = [measurement(f"tests/test_many.py::test_{i:03}", fails=i % 3) for i in range(size)]
     report = report_ingest(suite=suite, body=body(rows), actor="ci").upload
     client = client_for(owner)
-    with django_assert_max_num_queries(12):
+    # 12, and the diagnosis of the page's flaky rows: at most 4 (board.diagnosis).
+    with django_assert_max_num_queries(16):
         response = page(client, suite, report)
     assert len(re.findall(r'<tr id="m\d+"', response.content.decode())) == min(size, 100)
     with django_assert_max_num_queries(12):
@@ -200,3 +201,25 @@ def test_page_sizes_go_up_to_500_and_others_are_the_default(client_for, viewer, 
 def test_node_ids_break_after_colons_and_slashes(client_for, viewer, suite, report):
     row = row_html(page(client_for(viewer), suite, report).content.decode(), FLAKY)
     assert "<code>tests/<wbr>test_pay.py::<wbr>test_refund_retry</code>" in row
+
+
+SEEDED = {"seeds": [9141], "controls": [9137], "seed_runs": 2, "seed_fails": 2,
+          "control_runs": 2, "control_fails": 0,
+          "command": f"python3 flakeboard_ci.py replay '{FLAKY}' --seed 9141"}
+
+
+def test_a_flaky_row_says_why_and_links_to_its_diagnosis(client_for, viewer, suite):
+    stable = "tests/test_pay.py::test_stable"
+    report = report_ingest(suite=suite, actor="ci", body=body([
+        {**measurement(FLAKY, n=100, fails=5, classification="flaky"),
+         "experiments": {"seeded": SEEDED}},
+        measurement(PROPERTY, n=100, fails=3),  # failed runs, no experiment: unknown
+        measurement(stable, n=200, fails=0, classification="stable"),
+    ])).upload
+    html = page(client_for(viewer), suite, report).content.decode()
+    flaky = row_html(html, FLAKY)
+    assert "why flaky: <span class=\"badge category c-seeded\">Random input</span>" in flaky
+    assert "#diagnosis-heading" in flaky
+    assert "why flaky: <span class=\"badge category c-unknown\">Unknown</span>" in row_html(
+        html, PROPERTY)
+    assert "why flaky" not in row_html(html, stable)  # a stable row needs none

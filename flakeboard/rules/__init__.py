@@ -137,6 +137,7 @@ from .diagnosis_facts import (
     RatePair,
     SeedReplay,
 )
+from .diagnosis_words import CATEGORY_WORDS, CategoryWords
 from .digests import (
     DIGEST_PREFIX,
     SHA256_HEX_DIGITS,

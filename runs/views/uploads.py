@@ -18,6 +18,7 @@ from web.pages import PAGE_SIZES, filter_links, list_page, page_size, query_choi
 
 from .. import selectors
 from ..attempts import earlier_attempts, flipped_nodes
+from ..diagnosed import measurements_diagnosed
 from ..models import Report, VerdictBatch
 
 ROWS_PER_PAGE = 100
@@ -95,11 +96,14 @@ def report_detail(request, suite, pk):
     can_edit = can(request.role, Role.OWNER)
 
     def rows(page):
+        shown = selectors.report_rows(suite, page)
+        diagnosed = measurements_diagnosed(suite, [row.measurement for row in shown], today)
         return [
             (row, _entry_at_upload(row.measurement, report.day),
              entry_row(row.entry, today) if row.entry else None,
-             _quarantine_url(request, suite, report, row.measurement) if can_edit else "")
-            for row in selectors.report_rows(suite, page)
+             _quarantine_url(request, suite, report, row.measurement) if can_edit else "",
+             diagnosed.get(row.measurement.pk))
+            for row in shown
         ]
 
     context = {

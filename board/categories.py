@@ -14,6 +14,7 @@ from django.db.models import Q
 from flakeboard import rules
 from junit.selectors import Window
 from ledger.models import Node, Suite
+from runs.diagnosed import RowDiagnosis as Shown
 
 from .diagnosis import node_diagnoses, node_diagnosis
 from .flaky import FlakyRanking
@@ -24,21 +25,6 @@ CategoryWords, CATEGORY_WORDS = rules.CategoryWords, rules.CATEGORY_WORDS
 
 def words(category: str) -> CategoryWords:
     return CATEGORY_WORDS[Category(category)]
-
-
-@dataclass(frozen=True)
-class Shown:
-    """A diagnosis as a page shows it: the rule's answer and its category's words."""
-
-    diagnosis: rules.Diagnosis
-
-    @property
-    def category(self) -> str:
-        return self.diagnosis.category.value
-
-    @property
-    def words(self) -> CategoryWords:
-        return CATEGORY_WORDS[self.diagnosis.category]
 
 
 def node_panel(suite: Suite, node: Node, *, today: date, measured: bool) -> Shown | None:

@@ -43,8 +43,8 @@ def rows_diagnosed(suite: Suite, rows: list[dict], measured: dict[int, object],
 
 @dataclass(frozen=True)
 class RowDiagnosis:
-    """A stored measurement's diagnosis as a report's page shows it: the rule's answer and
-    its category's words."""
+    """A diagnosis as a page shows it (a report's rows, the node page, the flaky-tests
+    page): the rule's answer and its category's words."""
 
     diagnosis: rules.Diagnosis
 

@@ -16,7 +16,7 @@ from junit.selectors import Window
 from ledger.models import Node, Suite
 from runs.diagnosed import RowDiagnosis as Shown
 
-from .diagnosis import node_diagnoses, node_diagnosis
+from .diagnosis import diagnoses_by_node, node_diagnosis
 from .flaky import FlakyRanking
 
 Category = rules.Category
@@ -70,8 +70,8 @@ def category_counts(suite: Suite, ranking: FlakyRanking, *, today: date) -> Cate
 
 
 def diagnosed(suite: Suite, nodes: Iterable[Node], *, today: date) -> dict[int, Shown]:
-    """The diagnosis of each of ``nodes`` (the suite's), by its primary key: five queries
-    (one more to read a queryset of them), whatever the count."""
-    pks = {node.nodeid: node.pk for node in nodes}
-    found = node_diagnoses(suite, pks, today=today) if pks else {}
-    return {pks[nodeid]: Shown(diagnosis) for nodeid, diagnosis in found.items()}
+    """The diagnosis of each of ``nodes`` (the suite's), by its primary key: four queries at
+    most (one more to read a queryset of them), whatever the count."""
+    pks = [node.pk for node in nodes]
+    return {pk: Shown(diagnosis)
+            for pk, diagnosis in diagnoses_by_node(suite, pks, today=today).items()}

@@ -33,6 +33,8 @@ from runs.models import Measurement
 
 from .flaky import FlakyRanking
 
+# The kinds of rows of the one query of CI's JUnit facts (``_ci_facts``).
+JOBS, SIGNATURES, COMMITS = "job", "signature", "commit"
 # The same predicate as ``rules.needs_diagnosis``, for the database.
 NEEDS_DIAGNOSIS = Q(classification__in=rules.DIAGNOSED_CLASSIFICATIONS) | Q(fails__gt=0)
 
@@ -42,7 +44,7 @@ def node_diagnoses(suite: Suite, node_ids: Iterable[str] | None = None, *, today
     """The diagnosis of each of ``node_ids`` (node ids, as ``tests/x.py::test_y``) the
     suite knows, by node id; with None, of every node the board finds flaky or suspect:
     listed on the flaky-tests page over its default window, or whose latest measurement
-    in that window ``rules.needs_diagnosis``. Six queries at most, whatever the count."""
+    in that window ``rules.needs_diagnosis``. Four queries at most, whatever the count."""
     window = DayWindow(today)
     nodes = Node.objects.filter(suite=suite)
     nodes = nodes.filter(_flaky_or_suspect(suite, window)) if node_ids is None else (
@@ -62,7 +64,7 @@ def node_diagnosis(suite: Suite, node_id: str, *, today: date) -> rules.Diagnosi
 def diagnoses_by_node(suite: Suite, pks: list[int], *, today: date,
                       ) -> dict[int, rules.Diagnosis]:
     """The diagnosis of each of the suite's nodes ``pks`` (primary keys), from its latest
-    measurement: what a failed node's line names (``board.failures``). Five queries at most."""
+    measurement: what a failed node's line names (``board.failures``). Three queries at most."""
     return _diagnosed(suite, pks, DayWindow(today), _latest_measurements(pks)) if pks else {}
 
 
@@ -70,13 +72,14 @@ def measured_diagnoses(suite: Suite, measured: dict[int, rules.MeasuredFacts], *
                        today: date) -> dict[int, rules.Diagnosis]:
     """The diagnosis of each of the suite's nodes (by primary key) from the measurement
     given for it, not the one stored last: a report's answer diagnoses each row from the
-    row itself, in a dry run too. Five queries at most, whatever the count."""
+    row itself, in a dry run too. Two queries, whatever the count."""
     return _diagnosed(suite, list(measured), DayWindow(today), measured) if measured else {}
 
 
 def _diagnosed(suite: Suite, pks: list[int], window: DayWindow,
                measured: dict[int, rules.MeasuredFacts]) -> dict[int, rules.Diagnosis]:
-    ci = _ci_facts(suite, pks, window, _measured_at(pks))
+    # Only a node with a measurement has commits it was measured at.
+    ci = _ci_facts(suite, pks, window, _measured_at([pk for pk in pks if pk in measured]))
     return {pk: rules.diagnose(measured.get(pk), ci.get(pk)) for pk in pks}
 
 
@@ -104,6 +107,8 @@ def _latest_measurements(pks: list[int]) -> dict[int, rules.MeasuredFacts]:
 def _measured_at(pks: list[int]) -> dict[int, dict[str, tuple[int, int]]]:
     """Each node's measured runs and fails per commit (reports that name one)."""
     measured: dict[int, dict[str, tuple[int, int]]] = defaultdict(dict)
+    if not pks:
+        return measured
     for node, commit, n, fails in (
             Measurement.objects.filter(node_id__in=pks).exclude(report__commit="")
             .values_list("node_id", "report__commit").annotate(Sum("n"), Sum("fails"))
@@ -116,29 +121,37 @@ def _ci_facts(suite: Suite, pks: list[int], window: DayWindow,
               measured_at: dict[int, dict[str, tuple[int, int]]]) -> dict[int, rules.CiFacts]:
     """Each node's facts from CI's JUnit files: per job over the window, against its
     measurements at the commits both ran it at, and its failures by signature."""
-    outcomes = JobOutcome.objects.filter(suite=suite, node_id__in=pks)
-    jobs = defaultdict(dict)  # node → job → (runs, flaky failures), over the window
-    for node, job, runs, flaky in (
-            outcomes.filter(last_day__gte=window.since).values("node_id", "job")
-            .annotate(runs=Sum(F("passes") + F("failures")),
-                      flaky_failures=Sum(Case(When(flaky=True, then=F("failures")),
-                                              default=Value(0))))
-            .values_list("node_id", "job", "runs", "flaky_failures").order_by()):
-        jobs[node][job] = (runs, flaky)
-    ci_at = defaultdict(dict)  # node → commit → (runs, failures), at its measured commits
+    # One query: the union of each node's figures per job over the window, at each commit
+    # it was measured at, and per failure signature over the window.
+    outcomes = JobOutcome.objects.filter(suite=suite, node_id__in=pks).order_by()
+    runs = Sum(F("passes") + F("failures"))
+    parts = [outcomes.filter(last_day__gte=window.since).values("node_id", "job").annotate(
+        kind=Value(JOBS), key=F("job"), runs=runs,
+        counted=Sum(Case(When(flaky=True, then=F("failures")), default=Value(0)))),
+        window.rows(SignatureDay, suite=suite, node_id__in=pks).order_by()
+        .values("node_id", "signature").annotate(
+            kind=Value(SIGNATURES), key=F("signature"), runs=Sum("failures"),
+            counted=Value(0))]
     commits = {commit for at in measured_at.values() for commit in at}
     if commits:
-        for node, commit, runs, failures in (
-                outcomes.filter(node_id__in=list(measured_at), commit__in=commits)
-                .values("node_id", "commit")
-                .annotate(runs=Sum(F("passes") + F("failures")), all_failures=Sum("failures"))
-                .values_list("node_id", "commit", "runs", "all_failures").order_by()):
-            if commit in measured_at[node]:
-                ci_at[node][commit] = (runs, failures)
-    signatures = defaultdict(list)
-    for node, text, failures in window.rows(SignatureDay, suite=suite, node_id__in=pks).values_list(
-            "node_id", "signature").annotate(Sum("failures")).order_by("node_id", "signature"):
-        signatures[node].append((text, failures))
+        parts.append(outcomes.filter(node_id__in=list(measured_at), commit__in=commits)
+                     .values("node_id", "commit").annotate(
+                         kind=Value(COMMITS), key=F("commit"), runs=runs,
+                         counted=Sum("failures")))
+    shape = ("kind", "node_id", "key", "runs", "counted")
+    first, *rest = [part.values_list(*shape) for part in parts]
+    jobs = defaultdict(dict)  # node → job → (runs, flaky failures), over the window
+    ci_at = defaultdict(dict)  # node → commit → (runs, failures), at its measured commits
+    signatures = defaultdict(list)  # node → [(signature, failures)], over the window
+    for kind, node, key, total, counted in first.union(*rest, all=True):
+        if kind == JOBS:
+            jobs[node][key] = (total, counted)
+        elif kind == SIGNATURES:
+            signatures[node].append((key, total))
+        elif key in measured_at[node]:
+            ci_at[node][key] = (total, counted)
+    for found in signatures.values():
+        found.sort()
     facts = {}
     for pk in pks:
         commits = ci_at.get(pk, {})

@@ -162,11 +162,11 @@ def test_a_constant_number_of_queries(suite, today, django_assert_max_num_querie
     for job in ("py3.12", "py3.13"):
         junit(suite, *[case(nodeid, outcome) for nodeid in many
                        for outcome in ("failed", "passed")], commit="c1", job=job)
-    with django_assert_max_num_queries(6):
+    with django_assert_max_num_queries(4):
         found = node_diagnoses(suite, today=today)
     assert len(found) == 30
     assert {diagnosis.category for diagnosis in found.values()} == {rules.Category.SEEDED}
-    with django_assert_max_num_queries(6):
+    with django_assert_max_num_queries(4):
         assert node_diagnoses(suite, many[:1], today=today)[many[0]].category == "seeded"
 
 

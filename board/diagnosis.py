@@ -36,7 +36,8 @@ from .flaky import FlakyRanking
 # The kinds of rows of the one query of CI's JUnit facts (``_ci_facts``).
 JOBS, SIGNATURES, COMMITS = "job", "signature", "commit"
 # The same predicate as ``rules.needs_diagnosis``, for the database.
-NEEDS_DIAGNOSIS = Q(classification__in=rules.DIAGNOSED_CLASSIFICATIONS) | Q(fails__gt=0)
+NEEDS_DIAGNOSIS = (Q(classification__in=rules.DIAGNOSED_CLASSIFICATIONS)
+                   | Q(classification="", fails__gt=0))
 
 
 def node_diagnoses(suite: Suite, node_ids: Iterable[str] | None = None, *, today: date,

@@ -1,6 +1,6 @@
 """Each measurement row's diagnosis in a report's answer (SPEC 2.4d): why its test is
-flaky, for a row classified flaky, order_dependent or repeat_unsafe or with a failed run
-(``rules.needs_diagnosis``); null for every other row.
+flaky, for a row classified flaky, order_dependent or repeat_unsafe, or unclassified with a
+failed run (``rules.needs_diagnosis``); null for every other row.
 
 A diagnosis reads CI's JUnit facts too, which only the board composes: its app gives the
 function here when Django starts (``board.apps``), so that ``runs`` imports nothing of the

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from flakeboard import rules
 from flakeboard.rules import (
     SIGNIFICANCE,
     Category,
@@ -385,3 +386,16 @@ def test_the_label_names_the_category_and_an_order_dependent_tests_cause() -> No
     # The cause is the order-dependent category's: another category's label is its own.
     assert diagnose(measured("repeat_unsafe", "fails only after a")).label == "repeat_unsafe"
     assert diagnose(measured("flaky")).label == ""
+
+
+@pytest.mark.parametrize(("classification", "fails", "needed"), [
+    ("flaky", 3, True),
+    ("order_dependent", 0, True),
+    ("repeat_unsafe", 0, True),
+    ("broken", 200, False),  # broken, not flaky: fixed, not diagnosed
+    ("stable", 0, False),
+    (None, 1, True),  # the budget script's row: it failed a run
+    (None, 0, False),
+])
+def test_which_measurements_are_diagnosed(classification, fails, needed):
+    assert rules.needs_diagnosis(classification, fails) is needed

@@ -43,7 +43,7 @@ from .stats import fisher_greater, lower95, upper95
 from .vocab import Classification
 
 # The measurements that get a diagnosis: those the client found flaky, order-dependent or
-# repeat-unsafe, and any that failed a run (``needs_diagnosis``).
+# repeat-unsafe, and any unclassified one that failed a run (``needs_diagnosis``).
 DIAGNOSED_CLASSIFICATIONS = (Classification.FLAKY, Classification.ORDER_DEPENDENT,
                              Classification.REPEAT_UNSAFE)
 SIGNIFICANCE = 0.01
@@ -66,8 +66,12 @@ class Category(StrEnum):
 
 
 def needs_diagnosis(classification: str | None, fails: int) -> bool:
-    """Whether a measurement's node is flaky or suspect: diagnosed, and answered with it."""
-    return classification in DIAGNOSED_CLASSIFICATIONS or fails > 0
+    """Whether a measurement's node is flaky or suspect: diagnosed, and answered with it.
+    A classified one by its classification (a broken test is not flaky: it is fixed, not
+    diagnosed); one the upload did not classify (the budget script's) when it failed a run."""
+    if classification is not None:
+        return classification in DIAGNOSED_CLASSIFICATIONS
+    return fails > 0
 
 
 # What each experiment or statistic is called in ``tried``.

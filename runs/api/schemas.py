@@ -146,9 +146,9 @@ class MeasurementOut(Answer):
     url: NodePageUrl
     diagnosis: DiagnosisOut | None = Field(
         description="Why the test is flaky, for a row classified flaky, order_dependent or "
-                    "repeat_unsafe or with a failed run: from this row's classification and "
-                    "experiments and what CI's JUnit files show of the node now; null for "
-                    "every other row (docs/diagnosis.md).")
+                    "repeat_unsafe, or unclassified with a failed run: from this row's "
+                    "classification and experiments and what CI's JUnit files show of the "
+                    "node now; null for every other row (docs/diagnosis.md).")
 
 
 DUPLICATE = (

@@ -26,15 +26,18 @@ def failure_text(row):
 
 def diagnosis_text(diagnosis):
     """A measured node's diagnosis as the board answers it: its category, the strongest
-    evidence and the command that reproduces it; for ``unknown``, what was tried."""
+    evidence and the command that reproduces it; for ``unknown``, what was tried, and
+    nothing when nothing was."""
     if not diagnosis:
         return ""
     text = f"why flaky: {diagnosis['category']}"
-    evidence = diagnosis.get("evidence") or []
+    evidence, tried = diagnosis.get("evidence") or [], diagnosis.get("tried") or []
     if evidence:
         text += f" ({evidence[0]})"
-    elif diagnosis.get("tried"):
-        text += f" (tried: {', '.join(diagnosis['tried'])})"
+    elif tried:
+        text += f" (tried: {', '.join(tried)})"
+    else:
+        return ""  # unknown, and nothing tried: nothing to say
     return text + (f"; reproduce: {diagnosis['command']}" if diagnosis.get("command") else "")
 
 

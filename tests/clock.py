@@ -89,7 +89,9 @@ def pytest_report_header(config):
 
 
 @pytest.fixture(autouse=True)
-def clock():
-    """The clock frozen at this test's start; ``clock.shift(seconds)`` moves it."""
-    with time_machine.travel(datetime.now(UTC), tick=False) as traveller:
+def clock(_world_run):
+    """The clock frozen at this test's start; ``clock.shift(seconds)`` moves it. A test on
+    the shared ``world`` starts at the instant the world was built (tests/world.py)."""
+    start = _world_run.instant if _world_run is not None else datetime.now(UTC)
+    with time_machine.travel(start, tick=False) as traveller:
         yield traveller

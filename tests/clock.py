@@ -89,9 +89,13 @@ def pytest_report_header(config):
 
 
 @pytest.fixture(autouse=True)
-def clock(_world_run):
-    """The clock frozen at this test's start; ``clock.shift(seconds)`` moves it. A test on
-    the shared ``world`` starts at the instant the world was built (tests/world.py)."""
-    start = _world_run.instant if _world_run is not None else datetime.now(UTC)
-    with time_machine.travel(start, tick=False) as traveller:
+def clock(request):
+    """The clock frozen at this test's start; ``clock.shift(seconds)`` moves it. A fixture
+    ``clock_start`` may name another instant: a test on the shared ``world`` starts at the
+    instant the world was built (tests/world.py)."""
+    try:
+        start = request.getfixturevalue("clock_start")
+    except pytest.FixtureLookupError:
+        start = None
+    with time_machine.travel(start or datetime.now(UTC), tick=False) as traveller:
         yield traveller

@@ -20,6 +20,7 @@ from tests.world import (  # noqa: F401 (the shared world: tests/world.py)
     PASSWORD,
     _world_closed_at_the_end,
     _world_run,
+    clock_start,
     make_person,
     make_suite,
     pytest_runtest_teardown,

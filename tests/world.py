@@ -176,10 +176,16 @@ def pytest_runtest_teardown(item, nextitem):
 
 @pytest.fixture
 def _world_run(request, _fast_password_hashing) -> Built | None:
-    """The world of this test's run (None when it does not ask for it). The clock asks for
-    it first (tests/clock.py), so that the world's transaction is opened before the test's;
-    its people's passwords are hashed by the tests' fast hasher (conftest.py)."""
+    """The world of this test's run (None when it does not ask for it), its people's
+    passwords hashed by the tests' fast hasher (conftest.py)."""
     return world_for(request)
+
+
+@pytest.fixture
+def clock_start(_world_run) -> datetime | None:
+    """The instant the clock of this test starts at (tests/clock.py): the world's, for a test
+    on it. The clock is set first, so the world's transaction is opened before the test's."""
+    return _world_run.instant if _world_run is not None else None
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import hashlib
 import importlib.util
 import os
@@ -109,7 +110,7 @@ class Module:
         self.name, self.title, self.path = name, title, path
         try:
             self.source = path.read_bytes().decode("utf-8")
-            self.tree = ast.parse(self.source, filename=str(path))
+            self.tree = parsed(self.source, str(path))
         except (OSError, UnicodeDecodeError, SyntaxError) as exc:
             raise BuildError(f"cannot read {path}: {exc}") from None
         self.lines = self.source.splitlines()
@@ -185,10 +186,7 @@ class Module:
     def _check_nested_imports(self):
         """An import inside a function or block stays where it is: it must be absolute and
         of the standard library."""
-        top = set(self.tree.body)
-        for node in ast.walk(self.tree):
-            if node in top or not isinstance(node, (ast.Import, ast.ImportFrom)):
-                continue
+        for node in nested_imports(self.tree):
             if isinstance(node, ast.ImportFrom) and node.level:
                 raise BuildError(f"{self.where(node)}: import sibling names at the top of "
                                  f"the module, where the build takes them out")
@@ -220,15 +218,32 @@ class Module:
         return bindings
 
 
+# A module's text is parsed, and walked for what it binds and imports, once in a process:
+# the tests assemble the same modules again and again, a few changed.
+@functools.lru_cache(maxsize=256)
+def parsed(source, filename):
+    """The module's tree (the build only reads it)."""
+    return ast.parse(source, filename=filename)
+
+
+@functools.lru_cache(maxsize=256)
+def nested_imports(tree):
+    """The imports below the top level of a module's tree, in the order of ast.walk."""
+    top = set(tree.body)
+    return tuple(node for node in ast.walk(tree)
+                 if node not in top and isinstance(node, (ast.Import, ast.ImportFrom)))
+
+
 def is_string(statement):
     """Whether a statement is a lone string: a docstring where it comes first."""
     return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) \
         and isinstance(statement.value.value, str)
 
 
+@functools.lru_cache(maxsize=256)
 def defined_names(tree):
     """The names a module binds at its top level (imports aside), and those its functions
-    declare global."""
+    declare global (a frozen set: the answer is kept for the tree)."""
     names = set()
 
     def bind(target):
@@ -264,7 +279,7 @@ def defined_names(tree):
     for node in ast.walk(tree):
         if isinstance(node, ast.Global):
             names.update(node.names)
-    return names
+    return frozenset(names)
 
 
 def import_time_names(tree):

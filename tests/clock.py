@@ -89,7 +89,13 @@ def pytest_report_header(config):
 
 
 @pytest.fixture(autouse=True)
-def clock():
-    """The clock frozen at this test's start; ``clock.shift(seconds)`` moves it."""
-    with time_machine.travel(datetime.now(UTC), tick=False) as traveller:
+def clock(request):
+    """The clock frozen at this test's start; ``clock.shift(seconds)`` moves it. A fixture
+    ``clock_start`` may name another instant: a test on the shared ``world`` starts at the
+    instant the world was built (tests/world.py)."""
+    try:
+        start = request.getfixturevalue("clock_start")
+    except pytest.FixtureLookupError:
+        start = None
+    with time_machine.travel(start or datetime.now(UTC), tick=False) as traveller:
         yield traveller

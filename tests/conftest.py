@@ -3,19 +3,10 @@ the furnished suite the access matrices ask about; the live board, as CI calls i
 
 import subprocess
 import sys
-from datetime import timedelta
-from types import SimpleNamespace
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from ledger.models import ApiToken, Membership, Role
-from ledger.quarantine import quarantine_create
-from ledger.suites import suite_create
-from ledger.tiers import tier_rule_add
-from ledger.tokens import token_create, token_revoke
-from runs.ingest import report_ingest, signals_ingest
 from tests.client_build import pytest_sessionstart  # noqa: F401 (builds the client first)
 from tests.clock import (  # noqa: F401 (the frozen clock: tests/clock.py)
     PROCESS_CLOCK,
@@ -24,11 +15,18 @@ from tests.clock import (  # noqa: F401 (the frozen clock: tests/clock.py)
     pytest_report_header,
     pytest_unconfigure,
 )
-from tests.helpers import body, measurement, record
 from tests.lanes import pytest_ignore_collect  # noqa: F401 (modules -m leaves out whole)
-
-PASSWORD = "correct horse battery staple"
-
+from tests.world import (  # noqa: F401 (the shared world: tests/world.py)
+    PASSWORD,
+    _world_closed_at_the_end,
+    _world_run,
+    clock_start,
+    make_person,
+    make_suite,
+    pytest_runtest_teardown,
+    uses_world,
+    world,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -76,80 +74,52 @@ def today():
     return timezone.now().date()
 
 
-@pytest.fixture
-def suite(db):
-    return suite_create(slug="acme", name="Acme payments")
+def _world(request):
+    """The test's copy of the shared world (tests/world.py), if it asks for it: the people
+    and suites of the fixtures below are then the world's."""
+    return request.getfixturevalue("world") if uses_world(request.node) else None
 
 
 @pytest.fixture
-def other_suite(db):
-    return suite_create(slug="other", name="Other team")
-
-
-def _user(username, suite=None, role=None, **extra):
-    user = get_user_model().objects.create_user(username=username, password=PASSWORD, **extra)
-    if suite is not None:
-        Membership.objects.create(suite=suite, user=user, role=role)
-    return user
+def suite(request, db):
+    found = _world(request)
+    return found.suite if found else make_suite("suite")
 
 
 @pytest.fixture
-def lead(suite):
-    return _user("lea", suite, Role.LEAD)
+def other_suite(request, db):
+    found = _world(request)
+    return found.other_suite if found else make_suite("other_suite")
+
+
+def _person(request, name, **suites):
+    found = _world(request)
+    return found.users[name] if found else make_person(name, suites)
 
 
 @pytest.fixture
-def owner(suite):
-    return _user("finley", suite, Role.OWNER)
+def lead(request, suite):
+    return _person(request, "lead", suite=suite)
 
 
 @pytest.fixture
-def viewer(suite):
-    return _user("vic", suite, Role.VIEWER)
+def owner(request, suite):
+    return _person(request, "owner", suite=suite)
 
 
 @pytest.fixture
-def outsider(suite, other_suite):
-    return _user("otto", other_suite, Role.LEAD)
+def viewer(request, suite):
+    return _person(request, "viewer", suite=suite)
 
 
 @pytest.fixture
-def staff(db):
-    return _user("stella", is_staff=True, is_superuser=True)
+def outsider(request, suite, other_suite):
+    return _person(request, "outsider", other_suite=other_suite)
 
 
 @pytest.fixture
-def world(suite, other_suite, lead, owner, viewer, outsider, staff, today):
-    """The suite with one of everything a caller may ask for: a report, a verdict batch
-    (of a patch), an open entry, a tier rule; the people; and a token of every kind (read,
-    write, another suite's, a revoked one), by plaintext."""
-    flaky = "tests/test_flaky.py::test_once"
-    rows = [measurement(f"tests/test_{i}.py::test_ok") for i in range(40)]
-    rows.append(measurement(flaky, fails=9))
-    report = report_ingest(suite=suite, body=body(rows), actor="ci").upload
-    batch = signals_ingest(suite=suite, body=body({"patch": "feature/retry", "commit": "c1",
-                                                   "records": [record(flaky)]}),
-                           actor="ci").upload
-    entry = quarantine_create(suite=suite, nodeid=flaky, owner="@finley",
-                              expires=today + timedelta(days=3), evidence="ci/run-1",
-                              actor="@finley", today=today)
-    rule = tier_rule_add(suite=suite, glob="tests/test_properties.py::*", tier=0,
-                         actor="@lea")
-    read_raw = token_create(suite=suite, scope="read", actor="@lea")[1]
-    write_raw = token_create(suite=suite, scope="write", actor="@lea")[1]
-    other_raw = token_create(suite=other_suite, scope="write", actor="@otto")[1]
-    revoked_raw = token_create(suite=suite, scope="write", actor="@lea")[1]
-    token_revoke(token=ApiToken.objects.get(prefix=revoked_raw[:12]), actor="@lea")
-    return SimpleNamespace(
-        suite=suite, other_suite=other_suite, today=today, node=flaky, report=report,
-        batch=batch, entry=entry, rule=rule,
-        viewer=viewer, viewer_membership=Membership.objects.get(user=viewer),
-        read_token=ApiToken.objects.get(prefix=read_raw[:12]),
-        users={"outsider": outsider, "viewer": viewer, "owner": owner, "lead": lead,
-               "staff": staff},
-        tokens={"read": read_raw, "write": write_raw, "other": other_raw,
-                "revoked": revoked_raw},
-    )
+def staff(request, db):
+    return _person(request, "staff")
 
 
 @pytest.fixture(scope="session")

@@ -6,8 +6,8 @@ import json
 import socket
 import socketserver
 import struct
-import threading
 import time
+from contextlib import ExitStack
 from datetime import timedelta
 from pathlib import Path
 
@@ -15,6 +15,7 @@ import pytest
 
 from ledger.quarantine import quarantine_create
 from tests.api_http import new_token
+from tests.local_server import serving
 
 pytestmark = pytest.mark.slow  # each test starts a real process
 
@@ -146,22 +147,18 @@ def headers_then_reset(connection):
 def dying_board():
     """dying_board(behaviour) is the URL of a board that accepts a connection and does
     ``behaviour`` with it before closing it."""
-    servers = []
+    with ExitStack() as servers:
 
-    def start(behaviour):
-        class Handler(socketserver.BaseRequestHandler):
-            def handle(self):
-                behaviour(self.request)
+        def start(behaviour):
+            class Handler(socketserver.BaseRequestHandler):
+                def handle(self):
+                    behaviour(self.request)
 
-        server = socketserver.TCPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}"
+            server = servers.enter_context(
+                serving(socketserver.TCPServer(("127.0.0.1", 0), Handler)))
+            return f"http://127.0.0.1:{server.server_address[1]}"
 
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+        yield start
 
 
 @pytest.mark.parametrize("behaviour", [close_at_once, headers_then_reset])

@@ -41,6 +41,7 @@ def test_a_session_clock_that_names_no_time_is_refused():
         session_start("midnight", NOW)
 
 
+@pytest.mark.slow  # it starts pytest, which sleeps past midnight
 @pytest.mark.skipif(not sorted(Path("/").glob(FAKETIME_LIBRARIES.lstrip("/"))),
                     reason="libfaketime is not installed (apt-get install faketime)")
 def test_a_run_with_the_session_clock_crosses_midnight(tmp_path):

@@ -18,12 +18,12 @@ import pytest
 from django.core.management import CommandError
 
 from notify.models import Delivery, WebhookPost
+from tests.local_server import serving
 from tests.test_notify_webhooks import (  # noqa: F401 (items and sleeps are fixtures)
     Receiver,
     hook,
     items,
     notify,
-    serving,
     sleeps,
 )
 

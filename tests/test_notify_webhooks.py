@@ -9,9 +9,7 @@ import hmac
 import io
 import json
 import socket
-import threading
 import uuid
-from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -22,6 +20,7 @@ from notify.models import Delivery, Webhook, WebhookPost
 from notify.webhooks import send_test, webhook_set
 from runs.ingest import report_ingest
 from tests.helpers import body, measurement
+from tests.local_server import serving
 from tests.test_gate_status import FLAKY, quarantine
 from web.outbound import Refused, is_public, post
 
@@ -57,19 +56,6 @@ class Receiver:
 
     def paths(self) -> list[str]:
         return [path for path, _, _ in self.requests]
-
-
-@contextmanager
-def serving(server):
-    """The server answering in a thread of its own; shut down and closed after."""
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ sizes the test set; and a token that fails any check is refused with 401 and why
 
 from __future__ import annotations
 
+import functools
 import json
-import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
@@ -29,6 +29,7 @@ from tests.api_http import API
 from tests.ci_client_view import load_client
 from tests.helpers import body, measurement, record
 from tests.junit_files import XML, junit_xml
+from tests.local_server import serving
 
 REPOSITORY = "acme/payments"
 SHA = "9f3c2a1b" * 5
@@ -43,6 +44,13 @@ def _answer_json(handler: BaseHTTPRequestHandler, answer: dict) -> None:
     handler.send_header("Content-Length", str(len(data)))
     handler.end_headers()
     handler.wfile.write(data)
+
+
+@functools.cache
+def signing_key(kid: str) -> rsa.RSAPrivateKey:
+    """The issuer's RSA key of that id: one per id in the worker, since making a key takes
+    a tenth of a second and no test needs two by one id."""
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
 
 class QuietHandler(BaseHTTPRequestHandler):
@@ -75,10 +83,9 @@ class Issuer:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def new_key(self, kid: str, *, publish: bool = True) -> str:
-        self.keys[kid] = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.keys[kid] = signing_key(kid)
         if publish:
             self.published.append(kid)
         return kid
@@ -105,11 +112,8 @@ def issuer(settings):
     keys_forget()
     found = Issuer()
     found.new_key("k1")
-    found.thread.start()
-    yield found
-    found.server.shutdown()
-    found.server.server_close()
-    found.thread.join()
+    with serving(found.server):
+        yield found
     keys_forget()
 
 
@@ -330,7 +334,6 @@ class GitHubTokenService:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/token?api-version=2.0"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def environment(self) -> dict:
         """A job's environment with ``permissions: id-token: write`` and no board token."""
@@ -344,11 +347,8 @@ def github(issuer, trusted, live_server, settings):
     """The GitHub token service, for a board whose address is the live server's."""
     settings.BASE_URL = live_server.url
     service = GitHubTokenService(issuer)
-    service.thread.start()
-    yield service
-    service.server.shutdown()
-    service.server.server_close()
-    service.thread.join()
+    with serving(service.server):
+        yield service
 
 
 @pytest.mark.slow

@@ -1,0 +1,194 @@
+"""The ``world`` fixture's suite (conftest.py), built once for a run of tests that ask for it
+instead of once for each of them.
+
+A run of tests is the tests of one module that a worker runs one after another, each asking
+for ``world``. The first of them builds the world in a transaction of its own, opened before
+the test's (pytest-django's), so that each test's changes are rolled back to a savepoint
+and the next test finds the world as it was built. The transaction is rolled back when the
+next test does not ask for the world, or is in another module, and at the end of the run:
+no other test sees the world's rows. The tables of the access matrices, the odd numbers and
+the calendar's edges ask for it in hundreds of tests, each of which used to build it.
+
+Each test on the world gets a copy of it (its rows as Python objects too), and runs on the
+clock frozen at the instant the world was built (tests/clock.py): its ``today`` is the
+world's.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+
+import pytest
+import time_machine
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+
+from ledger.models import ApiToken, Membership, Role
+from ledger.quarantine import quarantine_create
+from ledger.suites import suite_create
+from ledger.tiers import tier_rule_add
+from ledger.tokens import token_create, token_revoke
+from runs.ingest import report_ingest, signals_ingest
+from tests.helpers import body, measurement, record
+
+PASSWORD = "correct horse battery staple"
+
+# The people of the fixtures of the same names, by fixture: (user name, their suite's
+# fixture, role, other fields).
+PEOPLE = {
+    "lead": ("lea", "suite", Role.LEAD, {}),
+    "owner": ("finley", "suite", Role.OWNER, {}),
+    "viewer": ("vic", "suite", Role.VIEWER, {}),
+    "outsider": ("otto", "other_suite", Role.LEAD, {}),
+    "staff": ("stella", None, None, {"is_staff": True, "is_superuser": True}),
+}
+SUITES = {"suite": ("acme", "Acme payments"), "other_suite": ("other", "Other team")}
+
+
+def make_suite(name: str):
+    slug, title = SUITES[name]
+    return suite_create(slug=slug, name=title)
+
+
+def make_person(name: str, suites: dict):
+    """The person of that fixture's name, a member of their suite (of ``suites``)."""
+    username, suite, role, extra = PEOPLE[name]
+    user = get_user_model().objects.create_user(username=username, password=PASSWORD, **extra)
+    if suite is not None:
+        Membership.objects.create(suite=suites[suite], user=user, role=role)
+    return user
+
+
+def build_world() -> SimpleNamespace:
+    """The suite with one of everything a caller may ask for: a report, a verdict batch
+    (of a patch), an open entry, a tier rule; the people; and a token of every kind (read,
+    write, another suite's, a revoked one), by plaintext."""
+    today = timezone.now().date()
+    suites = {name: make_suite(name) for name in SUITES}
+    people = {name: make_person(name, suites) for name in PEOPLE}
+    suite, other_suite = suites["suite"], suites["other_suite"]
+    flaky = "tests/test_flaky.py::test_once"
+    rows = [measurement(f"tests/test_{i}.py::test_ok") for i in range(40)]
+    rows.append(measurement(flaky, fails=9))
+    report = report_ingest(suite=suite, body=body(rows), actor="ci").upload
+    batch = signals_ingest(suite=suite, body=body({"patch": "feature/retry", "commit": "c1",
+                                                   "records": [record(flaky)]}),
+                           actor="ci").upload
+    entry = quarantine_create(suite=suite, nodeid=flaky, owner="@finley",
+                              expires=today + timedelta(days=3), evidence="ci/run-1",
+                              actor="@finley", today=today)
+    rule = tier_rule_add(suite=suite, glob="tests/test_properties.py::*", tier=0,
+                         actor="@lea")
+    read_raw = token_create(suite=suite, scope="read", actor="@lea")[1]
+    write_raw = token_create(suite=suite, scope="write", actor="@lea")[1]
+    other_raw = token_create(suite=other_suite, scope="write", actor="@otto")[1]
+    revoked_raw = token_create(suite=suite, scope="write", actor="@lea")[1]
+    token_revoke(token=ApiToken.objects.get(prefix=revoked_raw[:12]), actor="@lea")
+    viewer = people["viewer"]
+    return SimpleNamespace(
+        suite=suite, other_suite=other_suite, today=today, node=flaky, report=report,
+        batch=batch, entry=entry, rule=rule,
+        viewer=viewer, viewer_membership=Membership.objects.get(user=viewer),
+        read_token=ApiToken.objects.get(prefix=read_raw[:12]),
+        users={name: people[name] for name in ("outsider", "viewer", "owner", "lead", "staff")},
+        tokens={"read": read_raw, "write": write_raw, "other": other_raw,
+                "revoked": revoked_raw},
+    )
+
+
+@dataclass
+class Built:
+    """A world built for a run of tests, in its transaction."""
+
+    module: str
+    instant: datetime
+    world: SimpleNamespace
+    atomic: transaction.Atomic
+    blocker: object  # pytest-django's django_db_blocker
+
+    def close(self) -> None:
+        with self.blocker.unblock():
+            transaction.set_rollback(True)
+            self.atomic.__exit__(None, None, None)
+
+
+BUILT: list[Built] = []  # this worker's open world, if any
+
+
+def uses_world(item) -> bool:
+    return "world" in getattr(item, "fixturenames", ())
+
+
+def world_for(request) -> Built | None:
+    """The world of this test's run, built if the run starts here; None for a test that
+    does not ask for the world."""
+    if not uses_world(request.node):
+        return None
+    module = request.node.nodeid.split("::")[0]
+    if BUILT and BUILT[0].module == module:
+        return BUILT[0]
+    close_world()
+    request.getfixturevalue("_world_closed_at_the_end")
+    blocker = request.getfixturevalue("django_db_blocker")
+    instant = datetime.now(UTC)
+    with blocker.unblock():
+        atomic = transaction.atomic()
+        atomic.__enter__()
+        try:
+            with time_machine.travel(instant, tick=False):
+                world = build_world()
+        except BaseException:
+            transaction.set_rollback(True)
+            atomic.__exit__(None, None, None)
+            raise
+    BUILT.append(Built(module, instant, world, atomic, blocker))
+    return BUILT[0]
+
+
+def close_world() -> None:
+    while BUILT:
+        BUILT.pop().close()
+
+
+@pytest.fixture(scope="session")
+def _world_closed_at_the_end(django_db_setup):
+    """The last world's transaction ends before the test database goes."""
+    yield
+    close_world()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After a test's own teardown (its transaction rolled back), the world's transaction
+    ends unless the next test goes on with it."""
+    try:
+        return (yield)
+    finally:
+        same_run = (nextitem is not None and uses_world(nextitem)
+                    and nextitem.nodeid.split("::")[0] == item.nodeid.split("::")[0])
+        if not same_run:
+            close_world()
+
+
+@pytest.fixture
+def _world_run(request, _fast_password_hashing) -> Built | None:
+    """The world of this test's run (None when it does not ask for it), its people's
+    passwords hashed by the tests' fast hasher (conftest.py)."""
+    return world_for(request)
+
+
+@pytest.fixture
+def clock_start(_world_run) -> datetime | None:
+    """The instant the clock of this test starts at (tests/clock.py): the world's, for a test
+    on it. The clock is set first, so the world's transaction is opened before the test's."""
+    return _world_run.instant if _world_run is not None else None
+
+
+@pytest.fixture
+def world(_world_run, db):
+    """The shared world (build_world): this test's own copy of it."""
+    return copy.deepcopy(_world_run.world)

@@ -178,9 +178,10 @@ def script_fails(python: Path, project: Path, targets: list[str],
 
 
 def measure_fails(python: Path, project: Path, runs: int, workers: int, out: Path):
+    # The script diagnoses nothing: neither does measure here (B11 times its diagnosis).
     seconds, rss, _ = timed([str(python), str(CLIENT), "measure", "flake_targets.txt",
                              "--runs", str(runs), "--workers", str(workers), "--exact",
-                             "--output", str(out)], project, TERM="dumb")
+                             "--no-diagnose", "--output", str(out)], project, TERM="dumb")
     report = json.loads(out.read_text())
     return seconds, rss, {row["nodeid"]: row["fails"] for row in report}
 
@@ -190,7 +191,7 @@ def fresh_seconds(python: Path, project: Path, runs: int, out: Path) -> float:
     time (its collection and checks included)."""
     seconds, _, _ = timed([str(python), str(CLIENT), "measure", "flake_targets.txt",
                            "--fresh", "--runs", str(runs), "--workers", "1", "--exact",
-                           "--output", str(out)], project, TERM="dumb")
+                           "--no-diagnose", "--output", str(out)], project, TERM="dumb")
     return seconds
 
 

@@ -108,10 +108,11 @@ def run(scale: float, backend: str, workdir) -> list[Row]:
     seconds, limits = [], []
     for rnd in range(rounds):
         log = workdir / f"calls-{rnd}.log"
+        # Its start-up, not the diagnosis of its flaky targets (B11 times that).
         took, _, _ = timed([str(python), str(CLIENT), "measure", "flake_targets.txt", "--runs",
-                            str(runs), "--workers", str(workers), "--exact", "--output",
-                            str(workdir / "report.json")], project, B6E_CALL_LOG=str(log),
-                           PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", TERM="dumb")
+                            str(runs), "--workers", str(workers), "--exact", "--no-diagnose",
+                            "--output", str(workdir / "report.json")], project,
+                           B6E_CALL_LOG=str(log), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", TERM="dumb")
         logged = [line.split("\t") for line in log.read_text().splitlines()]
         seconds.append(took)
         limits.append(sum(float(s) for _, node, s in logged if node in targets) / workers

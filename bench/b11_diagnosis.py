@@ -3,8 +3,8 @@ test that flips on its random input (seeded), one that fails when it does not ge
 for the time it spins (timing) and two steady tests, measured 200 runs each:
 
 - ``flakeboard_ci.py measure --exact`` with its experiments (the default): the coin's
-  failing seeds replayed in fresh processes beside passing ones, the deadline's too, then
-  100 of its runs under CPU load;
+  failing seeds replayed beside passing ones, each replay in a process that has run nothing
+  (a pristine fork), the deadline's too, then 100 of its runs under CPU load;
 - the same measurement with ``--no-diagnose``.
 
 The figure is the time the experiments add, against the measurement's own.

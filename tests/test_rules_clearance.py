@@ -149,6 +149,7 @@ def test_the_chance_is_a_probability(p, n, budget):
 @PROPERTY
 @given(rates, rates, sizes, budgets)
 @example(0.02, 0.025, 200, 0.02)
+@example(0.0625, 0.3125, 2941, 0.5)  # both near 1: summed from below, 1e-12 apart
 def test_the_chance_never_grows_with_the_rate(p, q, n, budget):
     low, high = sorted((p, q))
     allowed = rules.allowed_failures(n, budget)

@@ -142,12 +142,17 @@ def pass_chance(p: float, n: int, allowed: int | None) -> float:
         return 0.0
     log_p, log_q = math.log(p), math.log1p(-p)
     log_n = math.lgamma(n + 1)
-    terms = (
-        math.exp(log_n - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * log_p
-                 + (n - k) * log_q)
-        for k in range(allowed + 1)
-    )
-    return min(1.0, max(0.0, math.fsum(terms)))
+
+    def term(k: int) -> float:
+        return math.exp(log_n - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * log_p
+                        + (n - k) * log_q)
+
+    # Each term carries the rounding of its log-gamma (about 1e-12 of it for n in the
+    # thousands): summed where the chance is near 1, that is 1e-12 of the chance itself.
+    # There, 1 less the small upper tail keeps the error to the tail's.
+    if allowed >= n * p:
+        return min(1.0, max(0.0, 1.0 - math.fsum(term(k) for k in range(allowed + 1, n + 1))))
+    return min(1.0, max(0.0, math.fsum(term(k) for k in range(allowed + 1))))
 
 
 def recent_rate(measurements: Iterable[tuple[int, int]]) -> float | None:

@@ -4,13 +4,10 @@ and the credential it is sent: a Flakeboard token, or the CI's own OIDC id token
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
 from .core import (
     BOARD_NOTICE_HEADER,
@@ -66,6 +63,12 @@ class Board:
                 attempt += 1
 
     def _once(self, url, method, headers, body):
+        # Imported here, when the board is first asked: measure's workers load this file as
+        # their plugin and never ask it, and these imports took a tenth of their start-up.
+        import http.client
+        import urllib.error
+        import urllib.request
+
         request = urllib.request.Request(  # noqa: S310 (main() allows http and https only)
             url, data=body, headers=headers, method=method
         )
@@ -140,6 +143,9 @@ class GitHubIdToken:
         return self.value
 
     def _requested(self):
+        import http.client
+        import urllib.request
+
         joiner = "&" if "?" in self.url else "?"
         url = self.url + joiner + urllib.parse.urlencode({"audience": self.audience})
         request = urllib.request.Request(url, headers={  # noqa: S310 (GitHub's own URL)
@@ -169,6 +175,8 @@ def _expiry(jwt):
 
 
 def _read_error(exc):
+    import http.client
+
     try:
         return exc.read()
     except (OSError, http.client.HTTPException):

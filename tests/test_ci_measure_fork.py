@@ -149,3 +149,36 @@ def test_a_session_that_cannot_be_collected_leaves_the_checks_to_the_module(tmp_
     assert done.returncode == 0, done.stderr
     assert "the whole session could not be collected here" in done.stderr
     assert "stable          tests/test_pid.py::test_pid: 0/200 failed" in done.stderr
+
+
+@pytest.mark.slow
+def test_a_targets_runs_never_see_another_targets_module_imported(tmp_path):
+    """Each target's blocks fork from a process that collected its file alone, as a fresh
+    process would: a module another target's file imports at collection is not there.
+    click 8.5.1's pager test is the real case: it passes only once a test module imported
+    click._termui_impl, and measured beside such a module it came out stable."""
+    modules = {
+        "tests/test_a_setter.py": """
+            os.environ["SET_BY_AN_IMPORT"] = "1"
+
+
+            def test_setter():
+                pass
+        """,
+        "tests/test_needs.py": """
+            def test_needs():
+                assert os.environ.get("SET_BY_AN_IMPORT") == "1", "nothing set it"
+        """,
+    }
+    classes = {}
+    for targets in (["tests/test_needs.py::test_needs"],
+                    ["tests/test_a_setter.py::test_setter", "tests/test_needs.py::test_needs"]):
+        project = make_project(tmp_path / str(len(targets)), modules, targets)
+        done = measure(project, "--runs", "20", "--workers", "2", "--bisect-max", "0")
+        classes[len(targets)] = {line.split()[1].rstrip(":"): line.split()[0]
+                                 for line in done.stderr.splitlines()
+                                 if line.startswith(("stable ", "order_dependent ", "broken "))}
+    # Alone it fails, after its module too, and passes in the session: a state-setter's.
+    assert classes[1] == {"tests/test_needs.py::test_needs": "order_dependent"}
+    assert classes[2] == {"tests/test_needs.py::test_needs": "order_dependent",
+                          "tests/test_a_setter.py::test_setter": "stable"}

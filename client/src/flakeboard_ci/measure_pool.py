@@ -34,6 +34,9 @@ POLL = 0.005
 WORKER_KEY_ENV = "FLAKEBOARD_WORKER_KEY"
 # Set for a process that is to collect and run nothing, then fork a child per block of runs.
 ZYGOTE_ENV = "FLAKEBOARD_ZYGOTE"
+# Set for a zygote that is to collect nothing either, but fork a child per set of files, which
+# collects them (a zygote of one target's file, or a check's process).
+BASE_ENV = "FLAKEBOARD_BASE"
 # A whole session's process: what a bare pytest collects, in the collection's order.
 SESSION = ["-p", "no:randomly"]
 # Every process's runs are seeded from their PATCH_SEED (seeding.py): pytest-randomly would
@@ -96,7 +99,7 @@ class Worker:
 
     def __init__(self, ident, proc, log, fixed, zygote=False, files=()):
         self.ident, self.proc, self.log = ident, proc, log
-        self.files = {os.path.normpath(file) for file in files}  # what it collects
+        self.files = files_key(files)  # what it collects
         self.fixed = fixed  # its whole list of tasks, or None: fed as it goes
         # A zygote collects and runs nothing; once its hello says it can fork, the pool forks
         # children of it (Pool.fork) and never feeds it.
@@ -142,8 +145,10 @@ class Pool:
         self.workers, self.spawned = {}, itertools.count()
         self.run_seconds = None  # a run's recent mean time, as the workers answer
         self.said_xdist = self.said_unforked = False
-        # The zygote that said it forks: it outlives each run, for the next to fork from.
-        self.zygote = None
+        # The base that said it forks, and its children that collected a target's file and
+        # fork each block of its runs (by their files; None: that file's blocks start fresh).
+        self.base = None
+        self.zygotes = {}
         # One that collects the whole session (SESSION) for the checks in CI's order, started
         # with the first so that its collection overlaps the runs; None once it cannot fork.
         self.session_zygote = None
@@ -172,9 +177,11 @@ class Pool:
         self.waker.close()
         self.woken.close()
 
-    def spawn(self, files, fixed=None, seed=SCRIPT_SEED_BASE, zygote=False):
+    def spawn(self, files, fixed=None, seed=SCRIPT_SEED_BASE, zygote=False, base=False):
         """Start a pytest process that collects ``files``; with ``zygote``, one that runs
-        nothing and forks a child per ``fork``, where it can (else it is fed as any)."""
+        nothing and forks a child per ``fork``, where it can (else it is fed as any); with
+        ``base`` too, one that collects nothing and forks a child per set of files (else it
+        is a zygote of ``files``)."""
         ident = next(self.spawned)
         command, env = plugin_pytest(self.python, [
             f"--flakeboard-worker={ident}:{self.listener.address}",
@@ -184,6 +191,8 @@ class Pool:
         env[WORKER_KEY_ENV] = self.key.hex()
         if zygote:
             env[ZYGOTE_ENV] = "1"
+        if base:
+            env[BASE_ENV] = "1"
         log = os.path.join(self.folder, f"worker{ident}.log")
         with open(log, "wb") as out:
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,
@@ -191,15 +200,30 @@ class Pool:
         worker = self.workers[ident] = Worker(ident, proc, log, fixed, zygote, files)
         return worker
 
-    def fork(self, fixed=None, zygote=None):
-        """A child of the zygote (or of ``zygote``): it starts from its collected state,
-        untouched, connects as a worker of its own and is fed as one (``fixed``: its
-        tasks)."""
-        zygote = zygote or self.zygote
+    def fork(self, fixed, zygote):
+        """A child of ``zygote``: it starts from its collected state, untouched, connects as
+        a worker of its own and is fed as one (``fixed``: its tasks)."""
         ident = next(self.spawned)
         worker = self.workers[ident] = Worker(ident, ForkedProc(zygote), zygote.log, fixed)
         zygote.send({"fork": ident})
         return worker
+
+    def collect(self, files, fixed=None, zygote=False):
+        """A child of the base that collects ``files`` as a fresh pytest would (its plugins
+        and conftests loaded once, by the base): a zygote of them, or a worker for ``fixed``
+        tasks."""
+        ident = next(self.spawned)
+        worker = Worker(ident, ForkedProc(self.base), self.base.log, fixed, zygote, files)
+        self.workers[ident] = worker
+        self.base.send({"fork": ident, "files": list(files), "zygote": zygote})
+        if zygote:
+            self.zygotes[files_key(files)] = worker
+        return worker
+
+    def zygote_of(self, files):
+        """The zygote that collected exactly ``files`` and forks, or None."""
+        zygote = self.zygotes.get(files_key(files))
+        return zygote if zygote is not None and zygote.hello is not None else None
 
     def start_session(self):
         """Start the session's zygote, which collects what a bare pytest collects and runs
@@ -217,13 +241,16 @@ class Pool:
         return self.spawn(SESSION, fixed=fixed, seed=seed)
 
     def start(self, files, fixed, seed):
-        """A process for ``fixed`` tasks that collects ``files``: a child of the zygote when
-        it collected them all, else a fresh one started with PATCH_SEED ``seed``."""
+        """A process for ``fixed`` tasks that collects ``files``: a child of the zygote that
+        collected just them, else a child of the base that collects them, else a fresh one
+        started with PATCH_SEED ``seed``."""
         if files == SESSION:
             return self.session(seed, fixed)
-        if (self.zygote is not None
-                and {os.path.normpath(file) for file in files} <= self.zygote.files):
-            return self.fork(fixed)
+        zygote = self.zygote_of(files)
+        if zygote is not None:
+            return self.fork(fixed, zygote)
+        if self.base is not None:
+            return self.collect(files, fixed)
         return self.spawn(files, fixed=fixed, seed=seed)
 
     def run(self, source):
@@ -258,19 +285,15 @@ class Pool:
             worker.conn, worker.hello, worker.since = conn, hello, time.monotonic()
             if isinstance(worker.proc, ForkedProc):
                 worker.proc.pid = hello.get("pid")
-                # What its zygote collected, in its order, is the child's too.
+                # What its zygote collected, in its order, is a block's child's too.
                 hello.setdefault("items", worker.proc.zygote.hello.get("items", []))
-            elif worker.session:
+            if worker.session:
                 self._session_hello(worker, hello)
                 continue
-            elif worker.zygote and hello.get("fork"):
-                self.zygote = worker
-            elif worker.zygote:
-                worker.zygote = False  # it is fed as any process
-                if not self.said_unforked:
-                    self.said_unforked = True
-                    self.progress.note(f"flakeboard: each block of runs starts a fresh pytest "
-                                       f"process: {hello.get('unforked') or 'fork is unsafe'}")
+            if hello.get("base"):
+                self.base = worker
+            elif worker.zygote and not hello.get("fork"):
+                self._unforked(worker, hello)
             if hello.get("xdist") and not self.said_xdist:
                 self.said_xdist = True
                 self.progress.note(f"flakeboard: the project's pytest-xdist (-n {hello['xdist']})"
@@ -289,6 +312,20 @@ class Pool:
         for conn, worker in conns.items():
             if conn in ready or (conn not in waited and worker.conn is not None):
                 self._read(worker, source)
+
+    def _unforked(self, worker, hello):
+        """A zygote that cannot fork (threads running after its collection): a base's child
+        is stopped, and its file's blocks each start a fresh process; the collecting process
+        itself is fed as any process. Said once."""
+        if isinstance(worker.proc, ForkedProc):
+            self._stop(worker)
+            worker.ended = True
+            self.zygotes[files_key(worker.files)] = None
+        worker.zygote = False
+        if not self.said_unforked:
+            self.said_unforked = True
+            self.progress.note(f"flakeboard: each block of runs starts a fresh pytest "
+                               f"process: {hello.get('unforked') or 'fork is unsafe'}")
 
     def _session_hello(self, worker, hello):
         """The session's zygote collected: it waits to be forked, or where it cannot fork,
@@ -360,8 +397,10 @@ class Pool:
             worker.outstanding.update((task.tag, task) for task in worker.fixed)
         self._lose(worker, source, code, late)
         self.workers.pop(worker.ident, None)
-        if self.zygote is worker:
-            self.zygote = None
+        if self.base is worker:
+            self.base = None
+        if worker.zygote and self.zygotes.get(files_key(worker.files)) is worker:
+            self.zygotes[files_key(worker.files)] = None
         if worker.conn is not None:
             worker.conn.close()
         source.ended(worker, code)
@@ -434,6 +473,11 @@ class Pool:
         for task in tasks:
             worker.outstanding[task.tag] = task
         worker.send({"tasks": [[task.tag, task.node, task.seed] for task in tasks]})
+
+
+def files_key(files):
+    """A set of files as the pool knows its zygotes by: their paths, normalised, in order."""
+    return tuple(os.path.normpath(file) for file in files)
 
 
 def busy(worker):

@@ -68,37 +68,52 @@ class BlockRuns(Source):
     the worker count. New tests measured at birth are the exception: a process goes on from
     one's block to the next of its file, as they ran one after the other in gate's own run.
 
-    With ``files``, the first process collects them all and runs nothing (a zygote): each
-    block's process is a child it forks, which starts from the same untouched collected
-    state. Where it cannot fork (no fork here, or threads started by the collection), it is
-    fed as any process (new tests' runs), and each block starts a fresh process that
-    collects the target's file, as without ``files``."""
+    With ``files``, the first process is a base: it loads pytest, its plugins and the
+    conftests, and forks a zygote per target's file that collects that file alone, as a
+    fresh process would; each block's process is a child of its file's zygote, which starts
+    from the same untouched collected state. Where the base cannot fork (no fork here, or
+    threads started by a conftest), it collects every file and is fed as any process (new
+    tests' runs), and each block starts a fresh process that collects the target's file, as
+    without ``files``; so does a block whose file's zygote cannot fork."""
 
     def __init__(self, schedule, files=None):
         self.schedule, self.blocks = schedule, {}
         self.collection = Collection(schedule.targets, files) if files else None
+        self.collected = {}  # a file's zygote's ident -> its hello, until all have said it
+        self.pool = None
 
     def spawn(self, pool, live):
         if self.collection is not None and not self.collection.started:
-            self.collection.started = True
-            pool.spawn(self.collection.files, zygote=True)
+            self.collection.started, self.pool = True, pool
+            pool.spawn(self.collection.files, zygote=True, base=True)
             return True
         if self.collection is not None or live >= pool.slots:
-            return False  # the blocks wait for its hello: forked, or fresh processes
+            return False  # the blocks wait for the collection: forked, or fresh processes
         block = self.schedule.next_block()
         if block is None:
             return False
-        if pool.zygote is not None:
-            worker = pool.fork()
-        else:
-            worker = pool.spawn([node_file(block.target.name)])
+        files = [node_file(block.target.name)]
+        zygote = pool.zygote_of(files)
+        worker = pool.fork(None, zygote) if zygote is not None else pool.spawn(files)
         self.blocks[worker.ident] = block
         return True
 
     def hello(self, worker, hello):
-        if self.collection is not None and worker.ident not in self.blocks:
-            self.collection.hello(worker, hello)
-            self.collection = None
+        collection = self.collection
+        if collection is None or worker.ident in self.blocks:
+            return
+        if hello.get("base"):
+            # A zygote per file, each collecting it alone; the blocks wait for them all.
+            for file in collection.files:
+                self.collected[self.pool.collect([file], zygote=True).ident] = None
+            return
+        if worker.ident in self.collected:
+            self.collected[worker.ident] = hello
+            if any(said is None for said in self.collected.values()):
+                return
+            hello = merged(list(self.collected.values()))
+        collection.hello(worker, hello)
+        self.collection = None
 
     def feed(self, worker, count):
         if self.collection is not None:
@@ -125,6 +140,13 @@ class BlockRuns(Source):
 
     def lost(self, task):
         task.target.give_back(task.index)
+
+
+def merged(hellos):
+    """The hellos of the zygotes of a set of files, as one process that collected them all
+    in that order would have said it."""
+    return dict(hellos[0], items=[item for hello in hellos for item in hello["items"]],
+                errors=[error for hello in hellos for error in hello["errors"]])
 
 
 class FreshRuns(BlockRuns):

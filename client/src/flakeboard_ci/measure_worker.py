@@ -17,7 +17,8 @@ import threading
 import traceback
 
 from .measure_batch import RunsInARow, failure_line, own_protocol_reason
-from .measure_pool import WORKER_KEY_ENV, ZYGOTE_ENV
+from .measure_pool import BASE_ENV, WORKER_KEY_ENV, ZYGOTE_ENV
+from .seeding import tryfirst
 
 REAP_EVERY = 0.02  # seconds: how often a zygote looks for its children's exits
 
@@ -56,6 +57,10 @@ class MeasureWorker:
         self.ident = int(ident)
         self.key = bytes.fromhex(os.environ.pop(WORKER_KEY_ENV, ""))
         self.zygote = os.environ.pop(ZYGOTE_ENV, "") == "1"
+        # A base loads pytest, its plugins and the conftests once and collects nothing: each
+        # set of files is collected by a child it forks, as a fresh process would collect it.
+        self.base = os.environ.pop(BASE_ENV, "") == "1"
+        self.based = False  # the base, once its children are all gone: it runs nothing
         self.errors, self.reports = [], []
         self.queue, self.ended, self.promised = collections.deque(), False, None
         self.shared = {}  # node id -> whether its runs in a row share pytest's protocol
@@ -67,12 +72,39 @@ class MeasureWorker:
     def pytest_runtest_logreport(self, report):
         self.reports.append(report)
 
+    @tryfirst
+    def pytest_collection(self, session):
+        """The base's: say it forks, then fork a child per set of files it is asked for,
+        which goes on from here to collect them (config.args) as a zygote of them or as a
+        worker fed its tasks. Where it cannot fork, it collects its own files as a zygote
+        does, and says so in its hello."""
+        if not self.base or unforkable():
+            return None
+        self.base = False
+        conn = multiprocessing.connection.Client(self.address, authkey=self.key)
+        try:
+            self._send(conn, {"hello": self.ident, "base": True, "fork": True})
+            forked = self._fork_loop(conn, session, {})
+        except EOFError:
+            forked = None
+        if forked is None:  # the base itself, all its children gone: it collected nothing
+            conn.close()
+            self.based = True
+            return True
+        self.ident, files, self.zygote = forked
+        own_basetemp(session.config, self.ident)
+        own_capture(session.config)
+        session.config.args = list(files)
+        return None
+
     def pytest_runtestloop(self, session):
+        if self.based:
+            return True
         config = session.config
         templates = collections.OrderedDict()
         for item in session.items:
             templates.setdefault(item.nodeid, item)
-        hello = {"hello": self.ident, "items": list(templates),
+        hello = {"hello": self.ident, "items": list(templates), "pid": os.getpid(),
                  "rootdir": str(getattr(config, "rootpath", None) or config.rootdir),
                  "errors": self.errors, "xdist": self.xdist}
         unforked = self.zygote and unforkable()
@@ -147,9 +179,10 @@ class MeasureWorker:
         runs.finish(self.reports)
 
     def _fork_loop(self, conn, session, templates):
-        """The zygote's: fork a child per ``fork`` it is sent, say when each exits, and end
-        when told to once they all have. It runs no test: each child starts from the same
-        collected state."""
+        """The zygote's, and the base's: fork a child per ``fork`` it is sent, say when each
+        exits, and end when told to once they all have. It runs no test: each child starts
+        from the same collected state. A base's child returns (its ident, the files it is
+        to collect, whether as a zygote); the base and a zygote return None."""
         children = {}  # process id -> the child's ident
         # Where it can, it waits on each child's process descriptor too, which is readable
         # once the child has exited: its exit is said at once, not at the next look.
@@ -164,6 +197,9 @@ class MeasureWorker:
                     if pid == 0:
                         for descriptor in exits.values():
                             os.close(descriptor)
+                        if "files" in message:  # a base's child: it collects them
+                            conn.close()
+                            return message["fork"], message["files"], message["zygote"]
                         self._child(conn, session, templates, message["fork"])
                     children[pid] = message["fork"]
                     descriptor = exit_descriptor(pid)

@@ -35,7 +35,8 @@ class ReplicaHealth:
     """Whether the replica can be read now, for this process: its down window, its
     log lines and its fallback count (shared by the process's threads)."""
 
-    def __init__(self, clock=monotonic):
+    def __init__(self, connection=lambda: connections[REPLICA], clock=monotonic):
+        self.connection = connection  # the replica's connection in the calling thread
         self.clock = clock
         self.lock = threading.Lock()
         self.down_until = 0.0  # no connection is tried before then
@@ -43,12 +44,13 @@ class ReplicaHealth:
         self.logged_at = 0.0
         self.unlogged = 0  # fallbacks since the last log line
 
-    def usable(self, connection) -> bool:
-        """Whether ``connection`` (the replica's, in this thread) answers; if not, the
-        request's fallback is counted, and logged as the class says."""
+    def usable(self) -> bool:
+        """Whether the replica answers this thread; if not, the request's fallback is
+        counted, and logged as the module says."""
         if self.clock() < self.down_until:
             self.fell_back(lost=False)
             return False
+        connection = self.connection()
         try:
             connection.close_if_health_check_failed()
             connection.ensure_connection()
@@ -83,8 +85,8 @@ class ReplicaHealth:
             log.warning("The read replica cannot be reached (%s): pages read the primary.",
                         reason)
         elif due:
-            log.warning("The read replica is still unreachable: %d requests read the primary "
-                        "in the last %d s.", count, LOG_EVERY_SECONDS)
+            log.warning("The read replica is still unreachable: %d more requests read the "
+                        "primary.", count)
 
 
 HEALTH = ReplicaHealth()
@@ -97,7 +99,7 @@ class ReadReplicaRouter:
     def db_for_read(self, model, **hints):
         if ROUTE.get() != REPLICA or connections[PRIMARY].in_atomic_block:
             return PRIMARY
-        if HEALTH.usable(connections[REPLICA]):
+        if HEALTH.usable():
             return REPLICA
         ROUTE.set(PRIMARY)  # the rest of this request reads the primary (reset after it)
         return PRIMARY

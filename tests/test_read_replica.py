@@ -135,6 +135,30 @@ def test_an_upload_and_the_page_after_it_read_the_primary(lagging):
     assert _call(request)[0] == 200
 
 
+REVOKE = """
+import json
+from ledger.models import ApiToken
+from ledger.tokens import PREFIX_LENGTH, token_revoke
+token_revoke(token=ApiToken.objects.get(prefix={raw!r}[:PREFIX_LENGTH]), actor="lead")
+print(json.dumps(True))
+"""
+
+
+def test_a_token_revoked_on_the_primary_is_refused_at_once(served):
+    pair, board = served
+    raw = board.manage("create_token", "acme", "--scope", "read").stdout.strip().splitlines()[-1]
+    targets = "/api/v1/suites/acme/targets"
+    pair.caught_up()
+    assert board.call(targets, raw)[0] == 200  # now known to the worker
+    pair.replay(paused=True)
+    try:
+        board.run(REVOKE.format(raw=raw))
+        # The read API reads the replica, which still holds the token as it was.
+        assert board.call(targets, raw)[0] == 401
+    finally:
+        pair.replay(paused=False)
+
+
 def test_the_board_reads_the_primary_while_the_replica_is_down(served):
     pair, board = served
     upload(board, "dead0001", 200)

@@ -113,6 +113,7 @@ def test_the_pages_read_the_replica(lagging):
     assert status == 200
     assert "c0ffee01" not in text and "vic" in text
     assert connected(pair, board)
+    assert page(board, "/suites/acme/ledger.csv")[0] == 200  # a server-side cursor
     pair.replay(paused=False)
     pair.caught_up()
     assert "c0ffee01" in page(board, "/suites/acme/reports/")[1]

@@ -8,8 +8,8 @@ the replica (``web.read_routing.ROUTE``) and reads inside a transaction on the p
 A request's first read from the replica checks its connection (Django's health check of a
 kept connection, or a new one). If that fails, the request reads the primary instead, and
 so does every request of this process for the next ``RETRY_SECONDS``, without trying: a
-replica that hangs costs one connect timeout per process, not one per page. Each read so
-sent back counts in ``/metrics`` (``flakeboard_replica_fallbacks_total``); the log says
+replica that hangs costs one connect timeout per process, not one per page. Each request
+so sent back counts in ``/metrics`` (``flakeboard_replica_fallbacks_total``); the log says
 so in one line when the replica is lost, at most one a ``LOG_EVERY_SECONDS`` while it stays
 lost (with the count since the last), and one when it answers again.
 """

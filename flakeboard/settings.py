@@ -13,6 +13,7 @@ from django.utils.csp import CSP
 
 from flakeboard.email_url import mailer
 from flakeboard.environment import env, env_policy, envbool, envfloat, envint
+from flakeboard.read_replica import read_after_write_seconds, replica_database
 from flakeboard.rules import POLICY_BOUNDS, POLICY_DEFAULTS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -118,26 +119,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 20,
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
-# READ_DATABASE_URL: a PostgreSQL streaming replica of DATABASE_URL that answers the pages'
-# and the read API's GETs (web/read_routing.py says which; web/replica.py routes them and
-# falls back to the primary when the replica is down). A client that wrote within
-# READ_AFTER_WRITE_SECONDS reads the primary. In tests, the replica mirrors the primary.
-READ_AFTER_WRITE_SECONDS = envint("READ_AFTER_WRITE_SECONDS", 10)
+# READ_DATABASE_URL: a replica that answers the pages' reads (flakeboard/read_replica.py).
 if READ_DATABASE_URL := env("READ_DATABASE_URL", ""):
-    DATABASES["replica"] = dj_database_url.parse(
-        READ_DATABASE_URL, conn_max_age=envint("CONN_MAX_AGE", 60), conn_health_checks=True,
-        disable_server_side_cursors=envbool("DISABLE_SERVER_SIDE_CURSORS", False),
-    )
-    if not all(db["ENGINE"] == "django.db.backends.postgresql" for db in DATABASES.values()):
-        raise ImproperlyConfigured(
-            "READ_DATABASE_URL names a PostgreSQL replica of a PostgreSQL DATABASE_URL."
-        )
-    DATABASES["replica"]["OPTIONS"] = {"connect_timeout": 3}
-    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+    DATABASES["replica"] = replica_database(READ_DATABASE_URL, DATABASES["default"])
     DATABASE_ROUTERS = ["web.replica.ReadReplicaRouter"]
     MIDDLEWARE.insert(1, "web.read_routing.ReadRouting")  # before anything reads
-if READ_AFTER_WRITE_SECONDS < 1:
-    raise ImproperlyConfigured("READ_AFTER_WRITE_SECONDS is a count of seconds: 1 or more.")
+READ_AFTER_WRITE_SECONDS = read_after_write_seconds()
 
 
 def _cache(url: str) -> dict:

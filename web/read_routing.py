@@ -53,6 +53,10 @@ def read_alias(method: str, path: str, wrote_recently: bool) -> str:
     return REPLICA
 
 
+def replica_configured() -> bool:
+    return REPLICA in settings.DATABASES
+
+
 def wrote_recently(request) -> bool:
     """Whether this client's last write was answered within READ_AFTER_WRITE_SECONDS."""
     try:
@@ -69,7 +73,7 @@ class ReadRouting:
     Not in the chain at all unless a replica is configured."""
 
     def __init__(self, get_response):
-        if REPLICA not in settings.DATABASES:
+        if not replica_configured():
             raise MiddlewareNotUsed
         self.get_response = get_response
 

@@ -16,7 +16,13 @@ from django.test import RequestFactory
 from flakeboard.api import api
 from web.metrics import REGISTRY
 from web.read_routing import MARK_COOKIE, PRIMARY, REPLICA, ROUTE, ReadRouting, read_alias
-from web.replica import LOG_EVERY_SECONDS, RETRY_SECONDS, ReadReplicaRouter, ReplicaHealth
+from web.replica import (
+    LOG_EVERY_SECONDS,
+    RETRY_SECONDS,
+    ReadReplicaRouter,
+    ReplicaHealth,
+    same_database,
+)
 
 # method, path, wrote within READ_AFTER_WRITE_SECONDS -> the database it reads
 DECISIONS = [
@@ -232,3 +238,14 @@ def test_a_request_that_fell_back_reads_the_primary_to_its_end(health):
         assert fallbacks() - before == 1  # counted once a request, not once a query
     finally:
         ROUTE.reset(token)
+
+
+def test_a_replica_that_names_the_primarys_database_is_read_through_the_primary():
+    """As the test runner makes the replica a mirror of the primary: the tests' reads then
+    see the rows of the test's own transaction, whichever the request's route."""
+    primary = {"HOST": "127.0.0.1", "PORT": 5432, "NAME": "test_flakeboard", "USER": "a"}
+    assert same_database({**primary, "USER": "b", "CONN_HEALTH_CHECKS": True}, primary)
+    assert not same_database({**primary, "HOST": "replica.internal"}, primary)
+    assert not same_database({**primary, "PORT": 5433}, primary)
+    assert not same_database({**primary, "NAME": "flakeboard"}, primary)
+    assert not same_database(None, primary)

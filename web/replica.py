@@ -2,8 +2,9 @@
 does when the replica cannot be reached.
 
 Writes always go to the primary, and so do reads outside a request the middleware sent to
-the replica (``web.read_routing.ROUTE``) and reads inside a transaction on the primary
-(what a write has not committed yet is only there). ``migrate`` never runs on the replica.
+the replica (``web.read_routing.ROUTE``), reads inside a transaction on the primary (what a
+write has not committed yet is only there), and those of a replica that names the primary's
+own database (the tests' mirror). ``migrate`` never runs on the replica.
 
 A request's first read from the replica checks its connection (Django's health check of a
 kept connection, or a new one). If that fails, the request reads the primary instead, and
@@ -92,12 +93,23 @@ class ReplicaHealth:
 HEALTH = ReplicaHealth()
 
 
+def same_database(replica: dict | None, primary: dict) -> bool:
+    """Whether the replica's settings name the primary's own database: a test mirror
+    (``"TEST": {"MIRROR": "default"}``, whose name the test runner sets to the primary's).
+    Its reads then go through the primary's connection, which sees the test's rows."""
+    return replica is not None and all(
+        replica.get(key) == primary.get(key) for key in ("HOST", "PORT", "NAME")
+    )
+
+
 class ReadReplicaRouter:
     """Reads go where the request's route says, once the replica answers; writes and
     migrations to the primary only."""
 
     def db_for_read(self, model, **hints):
         if ROUTE.get() != REPLICA or connections[PRIMARY].in_atomic_block:
+            return PRIMARY
+        if same_database(connections.settings.get(REPLICA), connections.settings[PRIMARY]):
             return PRIMARY
         if HEALTH.usable():
             return REPLICA

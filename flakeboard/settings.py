@@ -13,6 +13,7 @@ from django.utils.csp import CSP
 
 from flakeboard.email_url import mailer
 from flakeboard.environment import env, env_policy, envbool, envfloat, envint
+from flakeboard.read_replica import read_after_write_seconds, replica_database
 from flakeboard.rules import POLICY_BOUNDS, POLICY_DEFAULTS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -118,6 +119,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 20,
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+# READ_DATABASE_URL: a replica that answers the pages' reads (flakeboard/read_replica.py).
+if READ_DATABASE_URL := env("READ_DATABASE_URL", ""):
+    DATABASES["replica"] = replica_database(READ_DATABASE_URL, DATABASES["default"])
+    DATABASE_ROUTERS = ["web.replica.ReadReplicaRouter"]
+    MIDDLEWARE.insert(1, "web.read_routing.ReadRouting")  # before anything reads
+READ_AFTER_WRITE_SECONDS = read_after_write_seconds()
 
 
 def _cache(url: str) -> dict:

@@ -210,7 +210,10 @@ _token_queries: dict[tuple[str, str], _TokenQuery] = {}
 
 
 def _active_token(prefix: str) -> ApiToken | None:
-    alias = router.db_for_read(ApiToken) or "default"
+    # Always the primary's rows, with a read replica too: the change marker counts the
+    # primary's notifications, and a row read from a replica that has not yet replayed the
+    # change (a revoked token) would be kept as current until the next one.
+    alias = router.db_for_write(ApiToken) or "default"
     key = (alias, connections[alias].vendor)
     if (query := _token_queries.get(key)) is None:
         query = _token_queries[key] = _TokenQuery(alias)

@@ -59,7 +59,7 @@ def test_the_right_token_gets_the_text_format(suite):
     text = response.content.decode()
     for name in ["flakeboard_uploads_total", "flakeboard_ingest_duration_seconds",
                  "flakeboard_http_server_errors_total", "flakeboard_ledger_entries",
-                 "flakeboard_gate_passing"]:
+                 "flakeboard_gate_passing", "flakeboard_replica_fallbacks_total"]:
         assert f"# TYPE {name.removesuffix('_total')}" in text
 
 

@@ -51,8 +51,10 @@ def said_in_one_line(done: subprocess.CompletedProcess) -> str:
     ({"DEFAULT_CLEAR_AFTER_CLEAN_MEASUREMENTS": "21"},
      "DEFAULT_CLEAR_AFTER_CLEAN_MEASUREMENTS is 21: it must be from 1 to 20"),
     ({"DEFAULT_MIN_RUNS": "many"}, "DEFAULT_MIN_RUNS is “many”: it must be a whole number"),
+    ({"READ_DATABASE_URL": "sqlite:///replica.sqlite3"},
+     "READ_DATABASE_URL names a PostgreSQL replica of a PostgreSQL DATABASE_URL."),
 ], ids=["email-url-without-host", "no-secret-key", "new-test-runs-below-3",
-        "clear-after-above-20", "not-a-number"])
+        "clear-after-above-20", "not-a-number", "replica-not-postgresql"])
 def test_a_setting_that_cannot_work_stops_the_commands_in_one_line(tmp_path, overrides, said):
     line = said_in_one_line(manage_check(tmp_path, **overrides))
     assert said in line

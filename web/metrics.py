@@ -1,7 +1,8 @@
 """The board's Prometheus registry and what is counted as it happens, in this process:
 uploads by kind and outcome and how long each ingest took (``observed``, which runs' and
 junit's ingest wear: the metric objects live here, below the apps, so that they import web,
-not the reverse), and the answers with a 5xx status (``ServerErrorCount``). The scrape
+not the reverse), the answers with a 5xx status (``ServerErrorCount``) and the requests
+that read the primary as the read replica was down (``web.replica``). The scrape
 itself, ``GET /metrics``, and what it reads from the database are ``board.metrics``."""
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ INGEST_SECONDS = Histogram(
 )
 SERVER_ERRORS = Counter(
     "flakeboard_http_server_errors", "Answers with a 5xx status.", registry=REGISTRY
+)
+REPLICA_FALLBACKS = Counter(
+    "flakeboard_replica_fallbacks", "Requests sent to the read replica (READ_DATABASE_URL) "
+    "that read the primary instead, as the replica could not be reached.", registry=REGISTRY,
 )
 
 

@@ -70,6 +70,7 @@ MODULES = (
     ("measure_worker", "measure's workers from the inside"),
     ("pin", "the fixture manifest and the pin command"),
     ("arbiter", "the board's precedence table, for judging here"),
+    ("signatures", "a failure's signature, as the board signs a JUnit failure"),
     ("gate_recorder", "gate's pytest run from the inside: each selected node's outcome"),
     ("impact", "test impact analysis: the source files each test executes"),
     ("patch_class", "gate --diff: the patch's class, from its added lines"),

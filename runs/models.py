@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.db import models
 
 from flakeboard import rules
+from flakeboard.rules.signatures import SIGNATURE_MAX_LENGTH
 from ledger.models import KeyField, Node, QuarantineEntry, Suite, text_key
 
 STATUS_CHOICES = [(s.value, s.value) for s in rules.GateStatus]
@@ -277,8 +278,14 @@ class VerdictBatch(Upload):
     infrastructure = models.BooleanField(
         default=False,
         help_text="More than the suite's infrastructure share of the nodes this attempt "
-                  "ran failed: its runner broke. Its failures count for the verdict, and are "
-                  "never flaky evidence.",
+                  "ran failed, or every failure, at least 3, carried one signature: its "
+                  "runner broke. Its failures count for the verdict, and are never flaky "
+                  "evidence.",
+    )
+    infrastructure_signature = models.CharField(
+        max_length=SIGNATURE_MAX_LENGTH, blank=True,
+        help_text="The one failure signature that made this attempt an infrastructure "
+                  "failure (empty: none did).",
     )
 
     class Meta(Upload.Meta):
@@ -290,6 +297,17 @@ class VerdictBatch(Upload):
 
     def __str__(self):
         return f"batch {self.pk} ({self.verdict})"
+
+    @property
+    def infrastructure_why(self) -> str:
+        """Why the attempt is an infrastructure failure, in words ("" when it is not)."""
+        if not self.infrastructure:
+            return ""
+        if self.infrastructure_signature:
+            return (f"every node this attempt failed failed with one signature, "
+                    f"\u201c{self.infrastructure_signature}\u201d")
+        return (f"{self.failing_share:.0%} of the nodes this attempt ran failed, more than "
+                f"the suite's infrastructure share")
 
 
 class NodeVerdict(UploadRow):
@@ -319,6 +337,10 @@ class NodeVerdict(UploadRow):
         default=False,
         help_text="The node failed in one attempt up to this one and passed in another: "
                   "flaky evidence.",
+    )
+    failure_signature = models.CharField(
+        max_length=SIGNATURE_MAX_LENGTH, blank=True,
+        help_text="A failed record's failure signature, as the client's gate sent it.",
     )
     sent = models.BooleanField(
         default=True,

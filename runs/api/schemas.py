@@ -281,9 +281,14 @@ class BatchAnswer(Answer):
     infrastructure: bool = Field(
         description="This attempt is an infrastructure failure: more than the suite's "
                     "infrastructure share (as for a JUnit file) of the nodes it ran failed, "
-                    "at least 10 of them ran. Its failures count for the verdict, this "
-                    "attempt's and every later one's; they are never flaky evidence, so no "
-                    "node flips on them."
+                    "at least 10 of them ran; or every record it failed, at least 3, "
+                    "carried one and the same failure_signature. Its failures count for the "
+                    "verdict, this attempt's and every later one's; they are never flaky "
+                    "evidence, so no node flips on them."
+    )
+    infrastructure_signature: str | None = Field(
+        description="The one failure signature that made this attempt an infrastructure "
+                    "failure (null: none did)."
     )
     earlier_attempts: list[EarlierBatchOut] = Field(
         description="The attempts before this one at the same patch and commit, first "

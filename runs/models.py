@@ -324,6 +324,8 @@ class NodeVerdict(UploadRow):
     seed = models.BigIntegerField(null=True, blank=True)
     freeze_expires = models.DateField(null=True, blank=True)
     stated_tier = models.PositiveSmallIntegerField(null=True, blank=True)
+    failure_signature = models.CharField(max_length=SIGNATURE_MAX_LENGTH, blank=True, help_text=(
+        "A failed record's failure signature, as the client's gate sent it."))
     effective_lock = models.CharField(max_length=8)
     effective_status = models.CharField(max_length=8)
     verdict = models.CharField(max_length=6, choices=VERDICT_CHOICES)
@@ -337,10 +339,6 @@ class NodeVerdict(UploadRow):
         default=False,
         help_text="The node failed in one attempt up to this one and passed in another: "
                   "flaky evidence.",
-    )
-    failure_signature = models.CharField(
-        max_length=SIGNATURE_MAX_LENGTH, blank=True,
-        help_text="A failed record's failure signature, as the client's gate sent it.",
     )
     sent = models.BooleanField(
         default=True,

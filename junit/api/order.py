@@ -12,11 +12,11 @@ from ninja import Query, Router
 from pydantic import Field
 
 from ledger.api.auth import Scope, suite_for_token
+from ledger.api.refusing import as_refusal
 from ledger.api.tiers import commit_query, parse_nodeids
-from ledger.refusals import UploadInvalid
 from ledger.wire import Meta, NodeId
 from web.api.bodies import raw_json_body
-from web.api.errors import ErrorOut, refused
+from web.api.errors import ErrorOut
 from web.api.openapi import json_body
 from web.api.schemas import Answer
 
@@ -79,11 +79,9 @@ def junit_order(
     commit: Annotated[str, Query(min_length=1, description="The commit CI ran.")],
 ):
     owned = suite_for_token(request, suite, Scope.READ)
-    try:
+    with as_refusal():
         commit = commit_query(commit)
         nodeids = parse_nodeids(raw_json_body(request), settings.UPLOAD_MAX_RECORDS)
-    except UploadInvalid as exc:
-        raise refused(exc) from None
     found = ci_order(owned, commit, nodeids)
     return {"suite": owned.slug, "commit": commit,
             "files": [vars(listed) for listed in found.files],

@@ -14,12 +14,13 @@ from pydantic import Field, TypeAdapter, ValidationError
 from flakeboard import rules
 from ledger.api.auth import Scope, suite_for_token
 from web.api.bodies import raw_json_body
-from web.api.errors import ErrorOut, refused
+from web.api.errors import ErrorOut
 from web.api.openapi import json_body
 
 from .. import refusals
 from ..selectors import tiers_and_births
 from ..wire import Commit, NodeId
+from .refusing import as_refusal
 
 router = Router(tags=["ledger"])
 
@@ -89,10 +90,8 @@ def parse_nodeids(body: bytes, max_records: int) -> list[str]:
 
 def nodeids_asked(request, max_records: int) -> list[str]:
     """A lookup's body, a JSON list of node ids, whole; refused as the API refuses."""
-    try:
+    with as_refusal():
         return parse_nodeids(raw_json_body(request), max_records)
-    except refusals.UploadInvalid as exc:
-        raise refused(exc) from None
 
 
 @router.post(
@@ -118,11 +117,9 @@ def tiers(
                                              "commit.")] = "",
 ):
     suite = suite_for_token(request, suite, Scope.READ)
-    try:
+    with as_refusal():
         commit = commit_query(commit)
         nodeids = parse_nodeids(raw_json_body(request), settings.UPLOAD_MAX_RECORDS)
-    except refusals.UploadInvalid as exc:
-        raise refused(exc) from None
     resolved, births = tiers_and_births(suite, nodeids)
     return {"suite": suite.slug, "tiers": [
         {"node": nodeid, "tier": int(r.tier), "rule": r.rule.glob if r.rule else None,

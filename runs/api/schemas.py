@@ -163,12 +163,17 @@ REPEATS_ATTEMPT = (
 )
 
 
-class ReportAnswer(Answer):
+class UploadAnswer(Answer):
+    """What a report's and a batch's answers begin with: the upload stored, or not."""
+
     id: int | None = Field(description="null in a dry run.")
-    url: str | None = Field(description="The report on the board; null in a dry run.")
+    url: str | None = Field(description="The upload's page on the board; null in a dry run.")
     duplicate: bool = Field(description=DUPLICATE)
     repeats_attempt: int | None = Field(description=REPEATS_ATTEMPT)
     dry_run: bool
+
+
+class ReportAnswer(UploadAnswer):
     status: rules.GateStatus
     reason: rules.Reason
     exit_code: Literal[0, 1]
@@ -256,12 +261,7 @@ class RecordOut(Answer):
                     "null for every other row.")
 
 
-class BatchAnswer(Answer):
-    id: int | None = Field(description="null in a dry run.")
-    url: str | None = Field(description="The batch on the board; null in a dry run.")
-    duplicate: bool = Field(description=DUPLICATE)
-    repeats_attempt: int | None = Field(description=REPEATS_ATTEMPT)
-    dry_run: bool
+class BatchAnswer(UploadAnswer):
     verdict: rules.Verdict
     reason: rules.Reason
     exit_code: Literal[0, 1, 2] = Field(description="accept 0, reject 1, hold 2.")

@@ -283,7 +283,7 @@ class VerdictBatch(Upload):
                   "evidence.",
     )
     infrastructure_signature = models.CharField(
-        max_length=SIGNATURE_MAX_LENGTH, blank=True,
+        max_length=SIGNATURE_MAX_LENGTH, blank=True, default="", db_default="",
         help_text="The one failure signature that made this attempt an infrastructure "
                   "failure (empty: none did).",
     )
@@ -324,8 +324,9 @@ class NodeVerdict(UploadRow):
     seed = models.BigIntegerField(null=True, blank=True)
     freeze_expires = models.DateField(null=True, blank=True)
     stated_tier = models.PositiveSmallIntegerField(null=True, blank=True)
-    failure_signature = models.CharField(max_length=SIGNATURE_MAX_LENGTH, blank=True, help_text=(
-        "A failed record's failure signature, as the client's gate sent it."))
+    failure_signature = models.CharField(
+        max_length=SIGNATURE_MAX_LENGTH, blank=True, default="", db_default="",
+        help_text="A failed record's failure signature, as the client's gate sent it.")
     effective_lock = models.CharField(max_length=8)
     effective_status = models.CharField(max_length=8)
     verdict = models.CharField(max_length=6, choices=VERDICT_CHOICES)

@@ -10,12 +10,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="nodeverdict",
             name="failure_signature",
-            field=models.CharField(blank=True, help_text="A failed record's failure signature, as the client's gate sent it.", max_length=200),
+            field=models.CharField(blank=True, default="", db_default="", help_text="A failed record's failure signature, as the client's gate sent it.", max_length=200),
         ),
         migrations.AddField(
             model_name="verdictbatch",
             name="infrastructure_signature",
-            field=models.CharField(blank=True, help_text="The one failure signature that made this attempt an infrastructure failure (empty: none did).", max_length=200),
+            field=models.CharField(blank=True, default="", db_default="", help_text="The one failure signature that made this attempt an infrastructure failure (empty: none did).", max_length=200),
         ),
         migrations.AlterField(
             model_name="verdictbatch",

@@ -13,11 +13,9 @@ from pydantic import Field
 
 from ledger.api.auth import Scope, suite_for_token
 from ledger.api.refusing import as_refusal
-from ledger.api.tiers import commit_query, parse_nodeids
+from ledger.api.tiers import commit_query, node_lookup, parse_nodeids
 from ledger.wire import Meta, NodeId
 from web.api.bodies import raw_json_body
-from web.api.errors import ErrorOut
-from web.api.openapi import json_body
 from web.api.schemas import Answer
 
 from ..order import ci_order
@@ -65,14 +63,9 @@ interleaved. Raw JUnit rows are kept `JUNIT_RETENTION_DAYS`: an older commit's o
 unknown (`file` null). Nothing is stored. Needs a read (or write) token of the suite."""
 
 
-@router.post(
-    "/suites/{suite}/junit/order",
-    response={200: OrderAnswer, 400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 413: ErrorOut,
-              415: ErrorOut, 422: ErrorOut},
-    summary="The order CI ran these tests in at a commit, from its JUnit files",
-    description=DESCRIPTION,
-    openapi_extra=json_body(list[NodeId], description="The node ids, as pytest prints them."),
-)
+@node_lookup(router, "/suites/{suite}/junit/order", OrderAnswer,
+             summary="The order CI ran these tests in at a commit, from its JUnit files",
+             description=DESCRIPTION)
 def junit_order(
     request,
     suite: str,

@@ -304,7 +304,7 @@ class VerdictBatch(Upload):
         if not self.infrastructure:
             return ""
         if self.infrastructure_signature:
-            return (f"every node this attempt failed failed with one signature, "
+            return (f"every failure of this attempt carried one signature, "
                     f"\u201c{self.infrastructure_signature}\u201d")
         return (f"{self.failing_share:.0%} of the nodes this attempt ran failed, more than "
                 f"the suite's infrastructure share")

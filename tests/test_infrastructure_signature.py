@@ -141,7 +141,8 @@ def test_a_full_disk_is_an_infrastructure_failure_never_flaky_evidence(
     assert shown(flaky_page()) == []
     assert measure_targets(suite, today) == []
     page = client_for(viewer).get(reverse("batch", args=[suite.slug, broken.pk])).content
-    assert escape(f"failed with one signature, \u201c{DISK_SIGNED}\u201d") in page.decode()
+    said = f"Every failure of this attempt carried one signature, \u201c{DISK_SIGNED}\u201d"
+    assert escape(said) in page.decode()
 
 
 def test_failures_of_several_signatures_are_the_tests_and_flip(suite, flaky_page):  # noqa: F811

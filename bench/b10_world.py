@@ -13,9 +13,9 @@ from datetime import date, timedelta
 
 from django.db import connection
 
+from flakeboard.rules.signatures import signature
 from junit.ingest import RESULT_COLUMNS
 from junit.models import CaseResult, JobOutcome, JUnitFile, NodeDay, SignatureDay
-from junit.signatures import signature
 from ledger.models import Node
 from ledger.tokens import token_create
 

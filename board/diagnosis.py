@@ -13,7 +13,7 @@ Of each node, the facts are:
     it, ``junit.rules.is_flaky``) over the flaky-tests page's default window;
   - at the commits it was measured at, CI's runs and failures there against the runs and
     fails measured there (the JUnit rows kept, ``JUNIT_RETENTION_DAYS``);
-  - its failures by signature over the window (``junit.signatures``).
+  - its failures by signature over the window (``flakeboard.rules.signatures``).
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ def infrastructure_sentence(file: JUnitFile) -> str:
     """Why a file is an infrastructure failure, as the answer and the pages say it."""
     if file.infrastructure_reason == InfrastructureReason.ERROR_OUTSIDE_TESTS:
         why = "it holds an error outside any test (the runner or the build failed)"
+    elif file.infrastructure_reason == InfrastructureReason.ONE_SIGNATURE:
+        why = ("every test that never passed failed with one and the same message (the "
+               "runner broke: a full disk, a missing service)")
     else:
         why = (f"{file.failing_share:.0%} of the tests that ran never passed, over the "
                f"suite's {file.infrastructure_share:.0%}")

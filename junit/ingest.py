@@ -6,7 +6,7 @@ rollups in one transaction, under the suite's write lock (``ledger.locks.lock_su
 2. **resolve**: each testcase's node, new nodes created (``junit.nodes``: they do not
    join the known nodes);
 3. **judge**: each test's attempts merged, its failure signature, whether the file is an
-   infrastructure failure (``junit.rules``, ``junit.signatures``);
+   infrastructure failure (``junit.rules``, ``flakeboard.rules.signatures``);
 4. **store**: the file, its results, and unless it is an infrastructure failure the
    rollups and what they show (``junit.detect``) and, for a file of the default branch
    that the suite trusts to say so (``ledger.trust``), its tests added to its commit's CI
@@ -34,6 +34,7 @@ from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
 
 from flakeboard import rules as gate_rules
+from flakeboard.rules.signatures import signature
 from ledger.clearance import ci_failures_seen
 from ledger.models import Suite
 from ledger.refusals import Code, problems, refusal
@@ -49,7 +50,6 @@ from .models import CaseResult, JUnitFile
 from .nodes import nodes_for_cases
 from .parse import JUnitInvalid, ParsedFile, parse_junit
 from .rules import Outcome, Producer, failing_tests, merge_attempts
-from .signatures import signature
 
 RESULT_COLUMNS = ("suite_id", "file_id", "node_id", "day", "position", "outcome", "attempts",
                   "passes", "failures", "duration", "message", "signature")
@@ -140,8 +140,10 @@ def _store(suite: Suite, parsed: ParsedFile, meta: UploadMeta, *, digest: str, a
     signatures = {node: signature(r.message) for node, r in results.items() if r.failures}
     share = suite.junit_infrastructure_share
     failing = failing_tests(list(results.values()))
-    reason = gate_rules.infrastructure_reason(failing, share=share,
-                                   errors_outside_tests=parsed.errors_outside_tests)
+    reason = gate_rules.infrastructure_reason(
+        failing, share=share, errors_outside_tests=parsed.errors_outside_tests,
+        signatures=[signatures.get(node, "") for node, r in results.items()
+                    if r.ran and not r.passes])
     findings = Findings([], []) if reason else detect(
         FileContext(suite, meta.commit, meta.job, meta.branch, today), results, signatures)
     outcomes = Counter(r.outcome for r in results.values())

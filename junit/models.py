@@ -20,10 +20,10 @@ from __future__ import annotations
 from django.db import models
 
 from flakeboard import rules as gate_rules
+from flakeboard.rules.signatures import MESSAGE_MAX_LENGTH, SIGNATURE_MAX_LENGTH
 from ledger.models import Node, Suite
 
 from .rules import Outcome, Producer
-from .signatures import MESSAGE_MAX_LENGTH, SIGNATURE_MAX_LENGTH
 
 META = gate_rules.META_MAX_LENGTH
 

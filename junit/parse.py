@@ -25,12 +25,12 @@ import defusedxml.ElementTree as DefusedElementTree
 from defusedxml import DefusedXmlException, DTDForbidden, EntitiesForbidden
 
 from flakeboard import rules as gate_rules
+from flakeboard.rules.signatures import first_line
 from ledger.messages import phrase
 from ledger.refusals import Code, WireProblem
 
 from . import nodeids
 from .rules import Attempt, Outcome, Producer
-from .signatures import first_line
 
 MAX_PROBLEMS = 50
 ELEMENTS_PER_CASE = 20  # a testcase, its results, reruns, outputs and properties, and more

@@ -24,7 +24,9 @@ Python, another OS), a likely platform dependence, and not flaky.
 
 **Infrastructure.** A file holding an error outside any test (``INFRASTRUCTURE_MARKS``),
 or in which more than the suite's share of the tests that ran never passed (counted when
-at least INFRASTRUCTURE_MIN_TESTS ran: a handful of failing tests is not a broken runner), is an
+at least INFRASTRUCTURE_MIN_TESTS ran: a handful of failing tests is not a broken runner), or
+in which every test that never passed, at least ONE_SIGNATURE_MIN_FAILURES, failed with one
+failure signature (``flakeboard.rules.signatures``: a full disk says so in one voice), is an
 infrastructure failure: stored and shown, and left out of flaky detection. The rule is
 ``flakeboard.rules.infrastructure``, which judges an attempt of the gate the same way.
 """

@@ -24,11 +24,13 @@ def get_suite(slug: str) -> Suite:
 
 class PruneCommand(BaseCommand):
     """A prune of raw rows older than a setting's days: ``prune(days=, today=, dry_run=)``
-    answers the counts, ``said(pruned)`` words them after "Deleted" or "Would delete".
+    answers the counts, ``said`` words them after "Deleted" or "Would delete" (a format of
+``pruned`` and ``span``, the setting's days).
     Started by cron on several hosts, one run deletes and the others say so: the job's lock
     (``job_locks``) is named after the command."""
 
     setting = ""
+    said = ""
 
     def add_arguments(self, parser):
         parser.add_argument("--dry-run", action="store_true",
@@ -44,4 +46,5 @@ class PruneCommand(BaseCommand):
                 return
             pruned = self.prune(days=days, today=timezone.now().date(), dry_run=dry_run)
         verb = "Would delete" if dry_run else "Deleted"
-        self.stdout.write(f"{verb} {self.said(pruned, plural(days, 'day'))}")
+        said = self.said.format(pruned=pruned, span=plural(days, "day"))
+        self.stdout.write(f"{verb} {said}")

@@ -72,7 +72,7 @@ VERDICT_COLUMNS = (
     "suite_id", "batch_id", "node_id", "position", "created_at", "property_check",
     "fixture_lock", "flake_status", "fixture_manifest", "seed", "freeze_expires",
     "stated_tier", "effective_lock", "effective_status", "verdict", "reason", "flags",
-    "attempts", "flipped", "entry_id", "entry_state", "sent",
+    "attempts", "flipped", "entry_id", "entry_state", "sent", "failure_signature",
 )
 
 
@@ -269,8 +269,11 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
         # node flips on them.
         checks = [record.property_check for record in parsed.records]
         failing = rules.failing_records(checks)
-        infrastructure = rules.attempt_infrastructure(
-            checks, share=judged.junit_infrastructure_share) is not None
+        signatures = [record.failure_signature for record in parsed.records
+                      if record.property_check is rules.PropertyCheck.FAIL]
+        why = rules.attempt_infrastructure(checks, share=judged.junit_infrastructure_share,
+                                           signatures=signatures)
+        infrastructure = why is not None
         # The arbiter's answer depends on the record's signals, the node's earlier attempts
         # and its entry, never on the node's name: decided once per distinct combination,
         # with the values it stores and answers.
@@ -314,7 +317,8 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
                 rules.SignalRecord("", *signals), merged, ledger_entry=facts, today=today,
                 tier=tier), merged)
 
-        judged_rows, answers = [], []  # judged_rows: (node pk, decision, entry id, state, sent)
+        # judged_rows: (node pk, decision, entry id, state, sent, failure signature)
+        judged_rows, answers = [], []
         failed = []  # the nodes whose property check failed in this attempt
         for record in parsed.records:
             node_pk, tier = nodes[record.node].pk, nodes[record.node].tier
@@ -330,16 +334,17 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
                     record.property_check, record.fixture_lock, record.flake_status,
                     record.fixture_manifest, record.seed, record.freeze_expires, record.tier,
                 ), facts, before and before.merged, tier)
-            judged_rows.append((node_pk, decided, entry_id, state, True))
+            judged_rows.append((node_pk, decided, entry_id, state, True,
+                                record.failure_signature))
             answers.append({"node": record.node, **decided.answer, "sent": True,
                             "entry": entry_answer})
         for node_pk, (nodeid, signals, merged) in prior.items():
             entry_id, facts, state, entry_answer = entries.get(node_pk, NO_ENTRY)
             decided = carry(signals, facts, merged)
-            judged_rows.append((node_pk, decided, entry_id, state, False))
+            judged_rows.append((node_pk, decided, entry_id, state, False, ""))
             answers.append({"node": nodeid, **decided.answer, "sent": False,
                             "entry": entry_answer})
-        outcomes = [decided.outcome for _, decided, _, _, _ in judged_rows]
+        outcomes = [row[1].outcome for row in judged_rows]
         verdict, reason = rules.aggregate_reason(outcomes)
         counts = upload_counts((o.reason for o in outcomes), reason)
         batch = VerdictBatch(
@@ -351,6 +356,8 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
             deselected_frozen=list(parsed.deselected_frozen),
             patch_class=parsed.patch_class or "", risky_lines=parsed.risky_lines,
             attempt=attempt, failing_share=float(failing.share), infrastructure=infrastructure,
+            infrastructure_signature=signatures[0]
+            if why is rules.InfrastructureReason.ONE_SIGNATURE else "",
         )
         batch.judge(judged)
         if replay_of is not None:
@@ -360,8 +367,9 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
             stored_at = connection.ops.adapt_datetimefield_value(now)
             insert_chunked(NodeVerdict, VERDICT_COLUMNS, [
                 (suite.pk, batch.pk, node_pk, position, stored_at, *decided.stored,
-                 entry_id, state, sent)
-                for position, (node_pk, decided, entry_id, state, sent) in enumerate(judged_rows)
+                 entry_id, state, sent, failure_signature)
+                for position, (node_pk, decided, entry_id, state, sent, failure_signature)
+                in enumerate(judged_rows)
             ])
             rollup_add(suite=suite, source=Source.VERDICTS, day=today, counts=counts)
             # Release when fixed: a node CI saw fail is not ready to clear.

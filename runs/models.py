@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.db import models
 
 from flakeboard import rules
+from flakeboard.rules.signatures import SIGNATURE_MAX_LENGTH
 from ledger.models import KeyField, Node, QuarantineEntry, Suite, text_key
 
 STATUS_CHOICES = [(s.value, s.value) for s in rules.GateStatus]
@@ -277,8 +278,14 @@ class VerdictBatch(Upload):
     infrastructure = models.BooleanField(
         default=False,
         help_text="More than the suite's infrastructure share of the nodes this attempt "
-                  "ran failed: its runner broke. Its failures count for the verdict, and are "
-                  "never flaky evidence.",
+                  "ran failed, or every failure, at least 3, carried one signature: its "
+                  "runner broke. Its failures count for the verdict, and are never flaky "
+                  "evidence.",
+    )
+    infrastructure_signature = models.CharField(
+        max_length=SIGNATURE_MAX_LENGTH, blank=True, default="", db_default="",
+        help_text="The one failure signature that made this attempt an infrastructure "
+                  "failure (empty: none did).",
     )
 
     class Meta(Upload.Meta):
@@ -290,6 +297,17 @@ class VerdictBatch(Upload):
 
     def __str__(self):
         return f"batch {self.pk} ({self.verdict})"
+
+    @property
+    def infrastructure_why(self) -> str:
+        """Why the attempt is an infrastructure failure, in words ("" when it is not)."""
+        if not self.infrastructure:
+            return ""
+        if self.infrastructure_signature:
+            return (f"every failure of this attempt carried one signature, "
+                    f"\u201c{self.infrastructure_signature}\u201d")
+        return (f"{self.failing_share:.0%} of the nodes this attempt ran failed, more than "
+                f"the suite's infrastructure share")
 
 
 class NodeVerdict(UploadRow):
@@ -306,6 +324,9 @@ class NodeVerdict(UploadRow):
     seed = models.BigIntegerField(null=True, blank=True)
     freeze_expires = models.DateField(null=True, blank=True)
     stated_tier = models.PositiveSmallIntegerField(null=True, blank=True)
+    failure_signature = models.CharField(
+        max_length=SIGNATURE_MAX_LENGTH, blank=True, default="", db_default="",
+        help_text="A failed record's failure signature, as the client's gate sent it.")
     effective_lock = models.CharField(max_length=8)
     effective_status = models.CharField(max_length=8)
     verdict = models.CharField(max_length=6, choices=VERDICT_CHOICES)

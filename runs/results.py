@@ -131,6 +131,7 @@ def batch_answer(outcome: IngestOutcome) -> dict:
         "patch_url": _patch_page(batch),
         "attempt": batch.attempt,
         "infrastructure": batch.infrastructure,
+        "infrastructure_signature": batch.infrastructure_signature or None,
         "earlier_attempts": earlier_attempts(batch, replay=outcome.replay),
         "records": failed_explained(
             link_nodes(_explained(outcome.rows, batch.suite), "records", batch.suite.slug),
@@ -172,8 +173,8 @@ def summary_lines(outcome: IngestOutcome) -> list[str]:
         u = outcome.upload
         lines.append(f"batch {u.verdict.upper()} {u.reason}: exit {u.exit_code}")
         if u.infrastructure:
-            lines.append(f"(an infrastructure failure: {u.failing_share:.0%} of the nodes it ran "
-                         "failed; its failures count for the verdict, and no node flips on them)")
+            lines.append(f"(an infrastructure failure: {u.infrastructure_why}; its failures "
+                         "count for the verdict, and no node flips on them)")
     gate = "patch and commit" if isinstance(outcome.upload, VerdictBatch) else "commit"
     if outcome.replay:
         lines.append(f"(a replay of attempt {outcome.repeats}: nothing stored; judged with "

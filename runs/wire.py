@@ -25,6 +25,7 @@ from pydantic import (
 from pydantic.dataclasses import dataclass
 
 from flakeboard import rules
+from flakeboard.rules.signatures import SIGNATURE_MAX_LENGTH, signature
 from ledger.refusals import (
     MAX_ERRORS,
     Code,
@@ -56,6 +57,17 @@ from ledger.wire import (
 )
 
 RiskyLines = Annotated[int, Strict(), Field(ge=0, le=rules.COUNT_MAX)]
+
+
+def _of_a_failure(text: str, info: ValidationInfo) -> str:
+    check = info.data.get("property_check")  # absent when refused itself
+    if text and check not in (None, rules.PropertyCheck.FAIL):
+        raise refusal(Code.INVALID_VALUE, "goes with the property_check fail only")
+    return signature(text)  # a signature is its own; a raw message becomes one
+
+
+FailureSignature = Annotated[str, Strict(), Field(max_length=SIGNATURE_MAX_LENGTH),
+                             AfterValidator(_of_a_failure)]
 
 
 @dataclass(frozen=True)
@@ -213,6 +225,12 @@ class SignalRecordIn(rules.SignalRecord):
     seed: Seed | None = None
     freeze_expires: MomentDate | None = None
     tier: StatedTier | None = None
+    failure_signature: FailureSignature = Field(
+        "", description="Optional, with property_check fail only: the failure's signature "
+        "(its message's first line with numbers, times, paths and ids replaced, as the board "
+        "signs a JUnit failure; the client's gate sends it). When every failed record of an "
+        "attempt, at least 3, carries one and the same, the attempt is an infrastructure "
+        "failure (its runner broke), whatever its failing share.")
 
 
 # --- envelopes -----------------------------------------------------------------------------

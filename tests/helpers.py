@@ -13,7 +13,10 @@ from django.urls import reverse
 from flakeboard.rules import EntryFacts
 from ledger.models import text_key
 from ledger.quarantine import quarantine_create
+from ledger.refusals import UploadInvalid
 from runs.ingest import report_ingest
+from runs.models import Measurement, Report
+from runs.wire import parse_report
 
 # The rules never read the clock: their tests pass this day as today.
 TODAY = date(2026, 3, 15)
@@ -147,3 +150,16 @@ def upload_summary(html: str, name: str) -> list[tuple[str, str]]:
     summary = re.search(r'<nav class="upload-summary".*?</nav>', html, re.S).group(0)
     return re.findall(rf'<a href="\?{name}=(\w+)"><span class="badge [sv]-\w+">\w+</span> '
                       r"<strong>(\d+)</strong> \w+</a>", summary)
+
+
+def assert_row_refused(suite, rows: list, field: str, code: str, says: str) -> None:
+    """A report of ``rows`` refused whole for its row 1's ``field`` alone (``code``, a
+    message holding ``says``), and nothing stored."""
+    with pytest.raises(UploadInvalid) as refused:
+        parse_report(body(rows), {})
+    [problem] = refused.value.problems
+    assert (problem.row, problem.field, problem.code) == (1, field, code)
+    assert says in problem.message
+    with pytest.raises(UploadInvalid):
+        report_ingest(suite=suite, body=body(rows), actor="ci")
+    assert not Report.objects.exists() and not Measurement.objects.exists()

@@ -7,7 +7,6 @@ targets file offers it to measure until a measurement finds it within budget."""
 from __future__ import annotations
 
 from datetime import timedelta
-from urllib.parse import parse_qs
 
 from django.urls import reverse
 from django.utils import timezone
@@ -21,7 +20,7 @@ from runs.trend_counts import birth_counts
 from tests import test_flaky_page
 from tests.api_http import new_token
 from tests.helpers import body, measurement
-from tests.test_flaky_flips import FLIPPED, JUNIT, flip, junit_flake
+from tests.test_flaky_flips import FLIPPED, JUNIT, flip, junit_flake, prefilled
 from tests.test_flaky_page import shown
 from tests.test_trends import page_charts
 from tests.test_trends_retries import today
@@ -96,10 +95,9 @@ def test_a_birth_older_than_the_window_or_on_another_branch_is_not_listed(suite,
 
 def test_quarantine_of_a_birth_is_prefilled_from_its_runs_and_report(suite, flaky_page):
     report = born(suite)
-    (row,) = flaky_page().context["rows"]
-    query = parse_qs(row.quarantine_query)
-    assert (query["node"], query["n"], query["fails"]) == ([BORN], ["30"], ["6"])
-    assert query["evidence"][0].endswith(reverse("report", args=[suite.slug, report.pk]))
+    *counts, evidence = prefilled(flaky_page())
+    assert counts == [BORN, "30", "6"]
+    assert evidence.endswith(reverse("report", args=[suite.slug, report.pk]))
 
 
 def test_the_targets_file_offers_a_birth_until_it_is_measured_within_budget(suite, today):

@@ -113,12 +113,19 @@ def test_a_later_attempt_that_leaves_the_node_out_still_holds_its_flip(suite, fl
     assert (row.node.nodeid, row.flip.batch) == (FLIPPED, third.pk)
 
 
+def prefilled(page) -> tuple[str, str, str, str]:
+    """The quarantine form's node, runs, failures and evidence, as the page's one row
+    fills them."""
+    (row,) = page.context["rows"]
+    query = parse_qs(row.quarantine_query)
+    return query["node"][0], query["n"][0], query["fails"][0], query["evidence"][0]
+
+
 def test_quarantine_of_a_flip_is_prefilled_from_its_attempts_and_batch(suite, flaky_page):
     batch = flip(suite)
-    (row,) = flaky_page().context["rows"]
-    query = parse_qs(row.quarantine_query)
-    assert (query["node"], query["n"], query["fails"]) == ([FLIPPED], ["2"], ["1"])
-    assert query["evidence"][0].endswith(reverse("batch", args=[suite.slug, batch.pk]))
+    *counts, evidence = prefilled(flaky_page())
+    assert counts == [FLIPPED, "2", "1"]
+    assert evidence.endswith(reverse("batch", args=[suite.slug, batch.pk]))
 
 
 def test_measure_over_htmx_answers_the_flipped_row_again(suite, client_for, owner):

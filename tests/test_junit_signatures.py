@@ -1,5 +1,5 @@
-"""A failure's first line and its signature (junit/signatures.py): what changes from run to
-run replaced, so that one test's failures group into a few causes."""
+"""A failure's first line and its signature (flakeboard/rules/signatures.py): what changes
+from run to run replaced, so that one test's failures group into a few causes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from junit.signatures import MESSAGE_MAX_LENGTH, SIGNATURE_MAX_LENGTH, first_line, signature
+from flakeboard.rules.signatures import (
+    MESSAGE_MAX_LENGTH,
+    SIGNATURE_MAX_LENGTH,
+    first_line,
+    signature,
+)
 from tests.properties import PROPERTY
 
 # (message, its signature): the messages are the real ones of tests/corpus/junit/.

@@ -20,10 +20,10 @@ from ledger.models import Node, text_key
 from ledger.selectors import known_nodes
 from runs.api.schemas import ReportAnswer
 from runs.ingest import report_ingest
-from runs.models import CAUSE_ROLE_TEXT, Measurement, Report
+from runs.models import CAUSE_ROLE_TEXT, Measurement
 from runs.wire import UploadInvalid, parse_report
 from tests.api_http import openapi_document, schema_validator
-from tests.helpers import body, measurement, node_page
+from tests.helpers import assert_row_refused, body, measurement, node_page
 
 NODE = "tests/test_pager.py::test_echo_via_pager[test0- cat ]"
 SETTER = "tests/test_termui.py::test_progressbar_strip_regression"
@@ -83,14 +83,7 @@ REFUSED = {
 @pytest.mark.parametrize(("row", "code", "says"), REFUSED.values(), ids=REFUSED.keys())
 def test_a_bad_cause_is_refused_naming_the_row_and_the_field(suite, row, code, says):
     rows = [measurement("tests/a.py::test_ok"), row]
-    with pytest.raises(UploadInvalid) as refused:
-        parse_report(body(rows), {})
-    [problem] = refused.value.problems
-    assert (problem.row, problem.field, problem.code) == (1, "cause", code)
-    assert says in problem.message
-    with pytest.raises(UploadInvalid):
-        report_ingest(suite=suite, body=body(rows), actor="ci")
-    assert not Report.objects.exists() and not Measurement.objects.exists()
+    assert_row_refused(suite, rows, "cause", code, says)
 
 
 def test_the_api_document_describes_it_in_and_out():

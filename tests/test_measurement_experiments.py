@@ -14,10 +14,10 @@ from django.core.management import CommandError, call_command
 from board.diagnosis import node_diagnosis
 from flakeboard import rules
 from runs.ingest import report_ingest
-from runs.models import Measurement, Report
-from runs.wire import UploadInvalid, parse_report
+from runs.models import Measurement
+from runs.wire import parse_report
 from tests.api_http import openapi_document, schema_validator
-from tests.helpers import body, measurement
+from tests.helpers import assert_row_refused, body, measurement
 
 NODE = "tests/test_x.py::test_y"
 SEEDED = {"seeds": [9141, 9150], "controls": [9137, 9138], "seed_runs": 4, "seed_fails": 4,
@@ -117,14 +117,7 @@ REFUSED = {
 @pytest.mark.parametrize(("experiments", "code", "says"), REFUSED.values(), ids=REFUSED.keys())
 def test_each_refusal_names_the_row_and_the_field(suite, experiments, code, says):
     rows = [measurement("tests/a.py::test_ok"), row(experiments)]
-    with pytest.raises(UploadInvalid) as refused:
-        parse_report(body(rows), {})
-    [problem] = refused.value.problems
-    assert (problem.row, problem.field, problem.code) == (1, "experiments", code)
-    assert says in problem.message
-    with pytest.raises(UploadInvalid):
-        report_ingest(suite=suite, body=body(rows), actor="ci")
-    assert not Report.objects.exists() and not Measurement.objects.exists()
+    assert_row_refused(suite, rows, "experiments", code, says)
 
 
 def test_the_api_document_describes_them():

@@ -75,67 +75,61 @@ def test_defaults_are_the_spec_policy() -> None:
 # Reference bounds (SPEC 2.1): 0/200 -> 0.0188 (within 2%), 1/200 -> 0.0278, 5/200 -> 0.0572,
 # 0/189 -> 0.0199 (within 2%, but fewer than 200 runs), 0/60 -> 0.0602. A short measurement
 # is judged at full size for step 3: 3/20 is over budget as 3/200 (0.0432) would be.
-GATE_TABLE = [
-    # entry, n, fails, status, reason, new: the new-test guard's row of a node new at the
+GATE_TABLE = {
+    # id: entry, n, fails, status, reason, new: the new-test guard's row of a node new at the
     # report's commit (2.4b)
     # step 2 / 3 without an entry
-    pytest.param(NO_ENTRY, 200, 0, OK, "within_budget", False, id="no-entry-clean-200"),
-    pytest.param(NO_ENTRY, 5000, 20, OK, "within_budget", False, id="no-entry-20-of-5000"),
-    pytest.param(NO_ENTRY, 200, 1, FAIL, "over_budget", False, id="no-entry-1-of-200"),
-    pytest.param(NO_ENTRY, 200, 5, FAIL, "over_budget", False, id="no-entry-5-of-200"),
-    pytest.param(NO_ENTRY, 200, 200, FAIL, "over_budget", False, id="no-entry-always-fails"),
-    pytest.param(NO_ENTRY, 189, 0, FAIL, "too_few_runs", False,
-                 id="no-entry-within-rate-but-189-runs"),
-    pytest.param(NO_ENTRY, 199, 0, FAIL, "too_few_runs", False, id="no-entry-one-run-short"),
-    pytest.param(NO_ENTRY, 60, 0, FAIL, "too_few_runs", False, id="no-entry-clean-60"),
-    pytest.param(NO_ENTRY, 1, 0, FAIL, "too_few_runs", False, id="no-entry-single-run"),
-    pytest.param(NO_ENTRY, 20, 0, FAIL, "too_few_runs", False, id="no-entry-clean-20"),
-    pytest.param(NO_ENTRY, 20, 3, FAIL, "over_budget", False, id="no-entry-3-of-20-decided"),
-    pytest.param(NO_ENTRY, 20, 20, FAIL, "over_budget", False, id="no-entry-20-of-20"),
-    pytest.param(NO_ENTRY, 1, 1, FAIL, "over_budget", False, id="no-entry-single-failing-run"),
-    pytest.param(NO_ENTRY, 199, 1, FAIL, "over_budget", False, id="no-entry-1-of-199"),
+    "no-entry-clean-200": (NO_ENTRY, 200, 0, OK, "within_budget", False),
+    "no-entry-20-of-5000": (NO_ENTRY, 5000, 20, OK, "within_budget", False),
+    "no-entry-1-of-200": (NO_ENTRY, 200, 1, FAIL, "over_budget", False),
+    "no-entry-5-of-200": (NO_ENTRY, 200, 5, FAIL, "over_budget", False),
+    "no-entry-always-fails": (NO_ENTRY, 200, 200, FAIL, "over_budget", False),
+    "no-entry-within-rate-but-189-runs": (NO_ENTRY, 189, 0, FAIL, "too_few_runs", False),
+    "no-entry-one-run-short": (NO_ENTRY, 199, 0, FAIL, "too_few_runs", False),
+    "no-entry-clean-60": (NO_ENTRY, 60, 0, FAIL, "too_few_runs", False),
+    "no-entry-single-run": (NO_ENTRY, 1, 0, FAIL, "too_few_runs", False),
+    "no-entry-clean-20": (NO_ENTRY, 20, 0, FAIL, "too_few_runs", False),
+    "no-entry-3-of-20-decided": (NO_ENTRY, 20, 3, FAIL, "over_budget", False),
+    "no-entry-20-of-20": (NO_ENTRY, 20, 20, FAIL, "over_budget", False),
+    "no-entry-single-failing-run": (NO_ENTRY, 1, 1, FAIL, "over_budget", False),
+    "no-entry-1-of-199": (NO_ENTRY, 199, 1, FAIL, "over_budget", False),
     # step 4: quarantined
-    pytest.param(ACTIVE, 200, 5, WARN, "quarantined", False, id="active-over-budget"),
-    pytest.param(ACTIVE, 60, 0, WARN, "quarantined", False, id="active-too-few-runs"),
-    pytest.param(ACTIVE, 20, 3, WARN, "quarantined", False, id="active-short-and-decided"),
-    pytest.param(ACTIVE, 200, 200, WARN, "quarantined", False, id="active-always-fails"),
-    pytest.param(LAST_DAY, 200, 5, WARN, "quarantined", False,
-                 id="expires-today-still-quarantined"),
+    "active-over-budget": (ACTIVE, 200, 5, WARN, "quarantined", False),
+    "active-too-few-runs": (ACTIVE, 60, 0, WARN, "quarantined", False),
+    "active-short-and-decided": (ACTIVE, 20, 3, WARN, "quarantined", False),
+    "active-always-fails": (ACTIVE, 200, 200, WARN, "quarantined", False),
+    "expires-today-still-quarantined": (LAST_DAY, 200, 5, WARN, "quarantined", False),
     # step 2 beats the entry: a quarantined node that recovered is simply within budget
-    pytest.param(ACTIVE, 200, 0, OK, "within_budget", False, id="active-but-within-budget"),
+    "active-but-within-budget": (ACTIVE, 200, 0, OK, "within_budget", False),
     # step 1: expired beats everything
-    pytest.param(EXPIRED, 200, 5, FAIL, "quarantine_expired", False, id="expired-over-budget"),
-    pytest.param(EXPIRED, 200, 0, FAIL, "quarantine_expired", False,
-                 id="expired-beats-within-budget"),
-    pytest.param(EXPIRED, 60, 0, FAIL, "quarantine_expired", False,
-                 id="expired-beats-too-few-runs"),
-    pytest.param(EXPIRED, 20, 3, FAIL, "quarantine_expired", False, id="expired-short-and-decided"),
-    pytest.param(EXPIRED_LONG_AGO, 5000, 0, FAIL, "quarantine_expired", False,
-                 id="expired-long-ago"),
+    "expired-over-budget": (EXPIRED, 200, 5, FAIL, "quarantine_expired", False),
+    "expired-beats-within-budget": (EXPIRED, 200, 0, FAIL, "quarantine_expired", False),
+    "expired-beats-too-few-runs": (EXPIRED, 60, 0, FAIL, "quarantine_expired", False),
+    "expired-short-and-decided": (EXPIRED, 20, 3, FAIL, "quarantine_expired", False),
+    "expired-long-ago": (EXPIRED_LONG_AGO, 5000, 0, FAIL, "quarantine_expired", False),
     # tier violations count as no entry
-    pytest.param(VIOLATING, 200, 5, FAIL, "tier_violation", False, id="violation-over-budget"),
-    pytest.param(VIOLATING, 60, 0, FAIL, "tier_violation", False, id="violation-too-few-runs"),
-    pytest.param(VIOLATING, 20, 3, FAIL, "tier_violation", False, id="violation-short-and-decided"),
-    pytest.param(VIOLATING, 200, 0, OK, "within_budget", False, id="violation-within-budget"),
+    "violation-over-budget": (VIOLATING, 200, 5, FAIL, "tier_violation", False),
+    "violation-too-few-runs": (VIOLATING, 60, 0, FAIL, "tier_violation", False),
+    "violation-short-and-decided": (VIOLATING, 20, 3, FAIL, "tier_violation", False),
+    "violation-within-budget": (VIOLATING, 200, 0, OK, "within_budget", False),
     # ...but an expired one fails at step 1 all the same
-    pytest.param(VIOLATING_EXPIRED, 200, 5, FAIL, "quarantine_expired", False,
-                 id="violation-expired"),
-    pytest.param(VIOLATING_EXPIRED, 200, 0, FAIL, "quarantine_expired", False,
-                 id="violation-expired-within-budget"),
+    "violation-expired": (VIOLATING_EXPIRED, 200, 5, FAIL, "quarantine_expired", False),
+    "violation-expired-within-budget": (
+        VIOLATING_EXPIRED, 200, 0, FAIL, "quarantine_expired", False),
     # the new-test guard (2.4b): a flip FAILs even within budget, a clean short run passes
-    pytest.param(NO_ENTRY, 30, 0, OK, "new_test_clean", True, id="new-clean-30"),
-    pytest.param(NO_ENTRY, 3, 0, OK, "new_test_clean", True, id="new-clean-3-a-slow-test"),
-    pytest.param(NO_ENTRY, 2, 0, FAIL, "too_few_runs", True, id="new-clean-but-2-runs"),
-    pytest.param(NO_ENTRY, 30, 6, FAIL, "new_test_flaky", True, id="new-fails-a-fifth"),
-    pytest.param(NO_ENTRY, 30, 1, FAIL, "new_test_flaky", True, id="new-fails-once"),
-    pytest.param(NO_ENTRY, 30, 30, FAIL, "over_budget", True, id="new-always-fails-a-failure"),
-    pytest.param(NO_ENTRY, 5000, 1, FAIL, "new_test_flaky", True, id="new-flipped-within-budget"),
-    pytest.param(NO_ENTRY, 200, 5, FAIL, "over_budget", True, id="new-over-budget-at-full-size"),
-    pytest.param(NO_ENTRY, 200, 0, OK, "within_budget", True, id="new-clean-at-full-size"),
-    pytest.param(ACTIVE, 30, 6, WARN, "quarantined", True, id="new-but-quarantined"),
-    pytest.param(EXPIRED, 30, 0, FAIL, "quarantine_expired", True, id="new-but-expired"),
-    pytest.param(VIOLATING, 30, 6, FAIL, "tier_violation", True, id="new-but-violating"),
-]
+    "new-clean-30": (NO_ENTRY, 30, 0, OK, "new_test_clean", True),
+    "new-clean-3-a-slow-test": (NO_ENTRY, 3, 0, OK, "new_test_clean", True),
+    "new-clean-but-2-runs": (NO_ENTRY, 2, 0, FAIL, "too_few_runs", True),
+    "new-fails-a-fifth": (NO_ENTRY, 30, 6, FAIL, "new_test_flaky", True),
+    "new-fails-once": (NO_ENTRY, 30, 1, FAIL, "new_test_flaky", True),
+    "new-always-fails-a-failure": (NO_ENTRY, 30, 30, FAIL, "over_budget", True),
+    "new-flipped-within-budget": (NO_ENTRY, 5000, 1, FAIL, "new_test_flaky", True),
+    "new-over-budget-at-full-size": (NO_ENTRY, 200, 5, FAIL, "over_budget", True),
+    "new-clean-at-full-size": (NO_ENTRY, 200, 0, OK, "within_budget", True),
+    "new-but-quarantined": (ACTIVE, 30, 6, WARN, "quarantined", True),
+    "new-but-expired": (EXPIRED, 30, 0, FAIL, "quarantine_expired", True),
+    "new-but-violating": (VIOLATING, 30, 6, FAIL, "tier_violation", True),
+}
 
 
 
@@ -149,7 +143,8 @@ def test_the_guard_never_lets_a_new_test_that_flipped_pass(n: int, data) -> None
     assert outcome.status is FAIL
 
 
-@pytest.mark.parametrize(("entry", "n", "fails", "status", "reason", "new"), GATE_TABLE)
+@pytest.mark.parametrize(("entry", "n", "fails", "status", "reason", "new"),
+                         GATE_TABLE.values(), ids=GATE_TABLE.keys())
 def test_gate_measurement(
     entry: EntryFacts | None, n: int, fails: int, status: GateStatus, reason: str, new: bool
 ) -> None:
@@ -423,5 +418,6 @@ def test_a_report_passes_exactly_when_nonempty_without_fail_and_within_cap(
 
 
 def test_every_budget_reason_is_reachable_in_these_tables() -> None:
-    seen = {Reason(p.values[4]) for p in [*GATE_TABLE, *REPORT_TABLE]}
+    seen = {Reason(row[4]) for row in GATE_TABLE.values()} | {
+        Reason(p.values[4]) for p in REPORT_TABLE}
     assert seen == set(BUDGET_REASONS)

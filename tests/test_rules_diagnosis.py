@@ -231,22 +231,17 @@ def brute_force_fisher(fails: int, n: int, other_fails: int, other_n: int) -> Fr
 
 
 @st.composite
-def small_tables(draw):
-    n, other_n = draw(st.integers(0, 6)), draw(st.integers(0, 6))
+def tables(draw, most: int = 2000):
+    """A 2x2 table (fails, n, other fails, other n), each n at most ``most``."""
+    n, other_n = draw(st.integers(0, most)), draw(st.integers(0, most))
     return (draw(st.integers(0, n)), n, draw(st.integers(0, other_n)), other_n)
 
 
 @PROPERTY
-@given(small_tables())
+@given(tables(most=6))
 def test_fisher_matches_the_brute_force_sum(table) -> None:
     assert math.isclose(fisher_greater(*table), float(brute_force_fisher(*table)),
                         rel_tol=1e-12)
-
-
-@st.composite
-def tables(draw):
-    n, other_n = draw(st.integers(0, 2000)), draw(st.integers(0, 2000))
-    return (draw(st.integers(0, n)), n, draw(st.integers(0, other_n)), other_n)
 
 
 @PROPERTY

@@ -9,12 +9,10 @@ from ninja import Router
 from pydantic import Field
 
 from ledger.api.auth import Scope, suite_for_token
-from ledger.api.tiers import nodeids_asked
+from ledger.api.tiers import node_lookup, nodeids_asked
 from ledger.wire import NodeId
 from runs.api.schemas import DiagnosisOut
 from runs.diagnosed import DIAGNOSED_MAX
-from web.api.errors import ErrorOut
-from web.api.openapi import json_body
 from web.api.schemas import Answer
 
 from ..diagnosis import node_diagnoses
@@ -46,14 +44,9 @@ measurement rows carry. A node the board does not know has none (null). Nothing 
 Needs a read (or write) token of the suite."""
 
 
-@router.post(
-    "/suites/{suite}/diagnoses",
-    response={200: DiagnosesAnswer, 400: ErrorOut, 401: ErrorOut, 403: ErrorOut,
-              413: ErrorOut, 415: ErrorOut, 422: ErrorOut},
-    summary="Why these tests are flaky: each one's diagnosis",
-    description=DESCRIPTION,
-    openapi_extra=json_body(list[NodeId], description="The node ids, as pytest prints them."),
-)
+@node_lookup(router, "/suites/{suite}/diagnoses", DiagnosesAnswer,
+             summary="Why these tests are flaky: each one's diagnosis",
+             description=DESCRIPTION)
 def diagnoses(request, suite: str):
     owned = suite_for_token(request, suite, Scope.READ)
     nodeids = nodeids_asked(request, DIAGNOSED_MAX)

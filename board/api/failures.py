@@ -9,11 +9,9 @@ from ninja import Router
 from pydantic import Field
 
 from ledger.api.auth import Scope, suite_for_token
-from ledger.api.tiers import nodeids_asked
+from ledger.api.tiers import node_lookup, nodeids_asked
 from ledger.wire import NodeId
 from runs.api.schemas import FailureOut
-from web.api.errors import ErrorOut
-from web.api.openapi import json_body
 from web.api.schemas import Answer
 
 from ..failures import EXPLAINED_MAX, failures_explained
@@ -41,15 +39,9 @@ A node the board does not know is a new failure. Nothing is stored. Needs a read
 write) token of the suite."""
 
 
-@router.post(
-    "/suites/{suite}/failures",
-    response={200: FailuresAnswer, 400: ErrorOut, 401: ErrorOut, 403: ErrorOut,
-              413: ErrorOut, 415: ErrorOut, 422: ErrorOut},
-    summary="Why these failed tests failed: each one's label and line",
-    description=DESCRIPTION,
-    openapi_extra=json_body(list[NodeId], description="The failed node ids, as pytest "
-                                                      "prints them."),
-)
+@node_lookup(router, "/suites/{suite}/failures", FailuresAnswer,
+             summary="Why these failed tests failed: each one's label and line",
+             description=DESCRIPTION, nodes="The failed node ids, as pytest prints them.")
 def failures(request, suite: str):
     owned = suite_for_token(request, suite, Scope.READ)
     nodeids = nodeids_asked(request, EXPLAINED_MAX)

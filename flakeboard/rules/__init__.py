@@ -185,11 +185,13 @@ from .gate_plan import (
 )
 from .infrastructure import (
     INFRASTRUCTURE_MIN_TESTS,
+    ONE_SIGNATURE_MIN_FAILURES,
     FailingTests,
     InfrastructureReason,
     attempt_infrastructure,
     failing_records,
     infrastructure_reason,
+    one_signature,
 )
 from .limits import (
     CAUSE_NODES_MAX,

@@ -1,6 +1,6 @@
 """Failures that name the network or a service (SPEC 2.4d's ``external``): a connection
 reset, refused or aborted; a name that did not resolve; a timeout talking to a host; a 5xx
-answer. Read from a failure's signature (``junit.signatures``: its numbers read <n>, so a
+answer. Read from a failure's signature (``flakeboard.rules.signatures``: its numbers read <n>, so a
 status is known by its words) or its message."""
 
 from __future__ import annotations

@@ -12,12 +12,10 @@ from ninja import Query, Router
 from pydantic import Field
 
 from ledger.api.auth import Scope, suite_for_token
-from ledger.api.tiers import commit_query, parse_nodeids
-from ledger.refusals import UploadInvalid
+from ledger.api.refusing import as_refusal
+from ledger.api.tiers import commit_query, node_lookup, parse_nodeids
 from ledger.wire import Meta, NodeId
 from web.api.bodies import raw_json_body
-from web.api.errors import ErrorOut, refused
-from web.api.openapi import json_body
 from web.api.schemas import Answer
 
 from ..order import ci_order
@@ -65,25 +63,18 @@ interleaved. Raw JUnit rows are kept `JUNIT_RETENTION_DAYS`: an older commit's o
 unknown (`file` null). Nothing is stored. Needs a read (or write) token of the suite."""
 
 
-@router.post(
-    "/suites/{suite}/junit/order",
-    response={200: OrderAnswer, 400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 413: ErrorOut,
-              415: ErrorOut, 422: ErrorOut},
-    summary="The order CI ran these tests in at a commit, from its JUnit files",
-    description=DESCRIPTION,
-    openapi_extra=json_body(list[NodeId], description="The node ids, as pytest prints them."),
-)
+@node_lookup(router, "/suites/{suite}/junit/order", OrderAnswer,
+             summary="The order CI ran these tests in at a commit, from its JUnit files",
+             description=DESCRIPTION)
 def junit_order(
     request,
     suite: str,
     commit: Annotated[str, Query(min_length=1, description="The commit CI ran.")],
 ):
     owned = suite_for_token(request, suite, Scope.READ)
-    try:
+    with as_refusal():
         commit = commit_query(commit)
         nodeids = parse_nodeids(raw_json_body(request), settings.UPLOAD_MAX_RECORDS)
-    except UploadInvalid as exc:
-        raise refused(exc) from None
     found = ci_order(owned, commit, nodeids)
     return {"suite": owned.slug, "commit": commit,
             "files": [vars(listed) for listed in found.files],

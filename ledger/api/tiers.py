@@ -14,14 +14,18 @@ from pydantic import Field, TypeAdapter, ValidationError
 from flakeboard import rules
 from ledger.api.auth import Scope, suite_for_token
 from web.api.bodies import raw_json_body
-from web.api.errors import ErrorOut, refused
+from web.api.errors import ErrorOut
 from web.api.openapi import json_body
 
 from .. import refusals
 from ..selectors import tiers_and_births
 from ..wire import Commit, NodeId
+from .refusing import as_refusal
 
 router = Router(tags=["ledger"])
+# A lookup's refusals: its body unreadable (400), no or another suite's token (401, 403),
+# too many nodes (413), not JSON (415), a node id refused (422).
+LOOKUP_REFUSALS = (400, 401, 403, 413, 415, 422)
 
 NodeIds = TypeAdapter(list[NodeId])
 CommitQuery = TypeAdapter(Commit)
@@ -87,18 +91,25 @@ def parse_nodeids(body: bytes, max_records: int) -> list[str]:
         raise refusals.UploadInvalid("validation_failed", found, exc.error_count()) from None
 
 
+def node_lookup(router: Router, path: str, answer: type, *, summary: str, description: str,
+                nodes: str = "The node ids, as pytest prints them."):
+    """An endpoint that answers of the JSON list of node ids its body holds (the tiers, CI's
+    order, the failures' labels, the diagnoses), registered on ``router``: its answer,
+    the refusals of a body, and the body as the OpenAPI document shows it."""
+    return router.post(
+        path, response={200: answer, **dict.fromkeys(LOOKUP_REFUSALS, ErrorOut)},
+        summary=summary, description=description,
+        openapi_extra=json_body(list[NodeId], description=nodes))
+
+
 def nodeids_asked(request, max_records: int) -> list[str]:
     """A lookup's body, a JSON list of node ids, whole; refused as the API refuses."""
-    try:
+    with as_refusal():
         return parse_nodeids(raw_json_body(request), max_records)
-    except refusals.UploadInvalid as exc:
-        raise refused(exc) from None
 
 
-@router.post(
-    "/suites/{suite}/tiers",
-    response={200: TiersAnswer, 400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 413: ErrorOut,
-              415: ErrorOut, 422: ErrorOut},
+@node_lookup(
+    router, "/suites/{suite}/tiers", TiersAnswer,
     summary="The tiers of these nodes, and the rules that decided them",
     description=(
         "A JSON list of node ids in the body (at most as many as an upload's rows); each "
@@ -108,7 +119,6 @@ def nodeids_asked(request, max_records: int) -> list[str]:
         "whether the node is `new` at that commit. Nothing is stored. Needs a read "
         "(or write) token of the suite."
     ),
-    openapi_extra=json_body(list[NodeId], description="The node ids, as pytest prints them."),
 )
 def tiers(
     request,
@@ -118,11 +128,9 @@ def tiers(
                                              "commit.")] = "",
 ):
     suite = suite_for_token(request, suite, Scope.READ)
-    try:
+    with as_refusal():
         commit = commit_query(commit)
         nodeids = parse_nodeids(raw_json_body(request), settings.UPLOAD_MAX_RECORDS)
-    except refusals.UploadInvalid as exc:
-        raise refused(exc) from None
     resolved, births = tiers_and_births(suite, nodeids)
     return {"suite": suite.slug, "tiers": [
         {"node": nodeid, "tier": int(r.tier), "rule": r.rule.glob if r.rule else None,

@@ -18,58 +18,41 @@ def within(number: str) -> list:
     return [MinValueValidator(low), MaxValueValidator(high)]
 
 
+def policy_number(field: type[models.Field], number: str, help_text: str) -> models.Field:
+    """A policy number's field: the deployment's default for it, its range, and what it
+    means."""
+    return field(default=PolicyDefault(number), validators=within(number), help_text=help_text)
+
+
 class Suite(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200, blank=True)
-    max_upper_rate = models.FloatField(
-        default=PolicyDefault("max_upper_rate"),
-        validators=within("max_upper_rate"),
-        help_text="A measurement passes when its Wilson upper bound is at or below this.",
-    )
-    min_runs = models.PositiveIntegerField(
-        default=PolicyDefault("min_runs"),
-        validators=within("min_runs"),
-        help_text="A measurement with fewer runs is not evidence of stability.",
-    )
-    max_quarantined_share = models.FloatField(
-        default=PolicyDefault("max_quarantined_share"),
-        validators=within("max_quarantined_share"),
-        help_text="The largest share of the test set that may be quarantined at once.",
-    )
-    max_quarantine_days = models.PositiveIntegerField(
-        default=PolicyDefault("max_quarantine_days"),
-        validators=within("max_quarantine_days"),
-        help_text="How far ahead an entry's expiry may be set.",
-    )
-    clear_after_clean_measurements = models.PositiveSmallIntegerField(
-        default=PolicyDefault("clear_after_clean_measurements"),
-        validators=within("clear_after_clean_measurements"),
-        help_text="An open entry is ready to clear when its node's last this many "
-                  "measurements since the entry was created were each within budget.",
-    )
+    max_upper_rate = policy_number(models.FloatField, "max_upper_rate", (
+        "A measurement passes when its Wilson upper bound is at or below this."))
+    min_runs = policy_number(models.PositiveIntegerField, "min_runs", (
+        "A measurement with fewer runs is not evidence of stability."))
+    max_quarantined_share = policy_number(models.FloatField, "max_quarantined_share", (
+        "The largest share of the test set that may be quarantined at once."))
+    max_quarantine_days = policy_number(models.PositiveIntegerField, "max_quarantine_days", (
+        "How far ahead an entry's expiry may be set."))
+    clear_after_clean_measurements = policy_number(
+        models.PositiveSmallIntegerField, "clear_after_clean_measurements", (
+        "An open entry is ready to clear when its node's last this many "
+        "measurements since the entry was created were each within budget."))
     # The new-test guard (docs/new-tests.md): what gate --measure --commit asks of a test
     # the board holds no evidence of. Never part of the budget gate's policy.
-    new_test_runs = models.PositiveSmallIntegerField(
-        default=PolicyDefault("new_test_runs"),
-        validators=within("new_test_runs"),
-        help_text="How many times gate --measure runs each new tier-2 test (fewer when "
-                  "slow, never fewer than 3).",
-    )
-    new_test_share = models.FloatField(
-        default=PolicyDefault("new_test_share"),
-        validators=within("new_test_share"),
-        help_text="When more than this share of a selection is new, the guard measures only "
-                  "the first new tests up to it, so CI stays fast.",
-    )
+    new_test_runs = policy_number(models.PositiveSmallIntegerField, "new_test_runs", (
+        "How many times gate --measure runs each new tier-2 test (fewer when "
+        "slow, never fewer than 3)."))
+    new_test_share = policy_number(models.FloatField, "new_test_share", (
+        "When more than this share of a selection is new, the guard measures only "
+        "the first new tests up to it, so CI stays fast."))
     # What a patch's gate measures (SPEC 2.4c): the seconds gate --measure may spend on the
     # selected tier-2 nodes the patch calls for. Never part of the budget gate's policy.
-    measure_budget = models.PositiveIntegerField(
-        default=PolicyDefault("measure_budget"),
-        validators=within("measure_budget"),
-        help_text="The seconds gate --measure may spend measuring the tier-2 tests a patch "
-                  "calls for (failed, new, in a changed test file, flaky-prone), estimated "
-                  "from their time in the gate's run.",
-    )
+    measure_budget = policy_number(models.PositiveIntegerField, "measure_budget", (
+        "The seconds gate --measure may spend measuring the tier-2 tests a patch "
+        "calls for (failed, new, in a changed test file, flaky-prone), estimated "
+        "from their time in the gate's run."))
     fixture_manifest = models.CharField(
         max_length=200, blank=True, help_text="The pinned fixture manifest digest (empty: no pin)."
     )

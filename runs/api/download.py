@@ -50,8 +50,7 @@ def served_client() -> ServedClient:
     application makes it at start-up)."""
     builder = _builder()
     text = builder.assemble()
-    sources = [BUILD_PATH, *(builder.PACKAGE / f"{module}.py" for module, _ in builder.MODULES)]
-    newest = int(max(path.stat().st_mtime for path in sources))
+    newest = int(max(path.stat().st_mtime for path in builder.sources()))
     return ServedClient(text.encode("utf-8"), builder.build_of(text),
                         datetime.fromtimestamp(newest, tz=UTC))
 

@@ -13,9 +13,10 @@ from ninja import Router, Schema
 from pydantic import Field
 
 from ledger.api.auth import Scope, suite_for_token
+from ledger.api.refusing import as_refusal
 from ledger.refusals import Code, UploadInvalid, WireProblem, load_list
 from web.api.bodies import raw_json_body
-from web.api.errors import ErrorOut, refused
+from web.api.errors import ErrorOut
 from web.api.openapi import json_body
 
 from ..impact import impact_map_set, impact_summary, parse_impact, path_problem, tests_executing
@@ -71,10 +72,8 @@ class ImpactStored(ImpactMapOut):
 )
 def impact_put(request, suite: str):
     suite = suite_for_token(request, suite, Scope.WRITE)
-    try:
+    with as_refusal():
         upload = parse_impact(raw_json_body(request), settings.UPLOAD_MAX_RECORDS)
-    except UploadInvalid as exc:
-        raise refused(exc) from None
     stored = impact_map_set(suite=suite, upload=upload, now=timezone.now())
     return {"suite": suite.slug, "commit": stored.commit, "recorded_at": stored.recorded_at,
             "nodes": stored.nodes, "paths": stored.paths}
@@ -104,10 +103,8 @@ def parse_paths(body: bytes, max_paths: int) -> list[str]:
 )
 def impact_nodes(request, suite: str):
     suite = suite_for_token(request, suite, Scope.READ)
-    try:
+    with as_refusal():
         paths = parse_paths(raw_json_body(request), settings.UPLOAD_MAX_RECORDS)
-    except UploadInvalid as exc:
-        raise refused(exc) from None
     found = tests_executing(suite, paths)
     return {"suite": suite.slug, "map": impact_summary(suite),
             "nodes": [{"node": node, "paths": executed} for node, executed in found.items()]}

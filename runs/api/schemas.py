@@ -163,12 +163,17 @@ REPEATS_ATTEMPT = (
 )
 
 
-class ReportAnswer(Answer):
+class UploadAnswer(Answer):
+    """What a report's and a batch's answers begin with: the upload stored, or not."""
+
     id: int | None = Field(description="null in a dry run.")
-    url: str | None = Field(description="The report on the board; null in a dry run.")
+    url: str | None = Field(description="The upload's page on the board; null in a dry run.")
     duplicate: bool = Field(description=DUPLICATE)
     repeats_attempt: int | None = Field(description=REPEATS_ATTEMPT)
     dry_run: bool
+
+
+class ReportAnswer(UploadAnswer):
     status: rules.GateStatus
     reason: rules.Reason
     exit_code: Literal[0, 1]
@@ -256,12 +261,7 @@ class RecordOut(Answer):
                     "null for every other row.")
 
 
-class BatchAnswer(Answer):
-    id: int | None = Field(description="null in a dry run.")
-    url: str | None = Field(description="The batch on the board; null in a dry run.")
-    duplicate: bool = Field(description=DUPLICATE)
-    repeats_attempt: int | None = Field(description=REPEATS_ATTEMPT)
-    dry_run: bool
+class BatchAnswer(UploadAnswer):
     verdict: rules.Verdict
     reason: rules.Reason
     exit_code: Literal[0, 1, 2] = Field(description="accept 0, reject 1, hold 2.")
@@ -281,9 +281,14 @@ class BatchAnswer(Answer):
     infrastructure: bool = Field(
         description="This attempt is an infrastructure failure: more than the suite's "
                     "infrastructure share (as for a JUnit file) of the nodes it ran failed, "
-                    "at least 10 of them ran. Its failures count for the verdict, this "
-                    "attempt's and every later one's; they are never flaky evidence, so no "
-                    "node flips on them."
+                    "at least 10 of them ran; or every record it failed, at least 3, "
+                    "carried one and the same failure_signature. Its failures count for the "
+                    "verdict, this attempt's and every later one's; they are never flaky "
+                    "evidence, so no node flips on them."
+    )
+    infrastructure_signature: str | None = Field(
+        description="The one failure signature that made this attempt an infrastructure "
+                    "failure (null: none did)."
     )
     earlier_attempts: list[EarlierBatchOut] = Field(
         description="The attempts before this one at the same patch and commit, first "

@@ -18,15 +18,16 @@ from django.utils import timezone
 from ninja import Query, Router
 
 from ledger.api.auth import Scope, suite_for_token
+from ledger.api.refusing import as_refusal
 from ledger.trust import credential_of, signed_of
 from web.api.bodies import raw_json_body
-from web.api.errors import ErrorOut, refused
+from web.api.errors import ErrorOut
 from web.api.openapi import json_body
 
 from ..ingest import report_ingest, signals_ingest
 from ..outcomes import IngestOutcome
 from ..results import batch_answer, report_answer
-from ..wire import ReportUpload, SignalsUpload, UploadInvalid
+from ..wire import ReportUpload, SignalsUpload
 from .schemas import BatchAnswer, ReportAnswer
 
 router = Router(tags=["uploads"])
@@ -68,13 +69,11 @@ def upload(
     duplicate."""
     suite = suite_for_token(request, slug, Scope.WRITE)
     body = raw_json_body(request)
-    try:
+    with as_refusal():
         outcome = ingest(
             suite=suite, body=body, actor=request.auth.label, dry_run=dry_run, query=query,
             now=timezone.now(),
         )
-    except UploadInvalid as exc:
-        raise refused(exc) from None
     answer = on_the_board(request, answer_of(outcome), schema)
     stored = not (outcome.duplicate or outcome.dry_run)
     sent = answered(201 if stored else 200, answer, schema)

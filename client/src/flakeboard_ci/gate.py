@@ -24,6 +24,7 @@ from .measure_pool import plugin_pytest
 from .outputs import output_format, present
 from .patch_class import classify_diff, git_diff
 from .pin import FixturesMissing, fixture_manifest, same_digest
+from .signatures import failure_signature
 
 # pytest's own exit codes for a run that never got to the tests' outcomes.
 PYTEST_INTERNAL_ERROR, PYTEST_USAGE_ERROR = 3, 4
@@ -145,19 +146,25 @@ def run_pytest(pytest_args, leave_out, folder, impact_root=None):
 
 
 def signal_records(run, digest, lock, seed, frozen):
-    """A record per selected node, and one per file that failed to collect (not run)."""
+    """A record per selected node, and one per file that failed to collect (not run); a
+    failed one carries its failure's signature, by which the board tells a broken runner
+    (every failure alike) from failing tests."""
     outcomes = list(run["outcomes"]) + [[path, "not_run"] for path, _ in
                                         run["collection_errors"]]
+    messages = run.get("messages") or {}
     records, seen = [], set()
     for node, outcome in outcomes:
         if node in seen:
             continue
         seen.add(node)
         entry = frozen.get(node)
-        records.append({"node": node, "property_check": outcome, "fixture_lock": lock,
-                        "flake_status": "frozen" if entry else "stable",
-                        "fixture_manifest": digest, "seed": seed,
-                        "freeze_expires": entry["expires"] if entry else None})
+        record = {"node": node, "property_check": outcome, "fixture_lock": lock,
+                  "flake_status": "frozen" if entry else "stable",
+                  "fixture_manifest": digest, "seed": seed,
+                  "freeze_expires": entry["expires"] if entry else None}
+        if outcome == "fail" and messages.get(node):
+            record["failure_signature"] = failure_signature(messages[node])
+        records.append(record)
     return records
 
 

@@ -33,6 +33,7 @@ class GateRecorder:
         self.path, self.frozen = path, set(frozen)
         self.selected, self.left_out, self.errors = [], [], []
         self.outcomes, self.failed = {}, set()
+        self.messages = {}  # a failed node's first failure, its line
         self.seconds = collections.defaultdict(float)  # each node's setup, call, teardown
         self.impact = None  # node -> the source files it executed, with --record-impact
         self.impact_blocked = ""  # why it could not be recorded
@@ -72,6 +73,7 @@ class GateRecorder:
         self.seconds[report.nodeid] += getattr(report, "duration", 0.0) or 0.0
         if report.failed:
             self.failed.add(report.nodeid)
+            self.messages.setdefault(report.nodeid, failure_line(report))
         elif report.skipped:
             xfailed = hasattr(report, "wasxfail")
             self.outcomes.setdefault(report.nodeid, "pass" if xfailed else "not_run")
@@ -92,6 +94,8 @@ class GateRecorder:
         record = {"outcomes": [[node, self.outcome(node)] for node in self.selected],
                   "collection_errors": self.errors,
                   "deselected_frozen": self.left_out,
+                  "messages": {node: self.messages[node] for node in self.selected
+                               if node in self.messages},
                   "seconds": {node: round(self.seconds[node], 4) for node in self.selected
                               if node in self.seconds},
                   "exitstatus": int(exitstatus)}

@@ -9,22 +9,25 @@ from .impact import ImpactRecorder
 from .measure_worker import MeasureWorker
 from .seeding import Seeder
 
+# The options the client's own commands pass the pytest they start: (option, the command,
+# what it does, its argparse keywords).
+OWN_OPTIONS = (
+    ("--flakeboard-worker", "measure", "run the tests it sends", {"metavar": "ID:ADDRESS"}),
+    ("--flakeboard-seeded", "replay", "seed random, and numpy when imported, from PATCH_SEED "
+                                      "before each test's setup and call",
+     {"action": "store_true"}),
+    ("--flakeboard-record", "gate", "write each selected node's outcome to PATH",
+     {"metavar": "PATH"}),
+    ("--flakeboard-leave-out", "gate", "leave the node ids of PATH, one a line, out of the run",
+     {"metavar": "PATH"}),
+    ("--flakeboard-impact", "gate", "record the source files under ROOT each test executes",
+     {"metavar": "ROOT"}),
+)
+
 
 def pytest_addoption(parser):
-    parser.addoption("--flakeboard-worker", metavar="ID:ADDRESS",
-                     help="(flakeboard_ci.py measure's own) run the tests it sends")
-    parser.addoption("--flakeboard-seeded", action="store_true",
-                     help="(flakeboard_ci.py replay's own) seed random, and numpy when "
-                          "imported, from PATCH_SEED before each test's setup and call")
-    parser.addoption("--flakeboard-record", metavar="PATH",
-                     help="(flakeboard_ci.py gate's own) write each selected node's outcome "
-                          "to PATH")
-    parser.addoption("--flakeboard-leave-out", metavar="PATH",
-                     help="(flakeboard_ci.py gate's own) leave the node ids of PATH, one a "
-                          "line, out of the run")
-    parser.addoption("--flakeboard-impact", metavar="ROOT",
-                     help="(flakeboard_ci.py gate's own) record the source files under ROOT "
-                          "each test executes")
+    for option, command, does, keywords in OWN_OPTIONS:
+        parser.addoption(option, help=f"(flakeboard_ci.py {command}'s own) {does}", **keywords)
 
 
 def pytest_configure(config):

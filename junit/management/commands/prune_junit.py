@@ -9,7 +9,5 @@ class Command(PruneCommand):
     )
     setting = "JUNIT_RETENTION_DAYS"
     prune = staticmethod(prune_junit)
-
-    def said(self, pruned, span):
-        return (f"{pruned.results} testcase results and {pruned.job_outcomes} job counts "
-                f"older than {span}.")
+    said = ("{pruned.results} testcase results and {pruned.job_outcomes} job counts older "
+            "than {span}.")

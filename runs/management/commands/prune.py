@@ -10,8 +10,6 @@ class Command(PruneCommand):
     )
     setting = "RETENTION_DAYS"
     prune = staticmethod(prune_uploads)
-
-    def said(self, pruned, span):
-        return (f"{pruned.reports} reports ({pruned.measurements} measurements) and "
-                f"{pruned.batches} verdict batches ({pruned.verdicts} verdicts) older than "
-                f"{span}; kept {pruned.kept_cited} older uploads that entries cite.")
+    said = ("{pruned.reports} reports ({pruned.measurements} measurements) and "
+            "{pruned.batches} verdict batches ({pruned.verdicts} verdicts) older than {span}; "
+            "kept {pruned.kept_cited} older uploads that entries cite.")

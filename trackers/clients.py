@@ -26,6 +26,11 @@ class Opened:
     url: str
 
 
+def web_url(url) -> str:
+    """The issue's address as the tracker answered it, if it is one a page may link to."""
+    return url if isinstance(url, str) and url.startswith(("https://", "http://")) else ""
+
+
 def answer_json(answer: Answer) -> dict:
     try:
         found = json.loads(answer.body or b"{}")
@@ -82,7 +87,7 @@ class GitHub(Client):
         found = answer_json(answer)
         if not answer.ok or "number" not in found:
             return answer, None
-        return answer, Opened(str(found["number"]), found.get("html_url", ""))
+        return answer, Opened(str(found["number"]), web_url(found.get("html_url")))
 
     def comment(self, key: str, text: str) -> Answer:
         return self.call("POST", f"{self.repo}/issues/{key}/comments", {"body": text})
@@ -117,7 +122,7 @@ class GitLab(Client):
         found = answer_json(answer)
         if not answer.ok or "iid" not in found:
             return answer, None
-        return answer, Opened(str(found["iid"]), found.get("web_url", ""))
+        return answer, Opened(str(found["iid"]), web_url(found.get("web_url")))
 
     def comment(self, key: str, text: str) -> Answer:
         return self.call("POST", f"{self.project}/issues/{key}/notes", {"body": text})
@@ -157,7 +162,8 @@ class Jira(Client):
         found = answer_json(answer)
         if not answer.ok or "key" not in found:
             return answer, None
-        return answer, Opened(found["key"], f"{self.site}/browse/{found['key']}")
+        key = str(found["key"])
+        return answer, Opened(key, f"{self.site}/browse/{quote(key)}")
 
     def comment(self, key: str, text: str) -> Answer:
         return self.call("POST", f"/rest/api/3/issue/{quote(key)}/comment", {"body": adf(text)})

@@ -1,0 +1,112 @@
+"""The settings page's Issue tracker section, for leads: the settings page includes it
+(templates/trackers/_tracker_section.html) and loads it from here, so the ledger app never
+imports trackers. Without JavaScript the section links to the same view, a page of its
+own. Its forms post with htmx and get the section back, with what happened in a notice;
+without JavaScript they go back to the settings page with a message. The token is a
+password field that is never filled in again: once saved it is never shown."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.cache import never_cache
+
+from ledger.access import actor_label, for_leads
+from web.pages import render_page, wants_partial
+
+from .models import Tracker, TrackerJob
+from .services import TrackerFields, tracker_remove, tracker_set, tracker_test
+
+LOG_LIMIT = 20
+
+
+class TrackerForm(forms.Form):
+    kind = forms.ChoiceField(label="Tracker", choices=Tracker.Kind.choices)
+    project = forms.CharField(label="Repository or project", max_length=200, help_text=(
+        "GitHub: owner/name. GitLab: the project's id or path. Jira: the project key."))
+    site = forms.CharField(label="Site", max_length=500, required=False, help_text=(
+        "The API's root; empty for api.github.com or gitlab.com. Jira: "
+        "https://<name>.atlassian.net."))
+    issue_type = forms.CharField(label="Issue type (Jira)", max_length=60, required=False,
+                                 initial="Bug")
+    email = forms.CharField(label="Account e-mail (Jira)", max_length=254, required=False)
+    token = forms.CharField(
+        label="Token", required=False, strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text="Stored encrypted and never shown again; leave empty to keep the saved one.")
+    labels = forms.CharField(label="Labels", max_length=500, required=False,
+                             initial="flaky-test", help_text="Comma-separated.")
+    on_new_entry = forms.BooleanField(label="Open an issue for each new quarantine entry",
+                                      required=False, initial=True)
+    on_first_flaky = forms.BooleanField(label="… for a test turning flaky in CI the first "
+                                              "time", required=False)
+    on_flaky_birth = forms.BooleanField(label="… for a new test flaky at birth", required=False)
+
+    @classmethod
+    def for_tracker(cls, tracker: Tracker | None) -> TrackerForm:
+        if tracker is None:
+            return cls()
+        return cls(initial={name: getattr(tracker, name) for name in cls.base_fields
+                            if name != "token"})
+
+
+def _section(request, suite, **extra):
+    tracker = Tracker.objects.filter(suite=suite).first()
+    context = {
+        "suite": suite, "nav": "settings", "tracker": tracker,
+        "tracker_form": extra.pop("form", None) or TrackerForm.for_tracker(tracker),
+        "jobs": list(TrackerJob.objects.filter(suite=suite).select_related("entry__node")
+                     [:LOG_LIMIT]),
+        **extra,
+    }
+    return render_page(request, "trackers/tracker.html", context, partial="section")
+
+
+def _done(request, suite, text: str, *, ok: bool = True):
+    if wants_partial(request):
+        return _section(request, suite, notice=text, notice_ok=ok)
+    (messages.success if ok else messages.error)(request, text)
+    return redirect(reverse("settings", args=[suite.slug]) + "#tracker")
+
+
+@for_leads("GET")
+def tracker(request, suite):
+    return _section(request, suite)
+
+
+@for_leads("POST")
+@never_cache
+def tracker_save(request, suite):
+    form = TrackerForm(request.POST)
+    if form.is_valid():
+        data = dict(form.cleaned_data)
+        token = data.pop("token")
+        try:
+            saved = tracker_set(suite=suite, fields=TrackerFields(**data), token=token,
+                                actor=actor_label(request.user))
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            return _done(request, suite, f"Tracker saved: {saved.get_kind_display()} "
+                                         f"{saved.project}.")
+    return _section(request, suite, form=form)
+
+
+@for_leads("POST")
+def tracker_delete(request, suite):
+    removed = tracker_remove(suite=suite, actor=actor_label(request.user))
+    return _done(request, suite, "Tracker removed." if removed else "No tracker to remove.")
+
+
+@for_leads("POST")
+def tracker_check(request, suite):
+    tracker = Tracker.objects.filter(suite=suite).select_related("suite").first()
+    if tracker is None:
+        return _done(request, suite, "Set a tracker first.", ok=False)
+    ok, said = tracker_test(tracker, actor=actor_label(request.user))
+    if ok:
+        return _done(request, suite, f"Connected: found {said}.")
+    return _done(request, suite, f"The connection failed: {said}.", ok=False)

@@ -15,7 +15,7 @@ from tests import trackers_setup
 from tests.trackers_setup import AUTH, quarantined, set_tracker, sync_trackers
 from trackers.clients import client_for
 from trackers.models import TrackerIssue, TrackerJob
-from trackers.sync import sync
+from trackers.sync import _claim, enqueue, sync
 
 fake, known, sleeps = trackers_setup.fake, trackers_setup.known, trackers_setup.sleeps
 OPEN_PATHS = {"github": "/repos/acme/shop/issues", "gitlab": "/api/v4/projects/acme%2Fshop/issues",
@@ -164,3 +164,15 @@ def test_entries_made_before_the_tracker_was_set_get_no_issue(known, fake, sleep
     set_tracker(known, fake)
     sync_trackers()
     assert fake.requests("POST") == []
+
+
+@pytest.mark.parametrize("fake", ["github"], indirect=True)
+def test_a_job_is_claimed_by_one_run_only(known, fake, today):
+    set_tracker(known, fake)
+    quarantined(known, today)
+    enqueue(known.tracker, today, timezone.now())
+    job = TrackerJob.objects.get()
+    # Two runs that both read the job as pending: the first to claim it has it.
+    assert _claim(job, timezone.now()) is True
+    assert _claim(job, timezone.now()) is False
+    assert TrackerJob.objects.get().attempts == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -24,6 +25,9 @@ class FakeTracker:
         self.seen: list[Seen] = []
         self.fail_next: list[int] = []
         self.issues: dict[str, str] = {}  # key -> state ("open" or "closed")
+        # Set, the fake holds each request once it has arrived until ``release`` is set.
+        self.arrived: threading.Event | None = None
+        self.release = threading.Event()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -33,6 +37,9 @@ class FakeTracker:
                 fake.seen.append(Seen(self.command, self.path,
                                       {k.lower(): v for k, v in self.headers.items()},
                                       json.loads(raw) if raw else None))
+                if fake.arrived is not None:
+                    fake.arrived.set()
+                    assert fake.release.wait(30)
                 if fake.fail_next:
                     status, answer = fake.fail_next.pop(0), {"message": "refused"}
                 else:

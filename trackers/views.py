@@ -45,6 +45,10 @@ class TrackerForm(forms.Form):
                                               "time", required=False)
     on_flaky_birth = forms.BooleanField(label="… for a new test flaky at birth", required=False)
 
+    def __init__(self, *args, **kwargs):
+        # Ids of their own: the settings page's other forms have a "kind" field too.
+        super().__init__(*args, auto_id="tracker_%s", **kwargs)
+
     @classmethod
     def for_tracker(cls, tracker: Tracker | None) -> TrackerForm:
         if tracker is None:

@@ -9,9 +9,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from junit.ingest import junit_ingest
 from ledger.models import QuarantineEntry
 from ledger.quarantine import quarantine_clear, quarantine_renew
 from tests import trackers_setup
+from tests.junit_files import junit_xml
 from tests.trackers_setup import AUTH, quarantined, set_tracker, sync_trackers
 from trackers.clients import client_for
 from trackers.models import TrackerIssue, TrackerJob
@@ -176,3 +178,17 @@ def test_a_job_is_claimed_by_one_run_only(known, fake, today):
     assert _claim(job, timezone.now()) is True
     assert _claim(job, timezone.now()) is False
     assert TrackerJob.objects.get().attempts == 1
+
+
+@pytest.mark.parametrize("fake", ["github"], indirect=True)
+def test_the_issue_gives_the_top_failure_signatures_ci_saw(known, fake, sleeps, today):
+    # tests/test_flaky.py::test_1 failed, was rerun and passed, in two jobs on a branch.
+    for commit in ("c1", "c2"):
+        junit_ingest(suite=known, actor="ci", query={"commit": commit, "branch": "topic"},
+                     body=junit_xml(("tests.test_flaky", "test_1", "failed", "timeout after 2.5s"),
+                                    ("tests.test_flaky", "test_1", "passed")))
+    set_tracker(known, fake)
+    quarantined(known, today)
+    sync_trackers()
+    [seen] = fake.requests("POST")
+    assert "- timeout after <n>s (2 failures)" in seen.body["body"]

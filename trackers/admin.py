@@ -9,7 +9,7 @@ from .models import Tracker, TrackerIssue, TrackerJob
 class TrackerAdmin(ReadOnlyAdmin):
     # The encrypted token is left out: the admin never shows it.
     fields = ("suite", "kind", "site", "project", "issue_type", "email", "labels",
-              "on_new_entry", "on_first_flaky", "on_flaky_birth", "cursor", "created_at",
+              "on_new_entry", "cursor", "created_at",
               "created_by", "last_error", "last_error_at")
     list_display = ("suite", "kind", "project", "last_error_at")
 

@@ -28,8 +28,6 @@ class Tracker(models.Model):
     labels = models.CharField(max_length=500, default="flaky-test", blank=True)
     token_encrypted = models.TextField(editable=False)
     on_new_entry = models.BooleanField(default=True)
-    on_first_flaky = models.BooleanField(default=False)
-    on_flaky_birth = models.BooleanField(default=False)
     # The last audit event read by sync_trackers: later ones are its work.
     cursor = models.BigIntegerField(default=0)
     created_at = models.DateTimeField()

@@ -19,7 +19,7 @@ from .clients import SITES, client_for
 from .crypto import Unreadable, encrypt
 from .models import Tracker
 
-SWITCHES = ("on_new_entry", "on_first_flaky", "on_flaky_birth")
+SWITCHES = ("on_new_entry",)
 
 
 @dataclass(frozen=True)
@@ -31,8 +31,6 @@ class TrackerFields:
     email: str = ""
     labels: str = "flaky-test"
     on_new_entry: bool = True
-    on_first_flaky: bool = False
-    on_flaky_birth: bool = False
 
 
 def _checked(fields: TrackerFields, token: str, replacing: bool) -> dict:

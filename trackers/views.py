@@ -41,9 +41,6 @@ class TrackerForm(forms.Form):
                              initial="flaky-test", help_text="Comma-separated.")
     on_new_entry = forms.BooleanField(label="Open an issue for each new quarantine entry",
                                       required=False, initial=True)
-    on_first_flaky = forms.BooleanField(label="… for a test turning flaky in CI the first "
-                                              "time", required=False)
-    on_flaky_birth = forms.BooleanField(label="… for a new test flaky at birth", required=False)
 
     def __init__(self, *args, **kwargs):
         # Ids of their own: the settings page's other forms have a "kind" field too.

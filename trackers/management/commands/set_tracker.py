@@ -34,18 +34,13 @@ class Command(BaseCommand):
         parser.add_argument("--labels", default="flaky-test", help="comma-separated")
         parser.add_argument("--no-new-entry", action="store_true",
                             help="do not open an issue for each new entry")
-        parser.add_argument("--first-flaky", action="store_true",
-                            help="open one when a test turns flaky in CI the first time")
-        parser.add_argument("--flaky-birth", action="store_true",
-                            help="open one for a new test flaky at birth")
 
     def handle(self, *args, suite, kind, project, **options):
         token = "" if sys.stdin.isatty() else sys.stdin.readline().strip()
         fields = TrackerFields(
             kind=kind, project=project, site=options["site"], issue_type=options["issue_type"],
             email=options["email"], labels=options["labels"],
-            on_new_entry=not options["no_new_entry"], on_first_flaky=options["first_flaky"],
-            on_flaky_birth=options["flaky_birth"])
+            on_new_entry=not options["no_new_entry"])
         try:
             tracker = tracker_set(suite=get_suite(suite), fields=fields, token=token,
                                   actor="manage.py")

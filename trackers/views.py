@@ -8,14 +8,11 @@ password field that is never filled in again: once saved it is never shown."""
 from __future__ import annotations
 
 from django import forms
-from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.shortcuts import redirect
-from django.urls import reverse
 from django.views.decorators.cache import never_cache
 
 from ledger.access import actor_label, for_leads
-from web.pages import render_page, wants_partial
+from web.pages import SettingsSection
 
 from .models import Tracker, TrackerJob
 from .services import TrackerFields, tracker_remove, tracker_set, tracker_test
@@ -54,28 +51,19 @@ class TrackerForm(forms.Form):
                             if name != "token"})
 
 
-def _section(request, suite, **extra):
+def _context(suite, form) -> dict:
     tracker = Tracker.objects.filter(suite=suite).first()
-    context = {
-        "suite": suite, "nav": "settings", "tracker": tracker,
-        "tracker_form": extra.pop("form", None) or TrackerForm.for_tracker(tracker),
-        "jobs": list(TrackerJob.objects.filter(suite=suite).select_related("entry__node")
-                     [:LOG_LIMIT]),
-        **extra,
-    }
-    return render_page(request, "trackers/tracker.html", context, partial="section")
+    return {"tracker": tracker, "tracker_form": form or TrackerForm.for_tracker(tracker),
+            "jobs": list(TrackerJob.objects.filter(suite=suite).select_related("entry__node")
+                         [:LOG_LIMIT])}
 
 
-def _done(request, suite, text: str, *, ok: bool = True):
-    if wants_partial(request):
-        return _section(request, suite, notice=text, notice_ok=ok)
-    (messages.success if ok else messages.error)(request, text)
-    return redirect(reverse("settings", args=[suite.slug]) + "#tracker")
+SECTION = SettingsSection("trackers/tracker.html", "tracker", _context)
 
 
 @for_leads("GET")
 def tracker(request, suite):
-    return _section(request, suite)
+    return SECTION.render(request, suite)
 
 
 @for_leads("POST")
@@ -91,23 +79,23 @@ def tracker_save(request, suite):
         except ValidationError as exc:
             form.add_error(None, exc)
         else:
-            return _done(request, suite, f"Tracker saved: {saved.get_kind_display()} "
-                                         f"{saved.project}.")
-    return _section(request, suite, form=form)
+            return SECTION.done(request, suite, f"Tracker saved: {saved.get_kind_display()} "
+                                    f"{saved.project}.")
+    return SECTION.render(request, suite, form=form)
 
 
 @for_leads("POST")
 def tracker_delete(request, suite):
     removed = tracker_remove(suite=suite, actor=actor_label(request.user))
-    return _done(request, suite, "Tracker removed." if removed else "No tracker to remove.")
+    return SECTION.done(request, suite, "Tracker removed." if removed else "No tracker to remove.")
 
 
 @for_leads("POST")
 def tracker_check(request, suite):
     tracker = Tracker.objects.filter(suite=suite).select_related("suite").first()
     if tracker is None:
-        return _done(request, suite, "Set a tracker first.", ok=False)
+        return SECTION.done(request, suite, "Set a tracker first.", ok=False)
     ok, said = tracker_test(tracker, actor=actor_label(request.user))
     if ok:
-        return _done(request, suite, f"Connected: found {said}.")
-    return _done(request, suite, f"The connection failed: {said}.", ok=False)
+        return SECTION.done(request, suite, f"Connected: found {said}.")
+    return SECTION.done(request, suite, f"The connection failed: {said}.", ok=False)

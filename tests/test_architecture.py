@@ -3,8 +3,9 @@
 The layers, bottom to top: ``flakeboard.rules`` (pure), ``web`` (HTTP plumbing that touches
 no model), ``ledger`` (the tenant root: suites, members, tokens, access, the ledger),
 ``runs`` | ``junit`` | ``notify`` | ``trackers`` (siblings that never import each other),
-``board`` (the pages that compose them), then the URL and API configuration. import-linter's contracts in
-pyproject.toml say so; the tests below hold each contract kept and prove that each bites.
+``board`` (the pages that compose them), then the URL and API configuration.
+import-linter's contracts in pyproject.toml say so; the tests below hold each contract kept
+and prove that each bites.
 The rules' purity is also read from the source with ``ast``: nothing is imported for it.
 """
 

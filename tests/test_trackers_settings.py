@@ -16,7 +16,7 @@ from django.urls import reverse
 from tests import trackers_setup
 from tests.api_http import new_token
 from tests.trackers_setup import PROJECTS, TOKEN, quarantined, sync_trackers
-from trackers.crypto import decrypt, encrypt, rotated
+from trackers.crypto import decrypt, is_current
 from trackers.models import Tracker, TrackerJob
 
 fake, known, sleeps = trackers_setup.fake, trackers_setup.known, trackers_setup.sleeps
@@ -162,12 +162,17 @@ def test_set_tracker_reads_the_token_from_standard_input(known, monkeypatch):
     assert decrypt(tracker.token_encrypted) == TOKEN
 
 
-def test_a_token_encrypted_under_an_earlier_secret_key_still_reads_and_rotates(settings):
+@github
+def test_a_token_encrypted_under_an_earlier_secret_key_still_reads_and_is_rotated(
+        settings, known, fake, sleeps, today):
     settings.SECRET_KEY = "the-old-key-" + "x" * 40
-    old = encrypt(TOKEN)
+    trackers_setup.set_tracker(known, fake)
     settings.SECRET_KEY_FALLBACKS = [settings.SECRET_KEY]
     settings.SECRET_KEY = "the-new-key-" + "y" * 40
-    assert decrypt(old) == TOKEN
-    new = rotated(old)
+    old = Tracker.objects.get(suite=known).token_encrypted
+    assert decrypt(old) == TOKEN and not is_current(old)
+    quarantined(known, today)
+    sync_trackers()  # reads the token under the fallback, and stores it under the new key
+    assert fake.requests("POST")[0].headers["authorization"] == f"Bearer {TOKEN}"
     settings.SECRET_KEY_FALLBACKS = []
-    assert decrypt(new) == TOKEN
+    assert decrypt(Tracker.objects.get(suite=known).token_encrypted) == TOKEN

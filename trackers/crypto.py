@@ -1,6 +1,7 @@
 """A tracker's token at rest: Fernet (cryptography), with keys derived from SECRET_KEY and
 its fallbacks by HKDF. A token encrypted under an older SECRET_KEY still reads while that
-key is among SECRET_KEY_FALLBACKS, and ``rotated`` re-encrypts it under the current one."""
+key is among SECRET_KEY_FALLBACKS, and ``rotated`` re-encrypts it under the current one
+(sync_trackers does, at its next run)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,15 @@ def decrypt(stored: str) -> str:
     except InvalidToken:
         raise Unreadable("the tracker's token was encrypted under another SECRET_KEY: "
                          "set the token again") from None
+
+
+def is_current(stored: str) -> bool:
+    """Whether the token is encrypted under the current SECRET_KEY (not a fallback)."""
+    try:
+        _fernet(settings.SECRET_KEY).decrypt(stored.encode())
+    except InvalidToken:
+        return False
+    return True
 
 
 def rotated(stored: str) -> str:

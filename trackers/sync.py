@@ -23,7 +23,7 @@ from web.outbound import Answer
 
 from . import text
 from .clients import Client
-from .crypto import Unreadable
+from .crypto import Unreadable, is_current, rotated
 from .models import Tracker, TrackerIssue, TrackerJob
 
 logger = logging.getLogger("flakeboard.trackers")
@@ -176,6 +176,9 @@ def sync(tracker: Tracker, client_for, *, now: datetime | None = None) -> Synced
     now = now or timezone.now()
     enqueue(tracker, now.date(), now)
     try:
+        if not is_current(tracker.token_encrypted):  # SECRET_KEY rotated: a fallback reads it
+            tracker.token_encrypted = rotated(tracker.token_encrypted)
+            Tracker.objects.filter(pk=tracker.pk).update(token_encrypted=tracker.token_encrypted)
         client = client_for(tracker)
     except Unreadable as exc:
         Tracker.objects.filter(pk=tracker.pk).update(last_error=str(exc), last_error_at=now)

@@ -16,3 +16,9 @@ class BoardConfig(AppConfig):
         failures_explained_by(failures_explained)
         # And a report's rows their diagnosis, from CI's JUnit facts too.
         rows_diagnosed_by(measured_diagnoses)
+        # A tracker's issue says what the board knows of its node.
+        from trackers.text import FACTS
+
+        from .issue_facts import issue_facts
+        if issue_facts not in FACTS:
+            FACTS.append(issue_facts)

@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "runs",
     "junit",  # passive evidence: JUnit XML from every CI job
     "notify",  # the owners' digests (manage.py notify)
+    "trackers",  # an issue per entry in GitHub, GitLab or Jira (manage.py sync_trackers)
     "board",  # the pages that compose the apps above
 ]
 

@@ -25,6 +25,7 @@ urlpatterns = [
     path("suites/<slug:suite>/", include("board.urls")),
     path("suites/<slug:suite>/", include("runs.urls")),
     path("suites/<slug:suite>/", include("notify.urls")),
+    path("suites/<slug:suite>/", include("trackers.urls")),
 ]
 
 handler400 = "board.error_pages.bad_request"

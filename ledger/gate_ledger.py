@@ -91,6 +91,8 @@ def _entry_facts(entry: QuarantineEntry, today: date) -> dict:
         "upper95_mismatch": entry.upper95_mismatch,
         "ready_to_clear": entry.ready_to_clear,
         "ready_since": entry.ready_since.isoformat() if entry.ready_since else None,
+        "ticket": entry.ticket or None,
+        "ticket_closed_in_tracker": entry.ticket_closed_at is not None,
     }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from django.db.models import BooleanField, Case, Value, When
+from django.db.models import BooleanField, Case, F, Value, When
 
 from flakeboard import rules
 
@@ -72,3 +72,11 @@ def owner_debts(suite: Suite, today: date, codeowners: rules.Codeowners) -> list
             debt = debts.setdefault((team, name), OwnerDebt(name, team))
             debt.add(*figures)
     return sorted(debts.values(), key=lambda debt: debt.debt)
+
+
+def open_tickets(suite: Suite) -> list[QuarantineEntry]:
+    """The open entries with a ticket: those whose issue the tracker shows closed first
+    (their owner has work to do in the ledger), then by expiry."""
+    return list(QuarantineEntry.objects.filter(suite=suite).open().exclude(ticket="")
+                .select_related("node").order_by(F("ticket_closed_at").desc(nulls_last=True),
+                                                  "expires", "pk"))

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .views import badge, entries, ledger, owners, settings
+from .views import badge, entries, ledger, owners, settings, settings_access, settings_tiers
 
 urlpatterns = [
     path("ledger/", ledger.ledger, name="ledger"),
@@ -27,31 +27,31 @@ urlpatterns = [
     path("settings/codeowners/", settings.codeowners, name="settings_codeowners"),
     path("settings/runs-needed/", settings.runs_needed, name="settings_runs_needed"),
     path("settings/fixture-pin/", settings.fixture_pin, name="settings_fixture_pin"),
-    path("settings/tier-rules/", settings.tier_rule_add, name="settings_tier_rule_add"),
+    path("settings/tier-rules/", settings_tiers.tier_rule_add, name="settings_tier_rule_add"),
     path(
         "settings/tier-rules/preview/",
-        settings.tier_rule_preview,
+        settings_tiers.tier_rule_preview,
         name="settings_tier_rule_preview",
     ),
     path(
         "settings/tier-rules/<int:pk>/remove/",
-        settings.tier_rule_remove,
+        settings_tiers.tier_rule_remove,
         name="settings_tier_rule_remove",
     ),
-    path("settings/members/", settings.member_set, name="settings_member_set"),
+    path("settings/members/", settings_access.member_set, name="settings_member_set"),
     path(
         "settings/members/<int:pk>/remove/",
-        settings.member_remove,
+        settings_access.member_remove,
         name="settings_member_remove",
     ),
-    path("settings/trusted-ci/", settings.trust_policy_create,
+    path("settings/trusted-ci/", settings_access.trust_policy_create,
          name="settings_trust_policy_add"),
-    path("settings/trusted-ci/<int:pk>/remove/", settings.trust_policy_delete,
+    path("settings/trusted-ci/<int:pk>/remove/", settings_access.trust_policy_delete,
          name="settings_trust_policy_remove"),
-    path("settings/tokens/", settings.token_create, name="settings_token_create"),
+    path("settings/tokens/", settings_access.token_create, name="settings_token_create"),
     path(
         "settings/tokens/<int:pk>/revoke/",
-        settings.token_revoke,
+        settings_access.token_revoke,
         name="settings_token_revoke",
     ),
 ]

@@ -7,15 +7,12 @@ takes the focus; without JavaScript they go back to the settings page with a mes
 from __future__ import annotations
 
 from django import forms
-from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.shortcuts import redirect
-from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
 from ledger.access import actor_label, for_leads
-from web.pages import render_page, wants_partial
+from web.pages import SettingsSection
 
 from .models import Webhook, WebhookPost
 from .webhooks import send_test, shown_url, webhook_remove, webhook_set
@@ -37,29 +34,19 @@ class WebhookForm(forms.Form):
                                initial=Webhook.Format.SLACK)
 
 
-def _section(request, suite, **extra):
+def _context(suite, form) -> dict:
     webhook = Webhook.objects.filter(suite=suite).first()
-    form = extra.pop("form", None) or WebhookForm(
-        initial={"url": webhook.url, "format": webhook.format} if webhook else None)
-    context = {
-        "suite": suite, "nav": "settings", "webhook": webhook, "webhook_form": form,
-        "posts": list(WebhookPost.objects.filter(suite=suite)[:LOG_LIMIT]), **extra,
-    }
-    return render_page(request, "notify/webhook.html", context, partial="section")
+    return {"webhook": webhook, "webhook_form": form or WebhookForm(
+                initial={"url": webhook.url, "format": webhook.format} if webhook else None),
+            "posts": list(WebhookPost.objects.filter(suite=suite)[:LOG_LIMIT])}
 
 
-def _done(request, suite, text: str, *, ok: bool = True):
-    """What a lead's action did: in the section swapped in (htmx), or as a message on the
-    settings page."""
-    if wants_partial(request):
-        return _section(request, suite, notice=text, notice_ok=ok)
-    (messages.success if ok else messages.error)(request, text)
-    return redirect(reverse("settings", args=[suite.slug]) + "#webhook")
+SECTION = SettingsSection("notify/webhook.html", "webhook", _context)
 
 
 @for_leads("GET")
 def webhook(request, suite):
-    return _section(request, suite)
+    return SECTION.render(request, suite)
 
 
 @for_leads("POST")
@@ -75,25 +62,25 @@ def webhook_save(request, suite):
             form.add_error("url", exc)
         else:
             if secret is None:
-                return _done(request, suite, f"Webhook saved: {shown_url(saved.url)} "
-                                             f"({saved.get_format_display()}).")
+                return SECTION.done(request, suite, f"Webhook saved: {shown_url(saved.url)} "
+                                        f"({saved.get_format_display()}).")
             # Shown in this response only, never again.
-            return _section(request, suite, new_secret=secret)
-    return _section(request, suite, form=form)
+            return SECTION.render(request, suite, new_secret=secret)
+    return SECTION.render(request, suite, form=form)
 
 
 @for_leads("POST")
 def webhook_delete(request, suite):
     removed = webhook_remove(suite=suite, actor=actor_label(request.user))
-    return _done(request, suite, "Webhook removed." if removed else "No webhook to remove.")
+    return SECTION.done(request, suite, "Webhook removed." if removed else "No webhook to remove.")
 
 
 @for_leads("POST")
 def webhook_test(request, suite):
     webhook = Webhook.objects.filter(suite=suite).select_related("suite").first()
     if webhook is None:
-        return _done(request, suite, "Set a webhook first.", ok=False)
+        return SECTION.done(request, suite, "Set a webhook first.", ok=False)
     posted = send_test(webhook, timezone.now().date(), actor=actor_label(request.user))
     if posted.ok:
-        return _done(request, suite, f"Test delivery sent: HTTP {posted.response_code}.")
-    return _done(request, suite, f"Test delivery failed: {posted.error}.", ok=False)
+        return SECTION.done(request, suite, f"Test delivery sent: HTTP {posted.response_code}.")
+    return SECTION.done(request, suite, f"Test delivery failed: {posted.error}.", ok=False)

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import logging
 import secrets
-import ssl
 import time
 import uuid
-from dataclasses import dataclass
 from datetime import date
 from urllib.parse import urlsplit
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db import transaction
@@ -22,7 +19,8 @@ from django.utils import timezone
 from ledger.audit import record_event
 from ledger.locks import lock_suite
 from ledger.models import AuditEvent, Suite
-from web.outbound import Refused, check_url, post
+from web.outbound import Answer as Posted
+from web.outbound import Refused, check_url, post, with_retries
 
 from . import payloads
 from .digests import Digest, suite_items
@@ -30,8 +28,6 @@ from .models import Delivery, Webhook, WebhookPost
 from .send import Outcome, claim, record, undelivered
 
 logger = logging.getLogger("flakeboard.notify")
-ATTEMPTS = 3
-BACKOFF = (1.0, 3.0)  # seconds before the second and the third attempt
 _validate_url = URLValidator(schemes=["http", "https"],
                              message="A webhook URL starts with http:// or https://.")
 
@@ -91,40 +87,8 @@ def webhook_remove(*, suite: Suite, actor: str) -> bool:
     return True
 
 
-@dataclass(frozen=True)
-class Posted:
-    ok: bool
-    attempts: int
-    response_code: int | None
-    error: str
-
-
 def _post_with_retries(url: str, body: bytes, headers: dict, sleep) -> Posted:
-    """Up to ATTEMPTS tries: again after a 5xx, a timeout or a failed connection; never
-    after a refused address, a certificate that does not verify (trying again would not
-    change it), a 3xx (redirects are not followed) or a 4xx."""
-    code, error = None, ""
-    for attempt in range(1, ATTEMPTS + 1):
-        if attempt > 1:
-            sleep(BACKOFF[attempt - 2])
-        try:
-            code = post(url, body, headers)
-        except Refused as exc:
-            return Posted(False, attempt, None, f"refused: {exc}")
-        except ssl.SSLCertVerificationError as exc:
-            return Posted(False, attempt, None, f"certificate: {exc.verify_message or exc}")
-        except TimeoutError:
-            code, error = None, f"timeout: no answer within {settings.WEBHOOKS_TIMEOUT:g} s"
-            continue
-        except OSError as exc:
-            code, error = None, f"{type(exc).__name__}: {exc}"
-            continue
-        if 200 <= code < 300:
-            return Posted(True, attempt, code, "")
-        error = f"HTTP {code}" + (" (redirects are not followed)" if 300 <= code < 400 else "")
-        if code < 500:
-            return Posted(False, attempt, code, error)
-    return Posted(False, ATTEMPTS, code, error)
+    return with_retries(lambda: (post(url, body, headers), b""), sleep)
 
 
 def _deliver(webhook: Webhook, content: dict, *, test: bool, sleep) -> Posted:

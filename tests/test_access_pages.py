@@ -24,6 +24,8 @@ from ledger.models import AuditEvent, QuarantineEntry, TrustPolicy
 from notify.models import Webhook
 from tests.access import SIGNED_IN, Request, ask, ask_every_caller, client_as, parse
 from tests.helpers import suite_pages
+from trackers.crypto import encrypt
+from trackers.models import Tracker
 
 #    action                        out ousd view ownr lead staf read writ othr revk
 PAGES = parse("""
@@ -79,6 +81,10 @@ GET  settings_webhook              302 404 403 403 200 200 302 302 302 302
 POST settings_webhook_save         302 404 403 403 200 200 302 302 302 302
 POST settings_webhook_remove       302 404 403 403 302 302 302 302 302 302
 POST settings_webhook_test         302 404 403 403 302 302 302 302 302 302
+GET  settings_tracker              302 404 403 403 200 200 302 302 302 302
+POST settings_tracker_save         302 404 403 403 302 302 302 302 302 302
+POST settings_tracker_remove       302 404 403 403 302 302 302 302 302 302
+POST settings_tracker_test         302 404 403 403 302 302 302 302 302 302
 GET  admin:index                   302 302 302 302 302 200 302 302 302 302
 GET  admin:entry_add               302 302 302 302 302 200 302 302 302 302
 POST admin:entry_add               302 302 302 302 302 302 302 302 302 302
@@ -110,6 +116,7 @@ def page_request(method: str, action: str, w) -> Request:
         "settings_tier_rule_preview": reverse("settings_tier_rule_preview", args=[s])
         + "?glob=tests/*&tier=0",
         "settings_webhook": reverse("settings_webhook", args=[s]),
+        "settings_tracker": reverse("settings_tracker", args=[s]),
         "admin:index": reverse("admin:index"),
         "admin:entry_add": reverse("admin:ledger_quarantineentry_add"),
         "healthz": reverse("healthz"),
@@ -171,6 +178,11 @@ def page_request(method: str, action: str, w) -> Request:
             "url": "https://hooks.example.com/flakeboard", "format": "json"}),
         "settings_webhook_remove": Request(reverse("settings_webhook_remove", args=[s]), {}),
         "settings_webhook_test": Request(reverse("settings_webhook_test", args=[s]), {}),
+        "settings_tracker_save": Request(reverse("settings_tracker_save", args=[s]), {
+            "kind": "github", "project": "acme/payments", "token": "github_pat_x",
+            "labels": "flaky-test", "on_new_entry": "on"}),
+        "settings_tracker_remove": Request(reverse("settings_tracker_remove", args=[s]), {}),
+        "settings_tracker_test": Request(reverse("settings_tracker_test", args=[s]), {}),
         "flaky_measure": Request(reverse("flaky_measure", args=[s]), {
             "node": w.node, "marked": "1"}),
         "logout": Request(reverse("logout"), {}),
@@ -185,6 +197,11 @@ def page_request(method: str, action: str, w) -> Request:
         # A webhook to remove or test; on loopback, so the test send is refused unsent.
         Webhook.objects.get_or_create(suite=w.suite, defaults={
             "url": "http://127.0.0.1:9/hook", "secret": "s", "created_at": timezone.now()})
+    if action in ("settings_tracker_remove", "settings_tracker_test"):
+        # A tracker to remove or test; on loopback, so the test read is refused unsent.
+        Tracker.objects.get_or_create(suite=w.suite, defaults={
+            "kind": "github", "site": "http://127.0.0.1:9", "project": "acme/payments",
+            "token_encrypted": encrypt("github_pat_x"), "created_at": timezone.now()})
     return posts[action]
 
 

@@ -2,9 +2,10 @@
 
 The layers, bottom to top: ``flakeboard.rules`` (pure), ``web`` (HTTP plumbing that touches
 no model), ``ledger`` (the tenant root: suites, members, tokens, access, the ledger),
-``runs`` | ``junit`` | ``notify`` (siblings that never import each other), ``board`` (the
-pages that compose them), then the URL and API configuration. import-linter's contracts in
-pyproject.toml say so; the tests below hold each contract kept and prove that each bites.
+``runs`` | ``junit`` | ``notify`` | ``trackers`` (siblings that never import each other),
+``board`` (the pages that compose them), then the URL and API configuration.
+import-linter's contracts in pyproject.toml say so; the tests below hold each contract kept
+and prove that each bites.
 The rules' purity is also read from the source with ``ast``: nothing is imported for it.
 """
 
@@ -133,10 +134,12 @@ def test_the_contracts_are_the_ones_the_architecture_names(contracts):
     _, _, options = contracts
     assert set(options) == {"layers", "pure-rules", "configuration", "no-circles"}
     layers = options["layers"]["layers"]
-    assert layers[1:] == ["board", "runs | junit | notify", "ledger", "web", "flakeboard.rules"]
+    assert layers[1:] == ["board", "runs | junit | notify | trackers", "ledger", "web",
+                          "flakeboard.rules"]
     text = (ROOT / "docs/architecture.md").read_text(encoding="utf-8")
     assert all(f"`{package}`" in text for package in ["board", "runs", "junit", "notify",
-                                                     "ledger", "web", "flakeboard.rules"])
+                                                     "trackers", "ledger", "web",
+                                                     "flakeboard.rules"])
 
 
 @pytest.mark.parametrize("contract_id", ["layers", "pure-rules", "configuration", "no-circles"])
@@ -149,6 +152,8 @@ def test_each_contract_is_kept(contracts, contract_id):
     ("layers", "runs.ingest", "junit.models"),  # two siblings
     ("layers", "junit.ingest", "runs.models"),
     ("layers", "notify.digests", "runs.models"),
+    ("layers", "ledger.quarantine", "trackers.sync"),  # the ledger reaches up into trackers
+    ("layers", "trackers.sync", "notify.webhooks"),  # two siblings
     ("layers", "ledger.selectors", "board.flaky"),  # an app reaches up into the board
     ("layers", "board.flaky", "flakeboard.urls"),  # into the configuration
     ("pure-rules", "flakeboard.rules.stats", "django"),

@@ -1,5 +1,6 @@
 """The board's outbound HTTP, which cannot be turned against its own network (SSRF): one
-POST to a webhook (notify), one GET of an OIDC issuer's keys (ledger.oidc).
+POST to a webhook (notify), one GET of an OIDC issuer's keys (ledger.oidc), the calls to an
+issue tracker's REST API (trackers), and the retries with backoff they share.
 
 The host is resolved here, every address it resolves to is checked, and the connection is
 made to a checked address: the name is not resolved a second time, so a name that rebinds
@@ -17,6 +18,8 @@ import http.client
 import ipaddress
 import socket
 import ssl
+from collections.abc import Callable
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -143,36 +146,83 @@ def _connection(url: str, timeout: float | None):
     return connection, (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
-def get(url: str, *, max_bytes: int, user_agent: str, timeout: float | None = None
-        ) -> tuple[int, bytes]:
-    """GET ``url``: its status and at most ``max_bytes`` of its body (a longer body is
-    refused, OSError). Refused and OSError as ``post``; a redirect is an answer, never
-    followed."""
+def exchange(method: str, url: str, *, body: bytes | None = None,
+             headers: dict[str, str] | None = None, max_bytes: int = 64 * 1024,
+             user_agent: str = USER_AGENT, timeout: float | None = None,
+             cut_long: bool = False) -> tuple[int, bytes]:
+    """One request to ``url``: its status and at most ``max_bytes`` of its body (a longer
+    body is refused, OSError, unless ``cut_long``: then it is cut). ``timeout``
+    (WEBHOOKS_TIMEOUT unless given) bounds the connection and each read. Raises Refused
+    before any connection is made to a refused address, OSError (TimeoutError,
+    ssl.SSLCertVerificationError included) when the exchange fails; a redirect is an
+    answer, never followed."""
     connection, path = _connection(url, timeout)
     try:
-        connection.request("GET", path, headers={"User-Agent": user_agent,
-                                                 "Accept": "application/json"})
+        connection.request(method, path, body=body,
+                           headers={"User-Agent": user_agent, **(headers or {})})
         response = connection.getresponse()
-        body = response.read(max_bytes + 1)
-        if len(body) > max_bytes:
+        answer = response.read(max_bytes + 1)
+        if len(answer) > max_bytes and not cut_long:
             raise OSError(f"{url} answered more than {max_bytes:,} bytes")
-        return response.status, body
+        return response.status, answer
     finally:
         connection.close()
+
+
+def get(url: str, *, max_bytes: int, user_agent: str, timeout: float | None = None
+        ) -> tuple[int, bytes]:
+    """GET ``url``: its status and at most ``max_bytes`` of its body; see ``exchange``."""
+    return exchange("GET", url, headers={"Accept": "application/json"}, max_bytes=max_bytes,
+                    user_agent=user_agent, timeout=timeout)
 
 
 def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float | None = None
          ) -> int:
-    """POST ``body`` to ``url``; its status code. ``timeout`` (WEBHOOKS_TIMEOUT unless
-    given) bounds the connection and each read. Raises Refused before any connection is
-    made to a refused address, OSError (TimeoutError, ssl.SSLCertVerificationError included)
-    when the exchange fails."""
-    connection, path = _connection(url, timeout)
-    try:
-        connection.request("POST", path, body=body,
-                           headers={"User-Agent": USER_AGENT, **headers})
-        response = connection.getresponse()
-        response.read(64 * 1024)  # enough to end the exchange; the body is not kept
-        return response.status
-    finally:
-        connection.close()
+    """POST ``body`` to ``url``; its status code (the answer's body is read to end the
+    exchange, not kept). Raises as ``exchange``."""
+    return exchange("POST", url, body=body, headers=headers, timeout=timeout,
+                    cut_long=True)[0]
+
+
+ATTEMPTS = 3
+BACKOFF = (1.0, 3.0)  # seconds before the second and the third attempt
+
+
+@dataclass(frozen=True)
+class Answer:
+    """How a request went, its retries included: ``body`` is the last answer's."""
+
+    ok: bool
+    attempts: int
+    response_code: int | None
+    error: str
+    body: bytes = b""
+
+
+def with_retries(send: Callable[[], tuple[int, bytes]], sleep) -> Answer:
+    """Up to ATTEMPTS tries of ``send`` (which answers a status and a body): again after a
+    5xx, a timeout or a failed connection, ``sleep`` waiting BACKOFF between; never after a
+    refused address, a certificate that does not verify (trying again would not change it),
+    a 3xx (redirects are not followed) or a 4xx."""
+    code, error, answer = None, "", b""
+    for attempt in range(1, ATTEMPTS + 1):
+        if attempt > 1:
+            sleep(BACKOFF[attempt - 2])
+        try:
+            code, answer = send()
+        except Refused as exc:
+            return Answer(False, attempt, None, f"refused: {exc}")
+        except ssl.SSLCertVerificationError as exc:
+            return Answer(False, attempt, None, f"certificate: {exc.verify_message or exc}")
+        except TimeoutError:
+            code, error = None, f"timeout: no answer within {settings.WEBHOOKS_TIMEOUT:g} s"
+            continue
+        except OSError as exc:
+            code, error = None, f"{type(exc).__name__}: {exc}"
+            continue
+        if 200 <= code < 300:
+            return Answer(True, attempt, code, "", answer)
+        error = f"HTTP {code}" + (" (redirects are not followed)" if 300 <= code < 400 else "")
+        if code < 500:
+            return Answer(False, attempt, code, error, answer)
+    return Answer(False, ATTEMPTS, code, error, answer)

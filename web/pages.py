@@ -7,8 +7,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.core.paginator import Page, Paginator
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 
 PER_PAGE = 25
@@ -27,6 +29,30 @@ def render_page(request, template: str, context: dict, *, partial: str | None = 
     response = render(request, name, context)
     patch_vary_headers(response, ["HX-Request"])
     return response
+
+
+@dataclass(frozen=True)
+class SettingsSection:
+    """A settings section an app loads into the settings page with htmx (the Webhook, the
+    Issue tracker): ``template``'s partial "section", drawn from ``context(suite, form)``
+    (``form`` None: the section's form as saved), and a page of its own without JavaScript.
+    A lead's action answers with ``done``."""
+
+    template: str
+    anchor: str
+    context: Callable
+
+    def render(self, request, suite, *, form=None, **extra):
+        context = {"suite": suite, "nav": "settings", **self.context(suite, form), **extra}
+        return render_page(request, self.template, context, partial="section")
+
+    def done(self, request, suite, text: str, *, ok: bool = True):
+        """What the action did: the section swapped in with a notice (htmx), or a message on
+        the settings page."""
+        if wants_partial(request):
+            return self.render(request, suite, notice=text, notice_ok=ok)
+        (messages.success if ok else messages.error)(request, text)
+        return redirect(reverse("settings", args=[suite.slug]) + f"#{self.anchor}")
 
 
 def query_choice(request, name: str, allowed: Sequence[str]) -> str:

@@ -46,6 +46,11 @@ class LedgerEntryFull(LedgerEntry):
         "state, not a state."
     )
     ready_since: datetime | None = Field(description="When the entry became ready to clear.")
+    ticket: str | None = Field(
+        description="The URL of the entry's issue in the suite's tracker (docs/trackers.md).")
+    ticket_closed_in_tracker: bool = Field(
+        description="The tracker shows the issue closed while the entry is open; the entry "
+        "stays open until its owner clears it.")
 
 
 class TierViolation(LedgerEntryFull):

@@ -65,6 +65,11 @@ class QuarantineEntry(models.Model):
                   "within budget (the suite's clear_after_clean_measurements of them).",
     )
     ready_since = models.DateTimeField(null=True, blank=True)
+    # Where the work to fix the node is tracked: the URL of its issue in the suite's tracker
+    # (written by the trackers app through ``ledger.tickets``), and when that issue was seen
+    # closed there while the entry stayed open (the entry is never cleared by it).
+    ticket = models.URLField(max_length=2000, blank=True)
+    ticket_closed_at = models.DateTimeField(null=True, blank=True)
     trail = models.JSONField(
         default=list, blank=True,
         help_text="The node's latest measurements since the entry was created, and the "

@@ -21,6 +21,7 @@ class AuditEvent(models.Model):
         TOKEN = "token", "API token changed"
         MEMBER = "member", "Membership changed"
         TARGET = "target", "Measurement targets changed"
+        TICKET = "ticket", "Ticket changed"
 
     suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="events")
     entry = models.ForeignKey(

@@ -15,7 +15,7 @@ from flakeboard import rules
 from ledger.access import suite_for
 
 from ..codeowners import suite_codeowners
-from ..owners import OwnerDebt, owner_debts
+from ..owners import OwnerDebt, open_tickets, owner_debts
 
 
 def _links(ledger_url: str, debt: OwnerDebt) -> dict[str, str]:
@@ -48,4 +48,5 @@ def owners(request, suite):
     ]
     return render(request, "ledger/owners.html", {
         "suite": suite, "nav": "owners", "rows": rows, "has_codeowners": bool(codeowners.rules),
+        "tickets": open_tickets(suite),
     })

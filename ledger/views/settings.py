@@ -1,8 +1,10 @@
-"""The leads' settings page: policy, tier rules, fixture pin, members and API tokens.
+"""The leads' settings page: policy, fixture pin, badge, auto-clear, the new-test guard,
+the test set, JUnit and CODEOWNERS, and the frame of every section's view.
 
 One page shows every section; each form posts to its own view, which calls the service
-and comes back to the page. A tier rule that would turn quarantined nodes into tier
-violations is shown with those entries first, and only added once the lead confirms.
+and comes back to the page. Tier rules are in ``settings_tiers``, members, tokens and
+trusted CI in ``settings_access``; the Webhook and Issue tracker sections are the notify
+and trackers apps', loaded into the page with htmx.
 """
 
 import json
@@ -21,7 +23,7 @@ from django.views.decorators.cache import never_cache
 from flakeboard import rules
 from ledger.access import actor_label, for_leads
 from web.csv import CSV_CHUNK, csv_response
-from web.pages import percent, wants_partial
+from web.pages import percent
 
 from ..audit import BOARD_ACTOR
 from ..codeowners import codeowners_saved, codeowners_set, suite_codeowners
@@ -49,18 +51,11 @@ from ..settings_services import (
     fixture_pin_set,
     junit_share_set,
     measure_budget_set,
-    member_change,
-    member_drop,
     new_tests_set,
     policy_update,
 )
-from ..tiers import tier_rule_add as add_rule
-from ..tiers import tier_rule_preview as preview_rule
-from ..tiers import tier_rule_remove as remove_rule
-from ..tokens import token_create as create_token
-from ..tokens import token_revoke as revoke_token
 from ..tokens import tokens_expiring
-from ..trust import guards, trust_policy_add, trust_policy_remove
+from ..trust import guards
 
 SETTINGS_ACTIONS = [
     AuditEvent.Action.SETTINGS,
@@ -69,7 +64,6 @@ SETTINGS_ACTIONS = [
     AuditEvent.Action.TOKEN,
     AuditEvent.Action.TARGET,
 ]
-PREVIEW_LIMIT = 50
 HISTORY_LIMIT = 20
 
 
@@ -224,17 +218,22 @@ def _section(form_class, *, section: str, form_name: str):
     return decorate
 
 
-def _removal(model, *, section: str):
-    """A POST view that acts on the suite's ``model`` row of the URL's pk (404 for none):
-    the view's own ``act(request, row)`` does it and answers the notice shown back at
-    ``section``."""
+def _removal(rows, *, section: str):
+    """A POST view that acts on the suite's row of ``rows`` (a model or a QuerySet) of the
+    URL's pk (404 for none): the view's own ``act(request, row)`` does it and answers the
+    notice shown back at ``section``; a refusal (ValidationError) is shown as an error."""
 
     def decorate(act):
         @for_leads("POST")
         @wraps(act)
         def view(request, suite, pk):
-            row = get_object_or_404(model, suite=suite, pk=pk)
-            return _done(request, suite, section, act(request, row))
+            row = get_object_or_404(rows, suite=suite, pk=pk)
+            try:
+                notice = act(request, row)
+            except ValidationError as exc:
+                messages.error(request, " ".join(exc.messages))
+                return _back(suite, section)
+            return _done(request, suite, section, notice)
 
         return view
 
@@ -348,119 +347,3 @@ def default_branch(request, suite, data):
 def codeowners(request, suite, data):
     return codeowners_saved(codeowners_set(suite=suite, text=data["codeowners"],
                                            actor=actor_label(request.user)))
-
-
-def _preview(suite, glob: str, tier: int):
-    """What the rule would match (at most PREVIEW_LIMIT node ids) and newly violate."""
-    found = preview_rule(suite, glob, tier, limit=PREVIEW_LIMIT + 1)
-    return {
-        "glob": glob,
-        "tier": tier,
-        "matching": found.matching[:PREVIEW_LIMIT],
-        "more": len(found.matching) > PREVIEW_LIMIT,
-        "would_violate": found.would_violate,
-    }
-
-
-@for_leads("GET")
-def tier_rule_preview(request, suite):
-    form = TierRuleForm(request.GET)
-    preview = None
-    if form.is_valid():
-        preview = _preview(suite, form.cleaned_data["glob"], form.cleaned_data["tier"])
-    if wants_partial(request):
-        return render(request, "ledger/settings.html#rule_preview",
-                      {"suite": suite, "preview": preview})
-    return _page(request, suite, rule_form=form, preview=preview)
-
-
-@for_leads("POST")
-def tier_rule_add(request, suite):
-    form = TierRuleForm(request.POST)
-    if not form.is_valid():
-        return _page(request, suite, rule_form=form)
-    glob, tier = form.cleaned_data["glob"], form.cleaned_data["tier"]
-    preview = _preview(suite, glob, tier)
-    warned = {entry.pk for entry in preview["would_violate"]}
-    if warned and not warned <= form.confirmed_ids():
-        confirm = ",".join(str(pk) for pk in sorted(warned))
-        again = TierRuleForm(initial={"glob": glob, "tier": tier, "confirm": confirm})
-        return _page(request, suite, rule_form=again, preview=preview, rule_warning=True)
-    try:
-        add_rule(suite=suite, glob=glob, tier=tier, actor=actor_label(request.user))
-    except ValidationError as exc:
-        form.add_error(None, exc)
-        return _page(request, suite, rule_form=form)
-    if warned:
-        messages.warning(
-            request,
-            f"Rule “{glob}” added: "
-            f"{rules.plural(len(warned), 'quarantine entry is', 'quarantine entries are')} "
-            "now tier violations.",
-        )
-    else:
-        messages.success(request, f"Rule “{glob}” added.")
-    return _back(suite, "tier-rules")
-
-
-@_removal(TierRule, section="tier-rules")
-def tier_rule_remove(request, rule):
-    remove_rule(rule=rule, actor=actor_label(request.user))
-    return f"Rule “{rule.glob}” removed."
-
-
-@_section(MemberForm, section="members", form_name="member_form")
-def member_set(request, suite, data):
-    membership = member_change(suite=suite, actor=actor_label(request.user), **data)
-    return f"{membership.user.get_username()} is {membership.role} of {suite.slug}."
-
-
-@for_leads("POST")
-def member_remove(request, suite, pk):
-    membership = get_object_or_404(Membership.objects.select_related("user"), suite=suite, pk=pk)
-    try:
-        member_drop(membership=membership, actor=actor_label(request.user))
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    else:
-        messages.success(request, f"{membership.user.get_username()} removed from {suite.slug}.")
-    return _back(suite, "members")
-
-
-@for_leads("POST")
-@never_cache
-def token_create(request, suite):
-    form = TokenForm(request.POST)
-    if not form.is_valid():
-        return _page(request, suite, token_form=form)
-    try:
-        token, raw = create_token(
-            suite=suite, actor=actor_label(request.user), **form.cleaned_data
-        )
-    except ValidationError as exc:
-        form.add_error(
-            "default_branch_only" if exc.code == "default_branch_read" else "expires_at", exc)
-        return _page(request, suite, token_form=form)
-    # Post, redirect, get: a reload of the page shown next neither makes a second token nor
-    # shows this one again. The token is stored as a digest; its secret waits in the session
-    # only until that page is drawn, and leaves it there.
-    request.session[_new_token_key(suite)] = {"pk": token.pk, "raw": raw}
-    return _back(suite, "new-token-once")
-
-
-@_removal(ApiToken, section="tokens")
-def token_revoke(request, token):
-    revoke_token(token=token, actor=actor_label(request.user))
-    return f"Token {token.prefix}… revoked."
-
-
-@_section(TrustPolicyForm, section="trusted-ci", form_name="trust_form")
-def trust_policy_create(request, suite, data):
-    policy = trust_policy_add(suite=suite, actor=actor_label(request.user), **data)
-    return f"The suite trusts {policy.label}."
-
-
-@_removal(TrustPolicy, section="trusted-ci")
-def trust_policy_delete(request, policy):
-    trust_policy_remove(policy=policy, actor=actor_label(request.user))
-    return f"The suite no longer trusts {policy.label}."

@@ -1,0 +1,75 @@
+"""What the tracker tests share: a suite with forty known nodes, a fake tracker of each
+kind on 127.0.0.1, a tracker set against it with a token the tests look for everywhere,
+and sync_trackers run with its backoff's sleeps recorded, not slept."""
+
+from __future__ import annotations
+
+import io
+from datetime import timedelta
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from ledger.quarantine import quarantine_create
+from runs.ingest import report_ingest
+from tests.helpers import body, measurement
+from tests.local_server import serving
+from tests.test_gate_status import FLAKY
+from tests.tracker_server import FakeTracker
+from trackers.services import TrackerFields, tracker_set
+
+TOKEN = "tok-7Hq9-secret-Zx42"
+PROJECTS = {"github": "acme/shop", "gitlab": "acme/shop", "jira": "FLAKY"}
+AUTH = {"github": ("authorization", f"Bearer {TOKEN}"),
+        "gitlab": ("private-token", TOKEN),
+        # base64 of "bot@acme.example:" + TOKEN
+        "jira": ("authorization", "Basic Ym90QGFjbWUuZXhhbXBsZTp0b2stN0hxOS1zZWNyZXQtWng0Mg==")}
+
+
+@pytest.fixture
+def known(settings, suite):
+    settings.WEBHOOKS_ALLOW_PRIVATE_IPS = True
+    settings.BASE_URL = "https://board.example"
+    suite.max_quarantined_share = 0.5
+    suite.save()
+    report_ingest(suite=suite, body=body([measurement(FLAKY.format(i)) for i in range(40)]),
+                  actor="ci")
+    return suite
+
+
+@pytest.fixture(params=["github", "gitlab", "jira"])
+def fake(request):
+    fake = FakeTracker(request.param)
+    with serving(fake.server):
+        yield fake
+
+
+@pytest.fixture
+def sleeps(monkeypatch):
+    slept: list[float] = []
+    monkeypatch.setattr("trackers.management.commands.sync_trackers.Command.sleep",
+                        staticmethod(slept.append))
+    return slept
+
+
+def set_tracker(suite, fake, **switches):
+    return tracker_set(suite=suite, fields=TrackerFields(
+        kind=fake.kind, project=PROJECTS[fake.kind], site=fake.site,
+        email="bot@acme.example" if fake.kind == "jira" else "", **switches),
+        token=TOKEN, actor="@lea")
+
+
+def quarantined(suite, today, i=1, days=10, owner="@finley"):
+    return quarantine_create(suite=suite, nodeid=FLAKY.format(i), owner=owner,
+                             expires=today + timedelta(days=days), evidence="ci/run-7",
+                             actor="@finley", today=today, n=200, fails=5)
+
+
+def sync_trackers(fails: bool = False) -> str:
+    out = io.StringIO()
+    if fails:
+        with pytest.raises(CommandError) as failed:
+            call_command("sync_trackers", stdout=out, stderr=io.StringIO())
+        return out.getvalue() + str(failed.value)
+    call_command("sync_trackers", stdout=out, stderr=io.StringIO())
+    return out.getvalue()

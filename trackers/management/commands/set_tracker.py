@@ -1,0 +1,51 @@
+"""manage.py set_tracker SUITE KIND PROJECT [...]: the suite's issue tracker; the token is
+read from standard input, so that it is in no shell history and no process list."""
+
+from __future__ import annotations
+
+import sys
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from ledger.commands import get_suite
+from trackers.models import Tracker
+from trackers.services import TrackerFields, tracker_set
+from web.commands import one_line
+
+
+class Command(BaseCommand):
+    help = (
+        "Set (or replace) a suite's issue tracker: GitHub Issues (PROJECT owner/name), GitLab "
+        "issues (a project id or path) or Jira Cloud (a project key, with --site and --email). "
+        "The token is read from standard input, stored encrypted and never shown again; "
+        "with nothing on standard input a replaced tracker keeps its token. "
+        "manage.py sync_trackers opens, comments on and closes the issues."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("suite")
+        parser.add_argument("kind", choices=Tracker.Kind.values)
+        parser.add_argument("project")
+        parser.add_argument("--site", default="", help="the API's root (GitHub and GitLab "
+                            "have their own by default; Jira: https://<name>.atlassian.net)")
+        parser.add_argument("--issue-type", default="Bug", help="Jira's issue type")
+        parser.add_argument("--email", default="", help="Jira's account e-mail")
+        parser.add_argument("--labels", default="flaky-test", help="comma-separated")
+        parser.add_argument("--no-new-entry", action="store_true",
+                            help="do not open an issue for each new entry")
+
+    def handle(self, *args, suite, kind, project, **options):
+        token = "" if sys.stdin.isatty() else sys.stdin.readline().strip()
+        fields = TrackerFields(
+            kind=kind, project=project, site=options["site"], issue_type=options["issue_type"],
+            email=options["email"], labels=options["labels"],
+            on_new_entry=not options["no_new_entry"])
+        try:
+            tracker = tracker_set(suite=get_suite(suite), fields=fields, token=token,
+                                  actor="manage.py")
+        except ValidationError as exc:
+            raise CommandError(one_line(exc)) from None
+        self.stdout.write(f"{tracker.suite.slug}: {tracker.get_kind_display()} {tracker.project} "
+                          f"at {tracker.site}; the token is " +
+                          ("stored, encrypted." if token else "unchanged."))

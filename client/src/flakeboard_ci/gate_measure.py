@@ -22,7 +22,7 @@ from .gate_plan import (
 )
 from .impact import tests_of_changed
 from .ledger import ledger_entries, write_atomically
-from .measure import gate_lines, run_measurement, uploaded_row
+from .measure import gate_lines, run_measurement, start_pool, uploaded_row
 from .measure_bisect import BISECT_MAX
 from .measure_progress import Progress
 from .measure_runs import (
@@ -32,7 +32,7 @@ from .measure_runs import (
     Target,
 )
 from .measure_workspace import Workspace
-from .outputs import _print_lines, present
+from .outputs import _print_lines, node_file, present
 from .patch_class import CLASS_RUNS_FACTOR
 from .stats import NEW_TEST_MIN_RUNS, birth_sentence
 
@@ -138,19 +138,25 @@ def measure_tier_2(board, args, ledger, records, patch_class, notes, seconds=Non
         print("MEASURE: no tier-2 node was selected; nothing to measure, no report.",
               file=notes)
         return None
-    # measure's workspace (its plugin compiled) is made while the board is asked for more.
-    workspace = Workspace()
+    # measure's workspace, and its pool's base (pytest, the plugins and the conftests loaded),
+    # are made while the board is asked for more.
+    workspace, progress = Workspace(), Progress(sys.stderr)
+    files = list(collections.OrderedDict.fromkeys(node_file(node) for node in chosen))
+    pool = start_pool(workspace, MEASURE_DEFAULTS, progress, files)
     try:
         return measure_chosen(board, args, ledger, records, patch_class, notes, seconds,
                               changed, failures, chosen, new, guard_policy, budget, failed,
-                              workspace)
+                              (workspace, pool, progress))
     finally:
+        pool.close()
         workspace.discard()
 
 
 def measure_chosen(board, args, ledger, records, patch_class, notes, seconds, changed,
-                   failures, chosen, new, guard_policy, budget, failed, workspace):
-    """measure_tier_2's measurement of the ``chosen`` tier-2 nodes, in ``workspace``."""
+                   failures, chosen, new, guard_policy, budget, failed, started):
+    """measure_tier_2's measurement of the ``chosen`` tier-2 nodes, with what it ``started``
+    (the workspace, the pool, the progress)."""
+    workspace, pool, progress = started
     every_node = args.measure == "all"
     new_nodes = [node for node in chosen if new.get(node)]
     born = set(guarded(new_nodes, len(records), notes, guard_policy["share"]))
@@ -188,10 +194,9 @@ def measure_chosen(board, args, ledger, records, patch_class, notes, seconds, ch
         target.birth = planned.node in born
         targets.append(target)
     run_order = {node: index for index, node in enumerate(chosen)}
-    progress = Progress(sys.stderr)
     # The budget holds in real time: no block of runs starts once it has run out.
     slots = run_measurement(targets, MEASURE_DEFAULTS, max_upper_rate, progress,
-                            budget=plan.budget, workspace=workspace)
+                            budget=plan.budget, workspace=workspace, pool=pool)
     targets, plan = budget_cut(targets, plan, notes)
     progress.summary(targets, slots)
     if not targets:

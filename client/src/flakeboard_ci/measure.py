@@ -198,22 +198,35 @@ def ask_ci_order(board, args, targets, progress):
                       f"the session's collection order")
 
 
-def run_measurement(targets, args, max_upper_rate, progress, budget=None, workspace=None):
+def start_pool(workspace, args, progress, files=()):
+    """measure's pool of pytest processes, in ``workspace`` (removed when it cannot start);
+    with ``files``, its base is started at once: it loads pytest, the plugins and the
+    conftests while what comes before the runs goes on (gate asks the board for the plan),
+    and the blocks fork from it once their files are known."""
+    try:
+        pool = Pool(python=sys.executable, folder=workspace.folder,
+                    slots=args.workers or os.cpu_count() or 1, timeout=args.run_timeout,
+                    progress=progress, plugin=workspace)
+    except BaseException:
+        workspace.discard()
+        raise
+    if files and not args.fresh:
+        pool.spawn(files, zygote=True, base=True)
+    return pool
+
+
+def run_measurement(targets, args, max_upper_rate, progress, budget=None, workspace=None,
+                    pool=None):
     """Measure the targets (each block of a target's runs in a process of its own, or a
     process per run with --fresh), check the isolation of those whose repeats all failed and
     the others in CI's order, and measure the repeat-unsafe ones again with a process per
     run. With a ``budget`` (seconds, gate's), no block of runs starts after the deadline it
     sets: a target is cut there (``Target.cut``), with the runs it has or none. Its
-    ``workspace`` (a Workspace started early, else one of its own) is removed at its end."""
-    slots = args.workers or os.cpu_count() or 1
+    ``workspace`` (a Workspace started early, else one of its own) is removed at its end,
+    and its ``pool`` (start_pool's, else one of its own) closed."""
     workspace = workspace or Workspace()
-    folder = workspace.folder
-    try:
-        pool = Pool(python=sys.executable, folder=folder, slots=slots,
-                    timeout=args.run_timeout, progress=progress, plugin=workspace)
-    except BaseException:
-        workspace.discard()
-        raise
+    pool = pool or start_pool(workspace, args, progress)
+    slots = pool.slots
 
     session = args.order == "session"
     deadline = None if budget is None else time.monotonic() + budget

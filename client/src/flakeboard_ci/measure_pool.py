@@ -148,6 +148,7 @@ class Pool:
         # The base that said it forks, and its children that collected a target's file and
         # fork each block of its runs (by their files; None: that file's blocks start fresh).
         self.base = None
+        self.base_started = False  # a base was started: the blocks wait for its hello
         self.zygotes = {}
         # One that collects the whole session (SESSION) for the checks in CI's order, started
         # with the first so that its collection overlaps the runs; None once it cannot fork.
@@ -170,6 +171,8 @@ class Pool:
                 return  # the pool was closed
 
     def close(self):
+        if self.closing:
+            return
         for worker in list(self.workers.values()):
             self._stop(worker)
         self.closing = True
@@ -193,6 +196,7 @@ class Pool:
             env[ZYGOTE_ENV] = "1"
         if base:
             env[BASE_ENV] = "1"
+            self.base_started = True
         log = os.path.join(self.folder, f"worker{ident}.log")
         with open(log, "wb") as out:
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,

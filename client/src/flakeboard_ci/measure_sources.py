@@ -85,7 +85,8 @@ class BlockRuns(Source):
     def spawn(self, pool, live):
         if self.collection is not None and not self.collection.started:
             self.collection.started, self.pool = True, pool
-            pool.spawn(self.collection.files, zygote=True, base=True)
+            if not pool.base_started:  # else one started early: its hello is to come
+                pool.spawn(self.collection.files, zygote=True, base=True)
             return True
         if self.collection is not None or live >= pool.slots:
             return False  # the blocks wait for the collection: forked, or fresh processes

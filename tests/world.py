@@ -9,6 +9,11 @@ next test does not ask for the world, or is in another module, and at the end of
 no other test sees the world's rows. The tables of the access matrices, the odd numbers and
 the calendar's edges ask for it in hundreds of tests, each of which used to build it.
 
+pytest-randomly shuffles the tests of a module; ``pytest_collection_modifyitems`` then puts
+the module's tests that ask for the world next to each other, each side in its shuffled
+order, so that a module's world is built once in each worker, not once for every stretch
+of its tests between two that do not ask for it.
+
 Each test on the world gets a copy of it (its rows as Python objects too), and runs on the
 clock frozen at the instant the world was built (tests/clock.py): its ``today`` is the
 world's.
@@ -17,6 +22,7 @@ world's.
 from __future__ import annotations
 
 import copy
+import itertools
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
@@ -121,6 +127,25 @@ BUILT: list[Built] = []  # this worker's open world, if any
 
 def uses_world(item) -> bool:
     return "world" in getattr(item, "fixturenames", ())
+
+
+def _transactional(item) -> bool:
+    marker = item.get_closest_marker("django_db")
+    return bool(marker and (marker.kwargs.get("transaction")
+                            or marker.kwargs.get("reset_sequences")))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items) -> None:
+    """In each stretch of one module's tests (pytest-django orders the transactional ones
+    last), the tests that ask for the world first, then the others, each in its order."""
+    ordered = []
+    for _, stretch in itertools.groupby(
+            items, key=lambda item: (item.nodeid.split("::")[0], _transactional(item))):
+        stretch = list(stretch)
+        ordered += [item for item in stretch if uses_world(item)]
+        ordered += [item for item in stretch if not uses_world(item)]
+    items[:] = ordered
 
 
 def world_for(request) -> Built | None:

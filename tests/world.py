@@ -9,6 +9,11 @@ next test does not ask for the world, or is in another module, and at the end of
 no other test sees the world's rows. The tables of the access matrices, the odd numbers and
 the calendar's edges ask for it in hundreds of tests, each of which used to build it.
 
+A module that defines a ``build_world`` of its own gets that world instead: a larger one
+(the node page's long history on top of it), or another (a suite with a year of history,
+and nothing else). Its tests ask for ``world`` all the same; the fixtures of the people
+and suites answer from it (conftest.py).
+
 pytest-randomly shuffles the tests of a module; ``pytest_collection_modifyitems`` then puts
 the module's tests that ask for the world next to each other, each side in its shuffled
 order, so that a module's world is built once in each worker, not once for every stretch
@@ -165,7 +170,7 @@ def world_for(request) -> Built | None:
         atomic.__enter__()
         try:
             with time_machine.travel(instant, tick=False):
-                world = build_world()
+                world = getattr(request.module, "build_world", build_world)()
         except BaseException:
             transaction.set_rollback(True)
             atomic.__exit__(None, None, None)

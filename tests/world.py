@@ -34,8 +34,10 @@ from types import SimpleNamespace
 
 import pytest
 import time_machine
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.test import Client
 from django.utils import timezone
 
 from ledger.models import ApiToken, Membership, Role
@@ -76,8 +78,9 @@ def make_person(name: str, suites: dict):
 
 def build_world() -> SimpleNamespace:
     """The suite with one of everything a caller may ask for: a report, a verdict batch
-    (of a patch), an open entry, a tier rule; the people; and a token of every kind (read,
-    write, another suite's, a revoked one), by plaintext."""
+    (of a patch), an open entry, a tier rule; the people, each with a session signed in;
+    and a token of every kind (read, write, another suite's, a revoked one), by
+    plaintext."""
     today = timezone.now().date()
     suites = {name: make_suite(name) for name in SUITES}
     people = {name: make_person(name, suites) for name in PEOPLE}
@@ -108,7 +111,15 @@ def build_world() -> SimpleNamespace:
         users={name: people[name] for name in ("outsider", "viewer", "owner", "lead", "staff")},
         tokens={"read": read_raw, "write": write_raw, "other": other_raw,
                 "revoked": revoked_raw},
+        sessions={name: signed_in(user) for name, user in people.items()},
     )
+
+
+def signed_in(user) -> str:
+    """The key of a session signed in as ``user``, as a browser's cookie holds it."""
+    client = Client()
+    client.force_login(user)
+    return client.cookies[settings.SESSION_COOKIE_NAME].value
 
 
 @dataclass

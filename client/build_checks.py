@@ -155,11 +155,20 @@ class Module:
 
 
 # A module's text is parsed, and walked for what it binds and imports, once in a process:
-# the tests assemble the same modules again and again, a few changed.
-@functools.lru_cache(maxsize=256)
+# the tests assemble the same modules again and again, a few changed, from copies of the
+# package in other folders (so the text alone is the key).
 def parsed(source, filename):
-    """The module's tree (the build only reads it)."""
-    return ast.parse(source, filename=filename)
+    """The module's tree (the build only reads it); a syntax error names the file."""
+    try:
+        return parsed_text(source)
+    except SyntaxError:
+        ast.parse(source, filename=filename)
+        raise
+
+
+@functools.lru_cache(maxsize=256)
+def parsed_text(source):
+    return ast.parse(source)
 
 
 @functools.lru_cache(maxsize=256)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.apps import apps
+from django.conf import settings
 from django.db import connection, transaction
 from django.http import HttpResponse
 from django.test import Client
@@ -52,10 +53,11 @@ class Cell:
 
 
 def client_as(caller: str, world) -> Client:
-    """A client that enforces CSRF checks, as a browser does, signed in or holding a token."""
+    """A client that enforces CSRF checks, as a browser does, signed in (with the world's
+    session of that person) or holding a token."""
     client = Client(enforce_csrf_checks=True)
     if caller in SIGNED_IN:
-        client.force_login(world.users[caller])
+        client.cookies[settings.SESSION_COOKIE_NAME] = world.sessions[caller]
     elif caller in world.tokens:
         client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {world.tokens[caller]}"
     return client

@@ -23,6 +23,7 @@ from tests.world import (  # noqa: F401 (the shared world: tests/world.py)
     clock_start,
     make_person,
     make_suite,
+    pytest_collection_modifyitems,
     pytest_runtest_teardown,
     uses_world,
     world,

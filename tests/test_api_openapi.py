@@ -164,3 +164,25 @@ def test_the_interactive_docs_need_no_inline_script(live_server):
     scripts = re.findall(r"<script([^>]*)>", page)
     assert scripts and all("src=" in s or "application/json" in s for s in scripts)
     assert "script-src 'self'" in answer.headers["Content-Security-Policy"]
+
+
+def test_the_document_is_built_once_and_each_caller_gets_a_copy(monkeypatch):
+    """The document follows from the code alone: a process builds it once for each path
+    prefix (web/api/openapi.py), and what one caller does to its copy no other sees."""
+    import ninja.main
+
+    from flakeboard.api import api
+
+    built = []
+    real = ninja.main.get_schema
+    monkeypatch.setattr(ninja.main, "get_schema",
+                        lambda **kwargs: built.append(kwargs["path_prefix"]) or real(**kwargs))
+    prefix = "/api/v1-built-once/"
+    first = api.get_openapi_schema(path_prefix=prefix)
+    first["paths"].clear()
+    first["components"]["schemas"].clear()
+    again = api.get_openapi_schema(path_prefix=prefix)
+    assert built == [prefix]
+    assert {path.removeprefix(prefix) for path in again["paths"]} == {
+        path.removeprefix("/api/v1/") for _, path in OPERATIONS}
+    assert "PropertyCheck" in again["components"]["schemas"]

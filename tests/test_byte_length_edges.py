@@ -15,7 +15,6 @@ import json
 from datetime import timedelta
 
 import pytest
-from django.apps import apps
 from django.test import Client
 from django.urls import reverse
 from django.utils.html import escape
@@ -24,7 +23,7 @@ from flakeboard import rules
 from ledger.models import QuarantineEntry, TierRule
 from ledger.tokens import token_create
 from runs.ingest import report_ingest, signals_ingest
-from tests.helpers import body, field_errors, measurement, record
+from tests.helpers import body, field_errors, measurement, record, table_sizes
 from tests.html_links import node_links
 from tests.wide_text import wide
 
@@ -61,10 +60,6 @@ def digest_of(length: int = rules.META_MAX_LENGTH) -> str:
 
 
 widths = pytest.mark.parametrize("width", WIDTHS, ids=[f"{w}byte" for w in WIDTHS])
-
-
-def table_sizes() -> dict[str, int]:
-    return {model._meta.label: model.objects.count() for model in apps.get_models()}
 
 
 @widths

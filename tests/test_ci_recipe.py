@@ -147,7 +147,8 @@ def parse_client():
 
 @pytest.fixture(scope="module")
 def pytest_options(tmp_path_factory) -> set[str]:
-    """Every option pytest's --help names, outside this project's configuration."""
+    """Every option pytest's --help names, outside this project's configuration. It
+    starts pytest, so the tests that ask for it are slow."""
     done = subprocess.run([sys.executable, "-m", "pytest", "--help", "-p", "no:django"],
                           capture_output=True, text=True, timeout=120, check=True,
                           cwd=tmp_path_factory.mktemp("pytest-help"))
@@ -191,6 +192,7 @@ def test_the_github_actions_job(parse_client, pytest_options):
     assert "--junit-xml=" + parsed["junit"].files[0] in gate.pytest_args
 
 
+@pytest.mark.slow
 def test_the_gitlab_ci_job(parse_client, pytest_options):
     (job,) = readme_job("GitLab CI").values()
     assert {"FLAKEBOARD_URL", "FLAKEBOARD_SUITE"} <= set(job["variables"])
@@ -207,6 +209,7 @@ def test_the_gitlab_ci_job(parse_client, pytest_options):
     assert "--junit-xml=" + reports["junit"] in gate.pytest_args
 
 
+@pytest.mark.slow
 def test_the_default_branch_job_uploads_its_junit_with_its_branch(parse_client,
                                                                    pytest_options):
     """The test set is the default branch's CI run: docs/test-set.md's job for pushes to
@@ -230,6 +233,7 @@ def shell_blocks() -> list[tuple[str, str]]:
             if token.type == "fence" and token.info in ("sh", "")]
 
 
+@pytest.mark.slow
 def test_every_client_command_in_the_docs_parses(parse_client, pytest_options):
     commands = {}
     for name, script in shell_blocks():

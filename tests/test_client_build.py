@@ -317,6 +317,14 @@ def test_a_module_that_would_break_the_one_file_is_refused(sources, source, mess
         assemble_with(sources, source)
 
 
+def test_a_module_that_does_not_parse_is_refused_naming_its_file(sources):
+    """The parse is cached by the text alone; its error still names the file."""
+    for _ in range(2):
+        with pytest.raises(build.BuildError, match=re.escape(
+                f"cannot read {sources / 'extra.py'}: invalid syntax (extra.py, line 1)")):
+            assemble_with(sources, "def broken(:\n    pass\n")
+
+
 def test_a_name_used_at_import_time_before_its_module_is_refused(sources):
     """A default argument is read when the file runs: its module must come first."""
     source = ("from .outputs import SUMMARY_LIMIT\n\n\n"

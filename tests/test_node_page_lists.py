@@ -17,6 +17,7 @@ from ledger.models import QuarantineEntry
 from ledger.quarantine import quarantine_clear, quarantine_create
 from runs.ingest import report_ingest, signals_ingest
 from tests.helpers import body, measurement, node_page, record
+from tests.world import build_world as shared_world
 
 NODE = "tests/unit/test_pay.py::test_refund"
 OTHERS = [measurement(f"t.py::t{i}") for i in range(40)]
@@ -35,8 +36,7 @@ def measure(suite, now, fails: int, n: int = 200):
                   actor="ci", now=now)
 
 
-@pytest.fixture
-def long_history(suite, today):
+def add_long_history(suite, today):
     """A report a day for REPORTS days (runs: 200 and the days ago; fails: the days ago,
     mod 7) and BATCHES batches."""
     for days_ago in range(REPORTS, 0, -1):
@@ -44,6 +44,20 @@ def long_history(suite, today):
     for i in range(BATCHES):
         signals_ingest(suite=suite, body=body({"records": [record(NODE)], "patch": f"p{i}"}),
                        actor="ci", now=at(today, BATCHES - i, hours=2))
+
+
+def build_world():
+    """This module's shared world (tests/world.py): the suite of one of everything, and the
+    node's long history in it, built once for a run of the tests that ask for it."""
+    world = shared_world()
+    add_long_history(world.suite, world.today)
+    return world
+
+
+@pytest.fixture
+def long_history(world):
+    """The suite (the world's) with the node's long history."""
+    return world.suite
 
 
 def page(client, suite, **query):

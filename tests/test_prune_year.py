@@ -7,25 +7,35 @@ run, deletes nothing."""
 from __future__ import annotations
 
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.db.models import Sum
 from django.test import Client
+from django.utils import timezone
 
 from ledger.models import AuditEvent, QuarantineEntry
 from runs.models import Measurement, NodeVerdict, ReasonRollup, Report, VerdictBatch
 from tests.api_http import new_token
 from tests.test_prune import prune_command, trends_answer
-from tests.year import DAYS, PER_DAY, ROWS, year_of_history
+from tests.world import make_suite
+from tests.year import DAYS, PER_DAY, ROWS, Year, year_of_history
 
 KEPT = 400  # RETENTION_DAYS' default
 OLD = (DAYS - KEPT) * PER_DAY  # uploads of each kind dated before the days kept
 SPAN = 365  # days a trends answer spans at most, less one: the oldest year, and the last
 
 
+def build_world() -> SimpleNamespace:
+    """This module's shared world (tests/world.py): a suite with a year of history, and
+    nothing else, built once for a run of the tests that ask for it."""
+    suite, today = make_suite("suite"), timezone.now().date()
+    return SimpleNamespace(suite=suite, today=today, year=year_of_history(suite, today))
+
+
 @pytest.fixture
-def year(suite, today):
-    return year_of_history(suite, today)
+def year(world) -> Year:
+    return world.year
 
 
 def whole(suite) -> tuple:

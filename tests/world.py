@@ -9,6 +9,16 @@ next test does not ask for the world, or is in another module, and at the end of
 no other test sees the world's rows. The tables of the access matrices, the odd numbers and
 the calendar's edges ask for it in hundreds of tests, each of which used to build it.
 
+A module that defines a ``build_world`` of its own gets that world instead: a larger one
+(the node page's long history on top of it), or another (a suite with a year of history,
+and nothing else). Its tests ask for ``world`` all the same; the fixtures of the people
+and suites answer from it (conftest.py).
+
+pytest-randomly shuffles the tests of a module; ``pytest_collection_modifyitems`` then puts
+the module's tests that ask for the world next to each other, each side in its shuffled
+order, so that a module's world is built once in each worker, not once for every stretch
+of its tests between two that do not ask for it.
+
 Each test on the world gets a copy of it (its rows as Python objects too), and runs on the
 clock frozen at the instant the world was built (tests/clock.py): its ``today`` is the
 world's.
@@ -17,14 +27,17 @@ world's.
 from __future__ import annotations
 
 import copy
+import itertools
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
 import pytest
 import time_machine
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.test import Client
 from django.utils import timezone
 
 from ledger.models import ApiToken, Membership, Role
@@ -65,8 +78,9 @@ def make_person(name: str, suites: dict):
 
 def build_world() -> SimpleNamespace:
     """The suite with one of everything a caller may ask for: a report, a verdict batch
-    (of a patch), an open entry, a tier rule; the people; and a token of every kind (read,
-    write, another suite's, a revoked one), by plaintext."""
+    (of a patch), an open entry, a tier rule; the people, each with a session signed in;
+    and a token of every kind (read, write, another suite's, a revoked one), by
+    plaintext."""
     today = timezone.now().date()
     suites = {name: make_suite(name) for name in SUITES}
     people = {name: make_person(name, suites) for name in PEOPLE}
@@ -97,7 +111,15 @@ def build_world() -> SimpleNamespace:
         users={name: people[name] for name in ("outsider", "viewer", "owner", "lead", "staff")},
         tokens={"read": read_raw, "write": write_raw, "other": other_raw,
                 "revoked": revoked_raw},
+        sessions={name: signed_in(user) for name, user in people.items()},
     )
+
+
+def signed_in(user) -> str:
+    """The key of a session signed in as ``user``, as a browser's cookie holds it."""
+    client = Client()
+    client.force_login(user)
+    return client.cookies[settings.SESSION_COOKIE_NAME].value
 
 
 @dataclass
@@ -123,6 +145,25 @@ def uses_world(item) -> bool:
     return "world" in getattr(item, "fixturenames", ())
 
 
+def _transactional(item) -> bool:
+    marker = item.get_closest_marker("django_db")
+    return bool(marker and (marker.kwargs.get("transaction")
+                            or marker.kwargs.get("reset_sequences")))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items) -> None:
+    """In each stretch of one module's tests (pytest-django orders the transactional ones
+    last), the tests that ask for the world first, then the others, each in its order."""
+    ordered = []
+    for _, stretch in itertools.groupby(
+            items, key=lambda item: (item.nodeid.split("::")[0], _transactional(item))):
+        stretch = list(stretch)
+        ordered += [item for item in stretch if uses_world(item)]
+        ordered += [item for item in stretch if not uses_world(item)]
+    items[:] = ordered
+
+
 def world_for(request) -> Built | None:
     """The world of this test's run, built if the run starts here; None for a test that
     does not ask for the world."""
@@ -140,7 +181,7 @@ def world_for(request) -> Built | None:
         atomic.__enter__()
         try:
             with time_machine.travel(instant, tick=False):
-                world = build_world()
+                world = getattr(request.module, "build_world", build_world)()
         except BaseException:
             transaction.set_rollback(True)
             atomic.__exit__(None, None, None)

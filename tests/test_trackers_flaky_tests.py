@@ -16,7 +16,7 @@ from tests.test_flaky_at_birth import BORN, born
 from tests.test_flaky_flips import FLIPPED, flip
 from tests.junit_files import junit_xml
 from tests.trackers_setup import quarantined, set_tracker, sync_trackers
-from trackers.models import Tracker, TrackerIssue
+from trackers.models import Tracker, TrackerIssue, TrackerJob
 from trackers.services import TrackerFields, tracker_set
 
 fake, known, sleeps = trackers_setup.fake, trackers_setup.known, trackers_setup.sleeps
@@ -153,3 +153,15 @@ def test_the_switches_are_audited_and_remember_the_day_they_were_turned_on(
         kind="github", project="acme/shop", site=fake.site))
     tracker.refresh_from_db()
     assert not tracker.on_ci_flaky and tracker.ci_flaky_since is None
+
+
+@github
+def test_a_test_s_issue_claimed_by_a_run_that_died_is_never_opened_twice(known, fake, sleeps):
+    set_tracker(known, fake, on_born_flaky=True)
+    born(known)
+    sync_trackers()
+    # A run that made the request and died before recording the issue leaves its claim.
+    TrackerIssue.objects.all().delete()
+    TrackerJob.objects.update(status=TrackerJob.Status.SENDING)
+    sync_trackers()
+    assert len(opened(fake)) == 1 and TrackerJob.objects.count() == 1

@@ -9,6 +9,7 @@ from datetime import date
 
 from django.conf import settings
 
+from flakeboard.rules.text import plural
 from junit.selectors import Window, flaky_ranking
 from ledger.models import Node, Suite
 
@@ -67,15 +68,15 @@ def _lines(row) -> list[str]:
                      f"{flip.day.isoformat()}: {flip.failed} failed it, {flip.passed} passed "
                      f"it ({_link(flip.url)}).")
     elif birth := row.birth:
-        lines.append(f"Flaky at birth at commit {birth.commit} on {birth.day.isoformat()}: "
-                     f"{birth.sentence} ({_link(birth.url)}).")
+        lines.append(f"Flaky at birth at commit {birth.commit} on {birth.day.isoformat()}, "
+                     f"in the new-test guard's runs ({_link(birth.url)}).")
     else:
         lines.append(f"Flaky in CI's JUnit files from {row.first_flaky.isoformat()} to "
                      f"{row.last_flaky.isoformat()}.")
-    lines.append(f"{row.evidence.failed}: {figures.flaky_failures} of "
-                 f"{row.evidence.runs.lower()} {figures.runs} (rate {figures.rate:.2%}, upper "
-                 f"95% bound {figures.upper95:.2%}), at {figures.flaky_commits} "
-                 f"commit{'s' if figures.flaky_commits != 1 else ''}.")
+    lines.append(f"{row.evidence.failed}: {figures.flaky_failures}; "
+                 f"{row.evidence.runs.lower()}: {figures.runs} (rate {figures.rate:.2%}, upper "
+                 f"95% bound {figures.upper95:.2%}); flaky at "
+                 f"{plural(figures.flaky_commits, 'commit')}.")
     return lines
 
 

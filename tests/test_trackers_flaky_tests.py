@@ -12,9 +12,10 @@ from django.urls import reverse
 from junit.ingest import junit_ingest
 from ledger.models import AuditEvent, Node, QuarantineEntry
 from tests import trackers_setup
+from tests.junit_files import junit_xml
 from tests.test_flaky_at_birth import BORN, born
 from tests.test_flaky_flips import FLIPPED, flip
-from tests.junit_files import junit_xml
+from tests.test_trackers_settings import save
 from tests.trackers_setup import quarantined, set_tracker, sync_trackers
 from trackers.models import Tracker, TrackerIssue, TrackerJob
 from trackers.services import TrackerFields, tracker_set
@@ -52,7 +53,8 @@ def test_a_junit_flip_opens_one_issue_for_its_test_and_a_second_run_none(
         said = seen.body["body"]
         assert seen.path == OPEN_PATH and seen.body["title"] == f"Flaky test: {nodeid}"
         assert f"{nodeid} turned flaky in CI" in said
-        assert "Flaky in CI's JUnit files" in said and "Flaky failures: 1 of runs 2" in said
+        assert "Flaky in CI's JUnit files" in said
+        assert "Flaky failures: 1; runs: 2 (rate 50.00%" in said
         assert "- timeout after <n>s (1 failure)" in said
         assert "https://board.example" + reverse("node", args=[known.slug, node.key]) in said
     assert "0 requests made" in sync_trackers()
@@ -81,7 +83,8 @@ def test_a_new_test_flaky_at_birth_opens_one_issue(known, fake, sleeps):
     said = seen.body["body"]
     assert seen.body["title"] == f"Flaky test: {BORN}"
     assert f"{BORN} turned flaky at birth" in said
-    assert "Flaky at birth at commit abc1234def" in said and "6/30 failed" in said
+    assert "Flaky at birth at commit abc1234def" in said
+    assert "Failed runs: 6; runs at birth: 30 (rate 20.00%, upper 95% bound 37.31%)" in said
     assert reverse("report", args=[known.slug, report.pk]) in said
 
 
@@ -165,3 +168,15 @@ def test_a_test_s_issue_claimed_by_a_run_that_died_is_never_opened_twice(known, 
     TrackerJob.objects.update(status=TrackerJob.Status.SENDING)
     sync_trackers()
     assert len(opened(fake)) == 1 and TrackerJob.objects.count() == 1
+
+
+@github
+def test_a_lead_turns_the_switches_on_in_the_settings_form(client_for, lead, known, fake):
+    answer = save(client_for(lead), known, fake, on_ci_flaky="on", on_born_flaky="on")
+    assert "Tracker saved" in answer.text
+    assert "Open an issue for a new test flaky at birth" in answer.text
+    tracker = Tracker.objects.get()
+    assert tracker.on_ci_flaky and tracker.on_born_flaky and tracker.on_new_entry
+    save(client_for(lead), known, fake, token="")
+    tracker.refresh_from_db()
+    assert not tracker.on_ci_flaky and not tracker.on_born_flaky

@@ -1,7 +1,7 @@
 """Two sync_trackers runs at once, as cron on two hosts starts them, open one issue for one
-entry, or for one test turning flaky (issue 54): the second run finds the suite's lock taken, and, past the lock, a job
-already claimed. On PostgreSQL, where runs on two hosts really overlap; each run here has
-its own thread, so its own database connection."""
+entry, or for one test turning flaky (issue 54): the second run finds the suite's lock
+taken, and, past the lock, a job already claimed. On PostgreSQL, where runs on two hosts
+really overlap; each run here has its own thread, so its own database connection."""
 
 from __future__ import annotations
 

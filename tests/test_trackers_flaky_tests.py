@@ -180,3 +180,17 @@ def test_a_lead_turns_the_switches_on_in_the_settings_form(client_for, lead, kno
     save(client_for(lead), known, fake, token="")
     tracker.refresh_from_db()
     assert not tracker.on_ci_flaky and not tracker.on_born_flaky
+
+
+@github
+def test_the_settings_section_says_the_switches_and_logs_a_test_s_issue(
+        client_for, lead, known, fake, sleeps, today):
+    set_tracker(known, fake, on_born_flaky=True)
+    born(known)
+    sync_trackers()
+    page = client_for(lead).get(reverse("settings_tracker", args=[known.slug])).text
+    assert f"a new test flaky at birth since {today.isoformat()}" in page
+    assert "turning flaky in CI for the first time since" not in page
+    node = Node.objects.get(suite=known, nodeid=BORN)
+    assert "Open an issue: flaky at birth" in page
+    assert reverse("node", args=[known.slug, node.key]) in page

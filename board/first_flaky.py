@@ -5,17 +5,18 @@ rankings the flaky-tests page lists (``board.flaky``), over all the days the boa
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
+from functools import partial
 
 from django.conf import settings
 
 from flakeboard.rules.text import plural
-from junit.selectors import Window, flaky_ranking
+from junit.selectors import Window, flaky_days
 from ledger.models import Node, Suite
 
-from .births import birth_ranking
+from .births import birth_rows
 from .flaky import FlakyRanking, flaky_page_rows
-from .flips import flip_ranking
+from .flips import flipped_rows
 
 # The board's whole history: every day since this one counts.
 EPOCH = date(2000, 1, 1)
@@ -25,23 +26,33 @@ def _ever(today: date) -> Window:
     return Window(today, days=(today - EPOCH).days + 1)
 
 
-def _firsts(rankings, since: date) -> list[int]:
-    """The nodes whose earliest day in any of ``rankings`` is ``since`` or later."""
-    first: dict[int, date] = {}
-    for ranking in rankings:
-        for row in ranking.values("node_id", "first_flaky"):
-            day = row["first_flaky"]
-            first[row["node_id"]] = min(day, first.get(row["node_id"], day))
-    return sorted(node_id for node_id, day in first.items() if day >= since)
+def _days(first: date, last: date) -> Window:
+    """The days from ``first`` to ``last``, both included."""
+    return Window(last, days=(last - first).days + 1)
+
+
+def _firsts(kinds, since: date, today: date) -> list[int]:
+    """The nodes with evidence of one of ``kinds`` (each a function of the suite's rows
+    in a window, as the flaky-tests page reads them) from ``since`` to ``today``, and none
+    before: only the days since are aggregated, and the older rows only looked up."""
+    recent = set()
+    for rows in kinds:
+        recent |= set(rows(_days(since, today)).values_list("node_id", flat=True))
+    if not recent or since <= EPOCH:
+        return sorted(recent)
+    before = _days(EPOCH, since - timedelta(days=1))
+    for rows in kinds:
+        recent -= set(rows(before).filter(node_id__in=recent)
+                      .values_list("node_id", flat=True))
+    return sorted(recent)
 
 
 def ci_firsts(suite: Suite, since: date, today: date) -> list[int]:
-    window = _ever(today)
-    return _firsts([flip_ranking(suite, window), flaky_ranking(suite, window)], since)
+    return _firsts([partial(flipped_rows, suite), partial(flaky_days, suite)], since, today)
 
 
 def birth_firsts(suite: Suite, since: date, today: date) -> list[int]:
-    return _firsts([birth_ranking(suite, _ever(today))], since)
+    return _firsts([partial(birth_rows, suite)], since, today)
 
 
 def _row(suite: Suite, node: Node, today: date, kinds: tuple[str, ...]):

@@ -6,8 +6,11 @@ links the issue (and comments on it) rather than opening a second."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from junit.ingest import junit_ingest
 from ledger.models import AuditEvent, Node, QuarantineEntry
@@ -26,12 +29,13 @@ OPEN_PATH = "/repos/acme/shop/issues"
 REFUND = "tests/test_pay.py::test_refund"
 
 
-def flake(suite, nodeid: str, *, commit: str, message: str = "assert 1 == 2"):
+def flake(suite, nodeid: str, *, commit: str, message: str = "assert 1 == 2", days_ago=0):
     """One CI job on a topic branch in which ``nodeid`` failed, was rerun and passed."""
     module, name = nodeid.replace(".py::", "::").split("::")
     case = (module.replace("/", "."), name)
     junit_ingest(suite=suite, actor="ci", query={"commit": commit, "branch": "topic"},
-                 body=junit_xml((*case, "failed", message), (*case, "passed")))
+                 body=junit_xml((*case, "failed", message), (*case, "passed")),
+                 now=timezone.now() - timedelta(days=days_ago))
 
 
 def opened(fake) -> list:
@@ -114,8 +118,11 @@ def test_each_switch_opens_for_its_own_evidence_only(known, fake, sleeps):
 @github
 def test_evidence_seen_before_the_switch_was_turned_on_opens_no_issue(known, fake, sleeps):
     born(known, days_ago=2)
-    set_tracker(known, fake, on_born_flaky=True)
-    born(known, commit="pr-2")  # flaky at birth again, but not for the first time
+    flake(known, REFUND, commit="c1", days_ago=3)
+    flip(known, commit="c2", days_ago=1)
+    set_tracker(known, fake, on_ci_flaky=True, on_born_flaky=True)
+    flake(known, REFUND, commit="c3")  # flaky again, but not for the first time
+    flip(known, commit="c4")
     sync_trackers()
     assert fake.requests("POST") == []
 

@@ -201,3 +201,22 @@ def test_the_settings_section_says_the_switches_and_logs_a_test_s_issue(
     node = Node.objects.get(suite=known, nodeid=BORN)
     assert "Open an issue: flaky at birth" in page
     assert reverse("node", args=[known.slug, node.key]) in page
+
+
+@github
+def test_a_test_s_issue_closed_in_the_tracker_is_not_linked_by_a_later_entry(
+        known, fake, sleeps, today):
+    set_tracker(known, fake, on_ci_flaky=True)
+    flake(known, "tests/test_flaky.py::test_1", commit="c1")
+    sync_trackers()
+    first = TrackerIssue.objects.get()
+    fake.issues[first.key] = "closed"  # closed in GitHub, before any entry
+    sync_trackers()
+    first.refresh_from_db()
+    assert first.closed and first.entry is None
+    entry = quarantined(known, today, 1)
+    sync_trackers()
+    assert len(opened(fake)) == 2
+    second = TrackerIssue.objects.get(entry=entry)
+    assert second.pk != first.pk
+    assert QuarantineEntry.objects.get(pk=entry.pk).ticket == second.url

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from flakeboard import rules
@@ -214,14 +214,17 @@ def deliver(client: Client, now: datetime) -> Synced:
 
 
 def check_states(client: Client, synced: Synced, now: datetime) -> None:
-    """Report an issue closed in the tracker while its entry is open, on the entry."""
-    issues = (TrackerIssue.objects.filter(suite_id=client.tracker.suite_id, closed=False,
-                                          entry__isnull=False, entry__cleared_at__isnull=True)
+    """Report an issue closed in the tracker while its entry is open, on the entry; mark a
+    test's issue closed there before any entry linked it, so that an entry opens its own."""
+    issues = (TrackerIssue.objects.filter(suite_id=client.tracker.suite_id, closed=False)
+              .filter(Q(entry__isnull=True) | Q(entry__cleared_at__isnull=True))
               .select_related("entry__node"))
     for issue in issues:
         answer, closed = client.is_closed(issue.key)
         if answer.ok and closed:
             TrackerIssue.objects.filter(pk=issue.pk).update(closed=True)
+            if issue.entry is None:
+                continue
             entry_ticket_set(entry=issue.entry, url=issue.url, actor=BOARD_ACTOR,
                              closed_at=now)
             synced.closed_in_tracker.append(issue.entry.node.nodeid)

@@ -3,8 +3,9 @@ cursor (the entries that expired, and the tests that turned flaky where the suit
 say so: ``trackers.triggers``) into jobs, each a row under a unique key; then
 claim each job and make its request, after the quarantine's transaction is long over.
 A job is claimed before its request, so a retried or a racing run never repeats what
-another did; a failed job is taken again by the next run. Then the open entries' issues
-are read, and one closed in the tracker is reported on the entry (never cleared)."""
+another did; a failed job is taken again by the next run. Then the open issues are read:
+one closed in the tracker is reported on its open entry (never cleared it), and a test's
+issue closed there before any entry linked it is marked closed."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ say so: ``trackers.triggers``) into jobs, each a row under a unique key; then
 claim each job and make its request, after the quarantine's transaction is long over.
 A job is claimed before its request, so a retried or a racing run never repeats what
 another did; a failed job is taken again by the next run. Then the open issues are read:
-one closed in the tracker is reported on its open entry (never cleared it), and a test's
+one closed in the tracker is reported on its open entry (which it never clears), and a test's
 issue closed there before any entry linked it is marked closed."""
 
 from __future__ import annotations

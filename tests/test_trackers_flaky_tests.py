@@ -38,6 +38,14 @@ def flake(suite, nodeid: str, *, commit: str, message: str = "assert 1 == 2", da
                  now=timezone.now() - timedelta(days=days_ago))
 
 
+def ci_issue(suite, fake) -> TrackerIssue:
+    """The issue opened for a known node (one a test may quarantine) flaky in CI."""
+    set_tracker(suite, fake, on_ci_flaky=True)
+    flake(suite, "tests/test_flaky.py::test_1", commit="c1")
+    sync_trackers()
+    return TrackerIssue.objects.get()
+
+
 def opened(fake) -> list:
     return [seen for seen in fake.requests("POST") if seen.path == OPEN_PATH]
 
@@ -130,10 +138,7 @@ def test_evidence_seen_before_the_switch_was_turned_on_opens_no_issue(known, fak
 @github
 def test_a_later_entry_for_the_test_links_its_issue_and_opens_no_second(
         known, fake, sleeps, today):
-    set_tracker(known, fake, on_ci_flaky=True)
-    flake(known, "tests/test_flaky.py::test_1", commit="c1")
-    sync_trackers()
-    issue = TrackerIssue.objects.get()
+    issue = ci_issue(known, fake)
     entry = quarantined(known, today, 1)
     assert "1 request made" in sync_trackers()
     assert len(opened(fake)) == 1
@@ -206,10 +211,7 @@ def test_the_settings_section_says_the_switches_and_logs_a_test_s_issue(
 @github
 def test_a_test_s_issue_closed_in_the_tracker_is_not_linked_by_a_later_entry(
         known, fake, sleeps, today):
-    set_tracker(known, fake, on_ci_flaky=True)
-    flake(known, "tests/test_flaky.py::test_1", commit="c1")
-    sync_trackers()
-    first = TrackerIssue.objects.get()
+    first = ci_issue(known, fake)
     fake.issues[first.key] = "closed"  # closed in GitHub, before any entry
     sync_trackers()
     first.refresh_from_db()

@@ -22,3 +22,9 @@ class BoardConfig(AppConfig):
         from .issue_facts import issue_facts
         if issue_facts not in FACTS:
             FACTS.append(issue_facts)
+        # And opens an issue for a test turning flaky: the board sees that evidence.
+        from trackers.triggers import TRIGGERS, Trigger
+
+        from .first_flaky import birth_evidence, birth_firsts, ci_evidence, ci_firsts
+        TRIGGERS.setdefault("ci_flaky", Trigger(ci_firsts, ci_evidence))
+        TRIGGERS.setdefault("born_flaky", Trigger(birth_firsts, birth_evidence))

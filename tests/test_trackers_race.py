@@ -1,7 +1,7 @@
 """Two sync_trackers runs at once, as cron on two hosts starts them, open one issue for one
-entry (issue 54): the second run finds the suite's lock taken, and, past the lock, a job
-already claimed. On PostgreSQL, where runs on two hosts really overlap; each run here has
-its own thread, so its own database connection."""
+entry, or for one test turning flaky (issue 54): the second run finds the suite's lock
+taken, and, past the lock, a job already claimed. On PostgreSQL, where runs on two hosts
+really overlap; each run here has its own thread, so its own database connection."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ from django.core.management import call_command
 from django.db import connection  # noqa: F401 - read by the skipif condition
 
 from tests import trackers_setup
+from tests.test_flaky_at_birth import BORN, born
 from tests.test_job_locks import Elsewhere
 from tests.trackers_setup import quarantined, set_tracker
 from trackers.clients import client_for
-from trackers.models import Tracker, TrackerJob
+from trackers.models import Tracker, TrackerIssue, TrackerJob
 from trackers.sync import sync
 
 pytestmark = [
@@ -60,3 +61,19 @@ def test_a_run_past_the_lock_finds_the_job_claimed_and_leaves_it(known, fake, to
     assert second.sent == second.failed == 0
     assert len(fake.requests("POST")) == 1
     assert TrackerJob.objects.get().status == TrackerJob.Status.SENT
+
+
+def test_two_runs_past_the_lock_open_one_issue_for_a_test_flaky_at_birth(known, fake):
+    set_tracker(known, fake, on_born_flaky=True)
+    born(known)
+    fake.arrived = threading.Event()
+    tracker = Tracker.objects.get(suite=known)
+    first = Elsewhere(lambda: sync(tracker, client_for))
+    first.start()
+    assert fake.arrived.wait(30)
+    second = sync(tracker, client_for)  # it finds the test's job, under its key, claimed
+    fake.release.set()
+    first.finish()
+    assert second.sent == second.failed == 0
+    assert len(fake.requests("POST")) == 1 and TrackerJob.objects.count() == 1
+    assert TrackerIssue.objects.get().node.nodeid == BORN

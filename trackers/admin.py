@@ -9,14 +9,14 @@ from .models import Tracker, TrackerIssue, TrackerJob
 class TrackerAdmin(ReadOnlyAdmin):
     # The encrypted token is left out: the admin never shows it.
     fields = ("suite", "kind", "site", "project", "issue_type", "email", "labels",
-              "on_new_entry", "cursor", "created_at",
+              "on_new_entry", "on_ci_flaky", "on_born_flaky", "cursor", "created_at",
               "created_by", "last_error", "last_error_at")
     list_display = ("suite", "kind", "project", "last_error_at")
 
 
 @admin.register(TrackerIssue)
 class TrackerIssueAdmin(ReadOnlyAdmin):
-    list_display = ("entry", "kind", "key", "url", "closed")
+    list_display = ("entry", "node", "kind", "key", "url", "closed")
 
 
 @admin.register(TrackerJob)

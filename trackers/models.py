@@ -1,11 +1,12 @@
-"""A suite's issue tracker (GitHub, GitLab or Jira), the issue opened for each entry, and
-the log of every job that called the tracker, each claimed before its request."""
+"""A suite's issue tracker (GitHub, GitLab or Jira), the issue opened for each entry or for
+a test turning flaky, and the log of every job that called the tracker, each claimed before
+its request."""
 
 from __future__ import annotations
 
 from django.db import models
 
-from ledger.models import AuditEvent, QuarantineEntry, Suite
+from ledger.models import AuditEvent, Node, QuarantineEntry, Suite
 
 
 class Tracker(models.Model):
@@ -28,6 +29,13 @@ class Tracker(models.Model):
     labels = models.CharField(max_length=500, default="flaky-test", blank=True)
     token_encrypted = models.TextField(editable=False)
     on_new_entry = models.BooleanField(default=True)
+    # A test's first flaky evidence in CI (a JUnit flip, a gate-attempt flip), and a new
+    # test flaky at birth: each opens an issue tied to the test. The day each switch was
+    # turned on: evidence first seen before it opens none.
+    on_ci_flaky = models.BooleanField(default=False)
+    on_born_flaky = models.BooleanField(default=False)
+    ci_flaky_since = models.DateField(null=True, blank=True, editable=False)
+    born_flaky_since = models.DateField(null=True, blank=True, editable=False)
     # The last audit event read by sync_trackers: later ones are its work.
     cursor = models.BigIntegerField(default=0)
     created_at = models.DateTimeField()
@@ -44,10 +52,13 @@ class Tracker(models.Model):
 
 
 class TrackerIssue(models.Model):
-    """The issue opened for an entry: at most one per entry."""
+    """The issue opened for an entry (at most one per entry), or for a test turning flaky
+    (``entry`` empty until the test is quarantined: its entry then links this issue)."""
 
-    entry = models.OneToOneField(QuarantineEntry, on_delete=models.CASCADE,
-                                 related_name="tracker_issue")
+    entry = models.OneToOneField(QuarantineEntry, on_delete=models.CASCADE, null=True,
+                                 blank=True, related_name="tracker_issue")
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, null=True,
+                             related_name="tracker_issues")
     suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="tracker_issues")
     kind = models.CharField(max_length=10, choices=Tracker.Kind.choices)
     # GitHub's number, GitLab's iid, Jira's key: what the API's paths name the issue by.
@@ -57,13 +68,13 @@ class TrackerIssue(models.Model):
     created_at = models.DateTimeField()
 
     def __str__(self):
-        return f"{self.kind} {self.key} for entry {self.entry_id}"
+        return f"{self.kind} {self.key} for entry {self.entry_id or '-'}, node {self.node_id}"
 
 
 class TrackerJob(models.Model):
-    """One thing to tell the tracker about one entry: claimed (a row under a unique key)
-    before the request, so a retried or a racing run never does it twice; a failed job is
-    taken again by the next run."""
+    """One thing to tell the tracker about one entry, or one test turning flaky: claimed
+    (a row under a unique key) before the request, so a retried or a racing run never does
+    it twice; a failed job is taken again by the next run."""
 
     class Action(models.TextChoices):
         OPEN = "open", "Open an issue"
@@ -71,6 +82,8 @@ class TrackerJob(models.Model):
         EXPIRED = "expired", "Comment: expired"
         CLEARED = "cleared", "Comment: cleared"
         CLOSE = "close", "Close the issue"
+        CI_FLAKY = "ci_flaky", "Open an issue: flaky in CI"
+        BORN_FLAKY = "born_flaky", "Open an issue: flaky at birth"
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -80,10 +93,13 @@ class TrackerJob(models.Model):
         SKIPPED = "skipped", "Skipped"
 
     suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="tracker_jobs")
-    key = models.CharField(max_length=100)  # "open:entry:7", "renewed:event:31", ...
+    # "open:entry:7", "renewed:event:31", "flaky:node:12" (one per test, whichever trigger).
+    key = models.CharField(max_length=100)
     action = models.CharField(max_length=10, choices=Action.choices)
-    entry = models.ForeignKey(QuarantineEntry, on_delete=models.CASCADE,
-                              related_name="tracker_jobs")
+    entry = models.ForeignKey(QuarantineEntry, on_delete=models.CASCADE, null=True,
+                              blank=True, related_name="tracker_jobs")
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, null=True, blank=True,
+                             related_name="+")  # a test's job: no entry
     event = models.ForeignKey(AuditEvent, on_delete=models.SET_NULL, null=True, blank=True,
                               related_name="+")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
@@ -100,3 +116,7 @@ class TrackerJob(models.Model):
 
     def __str__(self):
         return f"{self.key} ({self.status})"
+
+    @property
+    def test(self) -> Node:
+        return self.entry.node if self.entry_id else self.node

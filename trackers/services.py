@@ -18,8 +18,9 @@ from web.outbound import Refused, check_url
 from .clients import SITES, client_for
 from .crypto import Unreadable, encrypt
 from .models import Tracker
+from .triggers import SWITCHES as TEST_SWITCHES
 
-SWITCHES = ("on_new_entry",)
+SWITCHES = ("on_new_entry", *(switch for switch, _ in TEST_SWITCHES.values()))
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ class TrackerFields:
     email: str = ""
     labels: str = "flaky-test"
     on_new_entry: bool = True
+    on_ci_flaky: bool = False
+    on_born_flaky: bool = False
 
 
 def _checked(fields: TrackerFields, token: str, replacing: bool) -> dict:
@@ -89,6 +92,11 @@ def tracker_set(*, suite: Suite, fields: TrackerFields, token: str, actor: str) 
             latest = AuditEvent.objects.filter(suite=suite).order_by("-pk").first()
             tracker = Tracker(suite=suite, created_at=timezone.now(), created_by=actor,
                               cursor=latest.pk if latest else 0)
+        for switch, since in TEST_SWITCHES.values():
+            # Turned on today: a test whose first such evidence comes from today opens one.
+            was_on = getattr(tracker, switch) and getattr(tracker, since) is not None
+            setattr(tracker, since, (getattr(tracker, since) if was_on else
+                                     timezone.now().date()) if values[switch] else None)
         for name, value in values.items():
             setattr(tracker, name, value)
         if token.strip():

@@ -1,9 +1,11 @@
 """What ``manage.py sync_trackers`` does for one suite: read the audit events since its
-cursor (and the entries that expired) into jobs, each a row under a unique key; then
+cursor (the entries that expired, and the tests that turned flaky where the suite's switches
+say so: ``trackers.triggers``) into jobs, each a row under a unique key; then
 claim each job and make its request, after the quarantine's transaction is long over.
 A job is claimed before its request, so a retried or a racing run never repeats what
-another did; a failed job is taken again by the next run. Then the open entries' issues
-are read, and one closed in the tracker is reported on the entry (never cleared)."""
+another did; a failed job is taken again by the next run. Then the open issues are read:
+one closed in the tracker is reported on its open entry (which it never clears), and a test's
+issue closed there before any entry linked it is marked closed."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from flakeboard import rules
@@ -25,9 +27,11 @@ from . import text
 from .clients import Client
 from .crypto import Unreadable, is_current, rotated
 from .models import Tracker, TrackerIssue, TrackerJob
+from .triggers import TRIGGERS, test_key, turned_flaky
 
 logger = logging.getLogger("flakeboard.trackers")
 Job, Status, Action = TrackerJob, TrackerJob.Status, TrackerJob.Action
+OPENS = (Action.OPEN, Action.CI_FLAKY, Action.BORN_FLAKY)
 EVENT_ACTIONS = {AuditEvent.Action.CREATE: Action.OPEN, AuditEvent.Action.RENEW: Action.RENEWED,
                  AuditEvent.Action.CLEAR: Action.CLEARED}
 
@@ -39,12 +43,20 @@ class Synced:
     closed_in_tracker: list[str] = field(default_factory=list)
 
 
+def _test_issue(node_id: int) -> TrackerIssue | None:
+    """The open issue of a test turning flaky that no entry links yet."""
+    return TrackerIssue.objects.filter(node_id=node_id, entry__isnull=True,
+                                       closed=False).first()
+
+
 def _jobs_of_event(tracker: Tracker, event: AuditEvent) -> list[tuple[str, str]]:
     """(key, action) of each job an audit event calls for."""
     action = EVENT_ACTIONS[event.action]
     if action == Action.OPEN:
-        # Keyed by the entry: one issue per entry, whichever event asks for it.
-        return [(f"open:entry:{event.entry_id}", action)] if tracker.on_new_entry else []
+        # Keyed by the entry: one issue per entry, whichever event asks for it. An entry
+        # for a test that has its issue links that one, whatever the switch.
+        wanted = tracker.on_new_entry or _test_issue(event.entry.node_id) is not None
+        return [(f"open:entry:{event.entry_id}", action)] if wanted else []
     jobs = [(f"{action}:event:{event.pk}", action)]
     if action == Action.CLEARED:
         jobs.append((f"close:entry:{event.entry_id}", Action.CLOSE))
@@ -58,7 +70,7 @@ def enqueue(tracker: Tracker, today: date, now: datetime) -> int:
         tracker = Tracker.objects.select_for_update().get(pk=tracker.pk)
         events = list(AuditEvent.objects.filter(
             suite_id=tracker.suite_id, pk__gt=tracker.cursor, entry__isnull=False,
-            action__in=list(EVENT_ACTIONS)).order_by("pk"))
+            action__in=list(EVENT_ACTIONS)).select_related("entry").order_by("pk"))
         for event in events:
             made += [Job(suite_id=tracker.suite_id, key=key, action=action, event=event,
                          entry_id=event.entry_id, created_at=now, updated_at=now)
@@ -69,6 +81,10 @@ def enqueue(tracker: Tracker, today: date, now: datetime) -> int:
         made += [Job(suite_id=tracker.suite_id, key=f"expired:entry:{entry.pk}:{entry.expires}",
                      action=Action.EXPIRED, entry_id=entry.pk, created_at=now, updated_at=now)
                  for entry in expired]
+        made += [Job(suite_id=tracker.suite_id, key=test_key(node_id), action=action,
+                     node_id=node_id, created_at=now, updated_at=now)
+                 for action, node_id in turned_flaky(tracker, today)
+                 if not TrackerIssue.objects.filter(node_id=node_id).exists()]
         stored = Job.objects.bulk_create(made, ignore_conflicts=True)
         if events:
             Tracker.objects.filter(pk=tracker.pk).update(cursor=events[-1].pk)
@@ -84,23 +100,59 @@ def _claim(job: TrackerJob, now: datetime) -> bool:
 
 
 def _waits(job: TrackerJob, issue: TrackerIssue | None) -> bool:
-    """A comment or a close whose entry's issue is still to be opened waits for it."""
-    return (issue is None and job.action != Action.OPEN and Job.objects.filter(
-        entry_id=job.entry_id, action=Action.OPEN,
-        status__in=[Status.PENDING, Status.FAILED, Status.SENDING]).exists())
+    """A comment or a close whose entry's issue is still to be opened waits for it; an
+    entry's issue waits for its test's, which it will link."""
+    if issue is not None or not job.entry_id:
+        return False
+    undone = Job.objects.filter(status__in=[Status.PENDING, Status.FAILED, Status.SENDING])
+    if job.action == Action.OPEN:
+        return undone.filter(key=test_key(job.entry.node_id)).exists()
+    return undone.filter(entry_id=job.entry_id, action=Action.OPEN).exists()
+
+
+def _link(client: Client, entry: QuarantineEntry, issue: TrackerIssue) -> Answer:
+    """The entry of a test that has its issue links it, and says so on it."""
+    answer = client.comment(issue.key, text.linked(entry))
+    if answer.ok:
+        TrackerIssue.objects.filter(pk=issue.pk).update(entry=entry)
+        entry_ticket_set(entry=entry, url=issue.url, actor=BOARD_ACTOR)
+    return answer
 
 
 def _open(client: Client, entry: QuarantineEntry, now: datetime) -> Answer:
-    answer, opened = client.open(text.title(entry), text.body(entry), text.assignee(entry))
+    if (issue := _test_issue(entry.node_id)) is not None:
+        return _link(client, entry, issue)
+    answer, opened = client.open(text.title(entry.node), text.body(entry),
+                                 text.assignee(entry))
     if opened is not None:
-        TrackerIssue.objects.create(entry=entry, suite_id=entry.suite_id,
+        TrackerIssue.objects.create(entry=entry, node_id=entry.node_id, suite_id=entry.suite_id,
                                     kind=client.tracker.kind, key=opened.key, url=opened.url,
                                     created_at=now)
         entry_ticket_set(entry=entry, url=opened.url, actor=BOARD_ACTOR)
-    elif answer.ok:
+    return _named(answer, opened)
+
+
+def _named(answer: Answer, opened) -> Answer:
+    """An issue opened whose answer names none is a failure."""
+    if opened is None and answer.ok:
         answer = Answer(False, answer.attempts, answer.response_code,
                         "the tracker's answer names no issue", answer.body)
     return answer
+
+
+TURNED = {Action.CI_FLAKY: "in CI", Action.BORN_FLAKY: "at birth"}
+
+
+def _open_for_test(client: Client, job: TrackerJob, now: datetime) -> Answer:
+    suite, node = client.tracker.suite, job.node
+    evidence = TRIGGERS[job.action].evidence(suite, node, now.date())
+    answer, opened = client.open(text.title(node),
+                                 text.test_body(suite, node, TURNED[job.action], evidence),
+                                 None)
+    if opened is not None:
+        TrackerIssue.objects.create(node=node, suite_id=suite.pk, kind=client.tracker.kind,
+                                    key=opened.key, url=opened.url, created_at=now)
+    return _named(answer, opened)
 
 
 def _request(client: Client, job: TrackerJob, issue: TrackerIssue, now: datetime) -> Answer:
@@ -126,7 +178,7 @@ def _done(job: TrackerJob, answer: Answer | None, now: datetime, error: str = ""
 
 
 def _failed(tracker: Tracker, job: TrackerJob, error: str, now: datetime) -> None:
-    message = f"{job.get_action_display()} for {job.entry.node.nodeid}: {error}"
+    message = f"{job.get_action_display()} for {job.test.nodeid}: {error}"
     Tracker.objects.filter(pk=tracker.pk).update(last_error=message[:2000], last_error_at=now)
     logger.warning("sync_trackers: %s: %s", tracker.suite.slug, message)
 
@@ -136,36 +188,44 @@ def deliver(client: Client, now: datetime) -> Synced:
     tracker, synced, stalled = client.tracker, Synced(), set()
     jobs = (Job.objects.filter(suite_id=tracker.suite_id,
                                status__in=[Status.PENDING, Status.FAILED])
-            .select_related("entry__node", "entry__suite").order_by("pk"))
+            .select_related("entry__node", "entry__suite", "node").order_by("pk"))
     for job in jobs:
-        issue = TrackerIssue.objects.filter(entry_id=job.entry_id).first()
-        if job.entry_id in stalled or _waits(job, issue) or not _claim(job, now):
+        issue = (TrackerIssue.objects.filter(entry_id=job.entry_id) if job.entry_id else
+                 TrackerIssue.objects.filter(node_id=job.node_id)).first()
+        if job.test.pk in stalled or _waits(job, issue) or not _claim(job, now):
             continue
-        if (job.action == Action.OPEN) == (issue is not None):
-            _done(job, None, now, "the entry has an issue already" if issue else "no issue")
+        if (job.action in OPENS) == (issue is not None):
+            _done(job, None, now, "it has an issue already" if issue else "no issue")
             continue
-        answer = _open(client, job.entry, now) if issue is None else \
-            _request(client, job, issue, now)
+        if job.action in TURNED:
+            answer = _open_for_test(client, job, now)
+        elif issue is None:
+            answer = _open(client, job.entry, now)
+        else:
+            answer = _request(client, job, issue, now)
         _done(job, answer, now)
         if answer.ok:
             synced.sent += 1
             Tracker.objects.filter(pk=tracker.pk).update(last_error="", last_error_at=None)
         else:
             synced.failed += 1
-            stalled.add(job.entry_id)
+            stalled.add(job.test.pk)
             _failed(tracker, job, answer.error, now)
     return synced
 
 
 def check_states(client: Client, synced: Synced, now: datetime) -> None:
-    """Report an issue closed in the tracker while its entry is open, on the entry."""
-    issues = (TrackerIssue.objects.filter(suite_id=client.tracker.suite_id, closed=False,
-                                          entry__cleared_at__isnull=True)
+    """Report an issue closed in the tracker while its entry is open, on the entry; mark a
+    test's issue closed there before any entry linked it, so that an entry opens its own."""
+    issues = (TrackerIssue.objects.filter(suite_id=client.tracker.suite_id, closed=False)
+              .filter(Q(entry__isnull=True) | Q(entry__cleared_at__isnull=True))
               .select_related("entry__node"))
     for issue in issues:
         answer, closed = client.is_closed(issue.key)
         if answer.ok and closed:
             TrackerIssue.objects.filter(pk=issue.pk).update(closed=True)
+            if issue.entry is None:
+                continue
             entry_ticket_set(entry=issue.entry, url=issue.url, actor=BOARD_ACTOR,
                              closed_at=now)
             synced.closed_in_tracker.append(issue.entry.node.nodeid)

@@ -1,5 +1,6 @@
 """What an issue says: its title names the test; its body gives the rate and its bound,
-the owner, the expiry, what other apps know of the node, and links back to the board.
+the owner, the expiry, what other apps know of the node, and links back to the board. An
+issue opened for a test turning flaky gives its evidence instead (``trackers.triggers``).
 Apps above this one (the board: failure signatures, the diagnosis and its reproduction
 command) add their lines through ``FACTS`` when Django starts."""
 
@@ -11,19 +12,24 @@ from django.conf import settings
 from django.urls import reverse
 
 from flakeboard import rules
-from ledger.models import QuarantineEntry
+from ledger.models import Node, QuarantineEntry, Suite
 
-# Each takes an entry and answers lines for its issue's body (none when it knows nothing).
-FACTS: list[Callable[[QuarantineEntry], list[str]]] = []
+# Each takes a suite and a node and answers lines for its issue's body (none when it knows
+# nothing).
+FACTS: list[Callable[[Suite, Node], list[str]]] = []
 
 
 def _url(name: str, *args) -> str:
     return settings.BASE_URL.rstrip("/") + reverse(name, args=args)
 
 
+def node_link(suite: Suite, node: Node) -> str:
+    return f"Node: {_url('node', suite.slug, node.key)}"
+
+
 def links(entry: QuarantineEntry) -> list[str]:
     return [f"Entry: {_url('entry', entry.suite.slug, entry.pk)}",
-            f"Node: {_url('node', entry.suite.slug, entry.node.key)}"]
+            node_link(entry.suite, entry.node)]
 
 
 def assignee(entry: QuarantineEntry) -> str | None:
@@ -31,8 +37,8 @@ def assignee(entry: QuarantineEntry) -> str | None:
     return entry.owner[1:] if entry.owner.startswith("@") else None
 
 
-def title(entry: QuarantineEntry) -> str:
-    return f"Flaky test: {entry.node.nodeid}"
+def title(node: Node) -> str:
+    return f"Flaky test: {node.nodeid}"
 
 
 def body(entry: QuarantineEntry) -> str:
@@ -47,8 +53,24 @@ def body(entry: QuarantineEntry) -> str:
         f"Evidence: {entry.evidence}",
     ]
     for facts in FACTS:
-        lines += facts(entry)
+        lines += facts(suite, entry.node)
     return "\n".join([*lines, "", *links(entry)])
+
+
+def test_body(suite: Suite, node: Node, turned: str, evidence: list[str]) -> str:
+    """An issue opened for a test that turned flaky (``turned``: how), before any entry."""
+    lines = [f"{node.nodeid} turned flaky {turned} (Flakeboard, {suite.title}).", "",
+             *evidence]
+    for facts in FACTS:
+        lines += facts(suite, node)
+    return "\n".join([*lines, "", node_link(suite, node)])
+
+
+def linked(entry: QuarantineEntry) -> str:
+    """The comment on a test's issue when the test is quarantined: the entry links it."""
+    return (f"Quarantined in Flakeboard until {entry.expires.isoformat()}, owner "
+            f"{entry.owner}: {entry.fails} failures in {entry.n} runs, upper 95% bound "
+            f"{entry.upper95:.2%}. Evidence: {entry.evidence}\n" + links(entry)[0])
 
 
 def renewed(entry: QuarantineEntry) -> str:

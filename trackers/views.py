@@ -38,6 +38,11 @@ class TrackerForm(forms.Form):
                              initial="flaky-test", help_text="Comma-separated.")
     on_new_entry = forms.BooleanField(label="Open an issue for each new quarantine entry",
                                       required=False, initial=True)
+    on_ci_flaky = forms.BooleanField(
+        label="Open an issue for a test turning flaky in CI for the first time",
+        required=False, help_text="A JUnit flip or a flip between gate attempts.")
+    on_born_flaky = forms.BooleanField(label="Open an issue for a new test flaky at birth",
+                                       required=False)
 
     def __init__(self, *args, **kwargs):
         # Ids of their own: the settings page's other forms have a "kind" field too.
@@ -54,8 +59,8 @@ class TrackerForm(forms.Form):
 def _context(suite, form) -> dict:
     tracker = Tracker.objects.filter(suite=suite).first()
     return {"tracker": tracker, "tracker_form": form or TrackerForm.for_tracker(tracker),
-            "jobs": list(TrackerJob.objects.filter(suite=suite).select_related("entry__node")
-                         [:LOG_LIMIT])}
+            "jobs": list(TrackerJob.objects.filter(suite=suite)
+                         .select_related("entry__node", "node")[:LOG_LIMIT])}
 
 
 SECTION = SettingsSection("trackers/tracker.html", "tracker", _context)

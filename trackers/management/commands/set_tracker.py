@@ -34,13 +34,18 @@ class Command(BaseCommand):
         parser.add_argument("--labels", default="flaky-test", help="comma-separated")
         parser.add_argument("--no-new-entry", action="store_true",
                             help="do not open an issue for each new entry")
+        parser.add_argument("--ci-flaky", action="store_true", help="open an issue for a "
+                            "test turning flaky in CI for the first time")
+        parser.add_argument("--born-flaky", action="store_true",
+                            help="open an issue for a new test flaky at birth")
 
     def handle(self, *args, suite, kind, project, **options):
         token = "" if sys.stdin.isatty() else sys.stdin.readline().strip()
         fields = TrackerFields(
             kind=kind, project=project, site=options["site"], issue_type=options["issue_type"],
             email=options["email"], labels=options["labels"],
-            on_new_entry=not options["no_new_entry"])
+            on_new_entry=not options["no_new_entry"], on_ci_flaky=options["ci_flaky"],
+            on_born_flaky=options["born_flaky"])
         try:
             tracker = tracker_set(suite=get_suite(suite), fields=fields, token=token,
                                   actor="manage.py")

@@ -19,7 +19,8 @@ class Command(BaseCommand):
     help = (
         "For each suite with an issue tracker: open an issue for each new quarantine entry, "
         "comment on renewal and on expiry, comment and close on clearing, and report an issue "
-        "closed in the tracker while its entry is open. Each job is claimed before its "
+        "closed in the tracker while its entry is open; with the tracker's switches on, open "
+        "one for a test turning flaky in CI or flaky at birth. Each job is claimed before its "
         "request, so a retried or repeated run never does it twice; a failed one is tried "
         "again by the next run. Run it from cron; started on several hosts at once, each "
         "suite is done by one run."

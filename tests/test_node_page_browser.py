@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 
 from tests.helpers import node_page
-from tests.test_node_page_lists import NODE, long_history, periods  # noqa: F401
+from tests.test_node_page_lists import NODE, add_long_history, periods  # noqa: F401
 from tests.test_pages_browser import CHROMIUM, chromium  # noqa: F401
 
 pytestmark = [
@@ -35,6 +35,14 @@ BAND_PIXELS = """(day) => {
   }
   return banded / (column.length / 4);
 }"""
+
+
+@pytest.fixture
+def long_history(transactional_db, suite, today):
+    """The node's long history in this test's own suite: the live server reads what is
+    committed, so not the shared world, which lives in a transaction of its own."""
+    add_long_history(suite, today)
+    return suite
 
 
 @pytest.fixture

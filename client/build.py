@@ -60,6 +60,7 @@ MODULES = (
     ("measure_runs", "a target's runs: Wilson bounds, early stop, classification"),
     ("measure_schedule", "measure's schedule: the blocks of runs, within a deadline"),
     ("measure_workspace", "measure's folder, and the plugin compiled into it early"),
+    ("measure_procs", "measure's pytest processes as its pool sees them"),
     ("measure_pool", "measure's pool of pytest worker processes"),
     ("measure_sources", "what measure's pool runs: the blocks of runs, forked or fresh"),
     ("measure_checks", "the checks in CI's order: isolation, the session, the bisection"),

@@ -20,7 +20,7 @@ from .failure_lines import failures_asked, failures_of
 from .gate_measure import combined_exit_code, measure_tier_2
 from .impact import git_root, upload_impact
 from .ledger import NotALedger, fetch_ledger, read_ledger_file, write_atomically
-from .measure_pool import plugin_pytest
+from .measure_procs import plugin_pytest
 from .outputs import output_format, present
 from .patch_class import classify_diff, git_diff
 from .pin import FixturesMissing, fixture_manifest, same_digest

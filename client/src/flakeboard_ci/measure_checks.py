@@ -7,7 +7,7 @@ from __future__ import annotations
 import collections
 
 from .measure_bisect import Bisection
-from .measure_pool import SESSION
+from .measure_procs import SESSION
 from .measure_runs import SCRIPT_SEED_BASE, Task, order_seeds
 from .measure_sources import Source
 from .outputs import node_file

@@ -17,7 +17,7 @@ import threading
 import traceback
 
 from .measure_batch import RunsInARow, failure_line, own_protocol_reason
-from .measure_pool import BASE_ENV, WORKER_KEY_ENV, ZYGOTE_ENV
+from .measure_procs import BASE_ENV, WORKER_KEY_ENV, ZYGOTE_ENV
 from .seeding import tryfirst
 
 REAP_EVERY = 0.02  # seconds: how often a zygote looks for its children's exits

@@ -12,7 +12,8 @@ import sys
 
 from .core import UsageError
 from .measure_experiments import Stress
-from .measure_pool import OWN_SEEDS, Pool, plugin_pytest
+from .measure_pool import Pool
+from .measure_procs import OWN_SEEDS, plugin_pytest
 from .measure_progress import Progress
 from .measure_runs import Target
 from .measure_schedule import Schedule

@@ -12,7 +12,9 @@ and 20 a pull request adds, each new at its commit and in tier 2:
   where it runs, ÷ the workers.
 
 The guard's added time is the first's median less the second's, over rounds that alternate
-them. Both run in one fresh virtual environment holding pytest at its pinned version,
+them, each timed from its verdict's answer (printed before the board is asked for the tiers)
+to its end: gate's own run, the same in both and the noisiest part on a busy machine, is
+left out of both. Both run in one fresh virtual environment holding pytest at its pinned version,
 against the board served by gunicorn (2 sync workers), after one untimed run of the second
 (it compiles the project). The processes that ran a new test are counted from the call
 phases' log.
@@ -23,6 +25,8 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import subprocess
+import time
 from pathlib import Path
 
 from django.db import connections
@@ -32,7 +36,6 @@ from ledger.tiers import tier_rule_add
 
 from . import data
 from .b6_measure import CLIENT, tools_python
-from .b6b_order import timed_run
 from .call_log import write_calls
 from .measure import TIMES, Row, fmt_seconds, progress, repeats, routable, scaled, unavailable
 from .server import Gunicorn
@@ -88,12 +91,36 @@ def make_suite(slug: str, tier_one: str, known: list[str]) -> str:
 
 def gate(python: Path, project: Path, url: str, suite: str, token: str,
          log: Path) -> tuple[float, str]:
-    """``gate --measure --commit PR --upload`` in the project: wall seconds, what it said."""
-    return timed_run(
+    """``gate --measure --commit PR --upload`` in the project: the seconds from its verdict's
+    answer to its end (after tiers), and what it said."""
+    return after_the_verdict(
         [str(python), str(CLIENT), "gate", "--measure", "--commit", PR, "--upload",
          "-q", "-p", "no:cacheprovider"], project,
         FLAKEBOARD_URL=url, FLAKEBOARD_SUITE=suite, FLAKEBOARD_TOKEN=token,
         PATCH_SEED="9137", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", B6C_CALL_LOG=str(log))
+
+
+def after_the_verdict(command: list[str], cwd: Path, **env) -> tuple[float, str]:
+    """Run gate with its output unbuffered, both streams in one pipe, each line stamped as it
+    arrives: the seconds from the last line before its first ``MEASURE`` line (its verdict's
+    answer, printed before it asks the board for the tiers) to its end, and what it said."""
+    environment = {k: v for k, v in os.environ.items()
+                   if k not in ("DJANGO_SETTINGS_MODULE", "PYTHONPATH")}
+    environment.update(PYTHONHASHSEED="0", TERM="dumb", PYTHONUNBUFFERED="1", **env)
+    lines, anchor = [], None
+    with subprocess.Popen(command, cwd=cwd, env=environment, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True) as proc:
+        said_at = time.perf_counter()
+        for line in proc.stdout:
+            if anchor is None and line.startswith("MEASURE"):
+                anchor = said_at
+            said_at = time.perf_counter()
+            lines.append(line)
+    end = time.perf_counter()
+    said = "".join(lines)
+    if anchor is None:
+        raise RuntimeError(f"gate said no MEASURE line:\n{said[-3000:]}")
+    return end - anchor, said
 
 
 def guarded_runs(said: str, project: Path, new: list[str]) -> int:
@@ -162,9 +189,10 @@ def run(scale: float, backend: str, workdir) -> list[Row]:
         ID, backend, what, subject=fmt_seconds(added),
         baseline=f"{fmt_seconds(limit_s)} (limit)",
         goal=f"≤ {LIMIT_GOAL:g}{TIMES} the limit", ratio=added / limit_s, limit=LIMIT_GOAL,
-        detail=(f"gate --measure {fmt_seconds(guarded)} with the guard's {runs[-1]} runs, "
-                f"{fmt_seconds(unguarded)} with nothing to measure; {max(processes)} pytest "
-                f"processes ran a new test (gate's run included); a new test's call phase "
+        detail=(f"gate --measure from its verdict's answer to its end: {fmt_seconds(guarded)} "
+                f"with the guard's {runs[-1]} runs, {fmt_seconds(unguarded)} with nothing to "
+                f"measure; {max(processes)} pytest processes ran a new test (gate's run "
+                f"included); a new test's call phase "
                 f"{1000 * call_s:.1f} ms"),
         figures={"existing": existing, "new": new_count, "workers": workers,
                  "guarded_runs": runs, "processes": processes, "guarded_s": times[GUARDED],

@@ -1,6 +1,7 @@
 """What the tests share: people (a lead, an owner, a viewer, an outsider, staff) and suites;
 the furnished suite the access matrices ask about; the live board, as CI calls it."""
 
+import os
 import subprocess
 import sys
 
@@ -45,6 +46,27 @@ def _no_outgoing_http(monkeypatch):
         return real_connect(self, address)
 
     monkeypatch.setattr(socket.socket, "connect", guarded)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _static_files_of_its_own(tmp_path_factory):
+    """The run's collected static files are its own, never the checkout's ``staticfiles/``:
+    each test client's WhiteNoise lists that folder, and a ``make run`` (one of the tests, or a
+    developer's) collects into it meanwhile, so a file listed could be gone when looked at.
+    The processes the tests start (``make run``, gunicorn) inherit the folder."""
+    from django.test import override_settings
+
+    root = tmp_path_factory.mktemp("static") / "collected"
+    previous = os.environ.get("STATIC_ROOT")
+    os.environ["STATIC_ROOT"] = str(root)
+    try:
+        with override_settings(STATIC_ROOT=root):
+            yield root
+    finally:
+        if previous is None:
+            os.environ.pop("STATIC_ROOT", None)
+        else:
+            os.environ["STATIC_ROOT"] = previous
 
 
 @pytest.fixture(autouse=True)

@@ -1,8 +1,9 @@
 """`make run` on a board with an empty database: quiet until one banner, then the demo served
 as a deployed board serves it (DEBUG off: the board's own error pages, collected static files).
 
-It runs the Makefile itself, on a fresh SQLite file; the PostgreSQL lane leaves it out, since
-both lanes share the checkout's collected static files."""
+It runs the Makefile itself, on a fresh SQLite file, collecting the static files into the
+test run's own folder (tests/conftest.py), never the checkout's; the PostgreSQL lane leaves it
+out, since one first start says what it checks."""
 
 from __future__ import annotations
 
@@ -96,6 +97,8 @@ def test_the_static_files_are_collected_and_served(served):
     assert stylesheet.startswith("/static/css/board.") and stylesheet.endswith(".css")
     assert stylesheet != "/static/css/board.css"  # the manifest's hashed name
     assert fetch(base + stylesheet)[0] == 200
+    # collected into the test run's folder, never the checkout's a parallel run lists
+    assert (Path(os.environ["STATIC_ROOT"]) / stylesheet.removeprefix("/static/")).is_file()
 
 
 def test_the_banner_is_printed_once_and_last(tmp_path_factory):

@@ -70,14 +70,16 @@ test: install
 PYTEST_WORKERS ?= -n auto
 
 # The fast lane, budgeted at 60 s on 2 cores: the suite without the slow (real processes,
-# over 2 s), browser and fuzz tests (pyproject.toml's markers), and every hypothesis property
-# on a few examples (tests/properties.py). It ends with its five slowest tests, so one that
-# creeps past 2 s is named (docs/development.md). `make test` is the whole run. The plugins
-# of the fuzzing (schemathesis) and of async tests (anyio) stay unloaded: no test here uses
-# them, and each worker would import them.
+# over 2 s), browser, fuzz and wide tests (pyproject.toml's markers: a wide test is one more
+# case of a kind the lane already asks), and every hypothesis property on a few examples
+# (tests/properties.py). It ends with its five slowest tests, so one that creeps past 2 s is
+# named (docs/development.md). `make test` is the whole run. The plugins of the fuzzing
+# (schemathesis), of async tests (anyio) and of the browser (playwright) stay unloaded: no
+# test here uses them, and each worker would import them.
 test-fast: install
-	HYPOTHESIS_PROFILE=fast $(PY) -m pytest $(PYTEST_WORKERS) -m "not slow and not browser and not fuzz" \
-		-p no:schemathesis -p no:anyio --durations=5
+	HYPOTHESIS_PROFILE=fast $(PY) -m pytest $(PYTEST_WORKERS) \
+		-m "not slow and not browser and not fuzz and not wide" \
+		-p no:schemathesis -p no:anyio -p no:playwright --durations=5
 
 lint: install
 	$(PY) -m ruff check .

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pytest
 from django.apps import apps
 from django.conf import settings
 from django.db import connection, transaction
@@ -31,6 +32,20 @@ def parse(table: str) -> dict[tuple[str, str], dict[str, int]]:
         assert len(cells) == len(CALLERS), line
         rows[(method, action)] = dict(zip(CALLERS, map(int, cells), strict=True))
     return rows
+
+
+def rows(table: dict[tuple[str, str], dict[str, int]], keys=None) -> list:
+    """The table's rows (or those of ``keys``) as test parameters, ``METHOD-action`` each.
+    The first row of each distinct line of statuses runs in every lane; a row that repeats
+    a line already asked carries ``wide``: ``make test`` and CI ask every row, and the fast
+    lane one of each kind of answer."""
+    seen, params = set(), []
+    for method, action in keys or table:
+        line = tuple(table[(method, action)].values())
+        params.append(pytest.param(method, action, id=f"{method}-{action}",
+                                   marks=pytest.mark.wide if line in seen else ()))
+        seen.add(line)
+    return params
 
 
 @dataclass(frozen=True)
@@ -78,26 +93,27 @@ def send(client: Client, method: str, request: Request, *, csrf: bool = True):
     return client.post(request.path, data)
 
 
-def _table_sizes() -> tuple[int, ...]:
-    """How many rows each table of the board holds, in one query."""
-    tables = [connection.ops.quote_name(model._meta.db_table)
-              for name in ("ledger", "runs", "junit")
-              for model in apps.get_app_config(name).get_models()]
-    counts = [f"(SELECT COUNT(*) FROM {table})" for table in tables]  # noqa: S608
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT " + ", ".join(counts))
-        return tuple(cursor.fetchone())
+def _sql(select: str, table: str, rest: str = "") -> str:
+    return f"SELECT {select} FROM {connection.ops.quote_name(table)} {rest}"  # noqa: S608 (names)
 
 
-def stored() -> dict:
+def stored() -> tuple:
     """What a request could change: the size of every table of the board, and the rows the
-    forms change in place (a suite's settings, entries, memberships, tokens)."""
-    state: dict = {"sizes": _table_sizes()}
-    for model in (Suite, QuarantineEntry, Membership):
-        state[model._meta.label + " rows"] = list(model.objects.order_by("pk").values())
-    # A token's last use is recorded by every call that shows it, refused or not.
-    state["tokens"] = list(ApiToken.objects.order_by("pk").values("pk", "revoked_at"))
-    return state
+    forms change in place (a suite's settings, entries, memberships, and each token's
+    revocation: its last use is recorded by every call that shows it, refused or not). Read
+    in SQL, not through the ORM: the tables ask this twice for each caller of each page."""
+    tables = [model._meta.db_table for name in ("ledger", "runs", "junit")
+              for model in apps.get_app_config(name).get_models()]
+    queries = ["SELECT " + ", ".join(f"({_sql('COUNT(*)', table)})" for table in tables)]
+    queries += [_sql("*", model._meta.db_table, "ORDER BY id")
+                for model in (Suite, QuarantineEntry, Membership)]
+    queries.append(_sql("id, revoked_at", ApiToken._meta.db_table, "ORDER BY id"))
+    with connection.cursor() as cursor:
+        state = []
+        for query in queries:
+            cursor.execute(query)
+            state.append(cursor.fetchall())
+    return tuple(state)
 
 
 def ask(caller: str, method: str, request: Request, world, *, csrf: bool = True) -> Cell:

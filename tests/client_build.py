@@ -12,7 +12,10 @@ import pytest
 
 
 def pytest_sessionstart(session):
-    """Build ``client/flakeboard_ci.py`` under the session's root from ``client/src``."""
+    """Build ``client/flakeboard_ci.py`` under the session's root from ``client/src``: in
+    the process that starts the run, since an xdist worker starts only after it."""
+    if hasattr(session.config, "workerinput"):
+        return
     build = session.config.rootpath / "client" / "build.py"
     done = subprocess.run([sys.executable, str(build)], capture_output=True, text=True,
                           check=False)

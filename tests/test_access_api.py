@@ -19,7 +19,7 @@ from django.core.management import call_command
 
 from flakeboard.api import api
 from ledger.models import ApiToken
-from tests.access import SIGNED_IN, Request, ask_every_caller, parse
+from tests.access import SIGNED_IN, Request, ask_every_caller, parse, rows
 from tests.api_http import API, Answer, assert_documented, new_token
 from tests.helpers import body, measurement, record
 from tests.junit_files import junit_xml
@@ -101,7 +101,7 @@ def assert_refused(answer: Answer, status: int, code: str) -> None:
         assert 'error="invalid_token"' in answer.headers["WWW-Authenticate"]
 
 
-@pytest.mark.parametrize(("method", "action"), list(TABLE), ids=lambda x: x)
+@pytest.mark.parametrize(("method", "action"), rows(TABLE))
 def test_every_caller_gets_the_status_in_the_table(world, method, action):
     request = api_request(method, action, world)
     cells = ask_every_caller(method, request, world)

@@ -22,7 +22,7 @@ from django.utils import timezone
 from flakeboard import rules
 from ledger.models import AuditEvent, QuarantineEntry, TrustPolicy
 from notify.models import Webhook
-from tests.access import SIGNED_IN, Request, ask, ask_every_caller, client_as, parse
+from tests.access import SIGNED_IN, Request, ask, ask_every_caller, client_as, parse, rows
 from tests.helpers import suite_pages
 from trackers.crypto import encrypt
 from trackers.models import Tracker
@@ -221,7 +221,7 @@ def sent_to_sign_in(response) -> bool:
     )
 
 
-@pytest.mark.parametrize(("method", "action"), list(PAGES), ids=lambda x: x)
+@pytest.mark.parametrize(("method", "action"), rows(PAGES))
 def test_every_caller_gets_the_status_in_the_table(world, method, action):
     cells = ask_every_caller(method, page_request(method, action, world), world)
     assert {caller: cell.status for caller, cell in cells.items()} == PAGES[(method, action)]
@@ -245,7 +245,7 @@ def test_the_table_covers_every_page():
 # --- CSRF -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("method", "action"), POSTS, ids=lambda x: x)
+@pytest.mark.parametrize(("method", "action"), rows(PAGES, POSTS))
 def test_every_form_post_needs_its_csrf_token(world, method, action):
     assert PAGES[(method, action)]["staff"] in (200, 302)
     cell = ask("staff", method, page_request(method, action, world), world, csrf=False)

@@ -60,6 +60,7 @@ def _csv_urls(client, suite) -> list[str]:
     return urls
 
 
+@pytest.mark.wide
 def test_the_trends_page_and_its_csvs_at_the_ends_of_the_calendar(world, lead_client):
     pages, csvs = {}, {}
     csv_urls = _csv_urls(lead_client, world.suite)
@@ -81,6 +82,7 @@ def test_the_trends_page_and_its_csvs_at_the_ends_of_the_calendar(world, lead_cl
             assert period.start <= period.end <= date.today(), asked
 
 
+@pytest.mark.wide
 def test_the_trends_page_old_parameter_names_at_the_ends_of_the_calendar(world, lead_client):
     statuses = {}
     for day in DAYS:
@@ -91,6 +93,7 @@ def test_the_trends_page_old_parameter_names_at_the_ends_of_the_calendar(world, 
     assert unexpected(statuses, {200, 400}) == {}
 
 
+@pytest.mark.wide
 def test_the_trends_api_at_the_ends_of_the_calendar(world):
     client = api(world.tokens["read"])
     statuses = {}
@@ -229,6 +232,7 @@ def _admin_date_filter(client, moment: str) -> dict:
             for name in ("cleared_at__gte", "cleared_at__lt")}
 
 
+@pytest.mark.wide
 def test_the_admin_date_filters_at_the_ends_of_the_calendar(world, client_for):
     client = client_for(world.users["staff"])
     client.raise_request_exception = False
@@ -242,6 +246,7 @@ def test_the_admin_date_filters_at_the_ends_of_the_calendar(world, client_for):
     assert unexpected(statuses, {200, 302}) == {}
 
 
+@pytest.mark.wide
 @pytest.mark.parametrize("moment", PAST_THE_CALENDAR_IN_UTC)
 def test_the_admin_date_filters_past_the_calendar_in_utc(world, client_for, moment):
     """Django's SQLite backend overflows turning such a moment into UTC: the list answers

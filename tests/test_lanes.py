@@ -5,7 +5,7 @@ import pytest
 
 from tests.lanes import left_out, module_marks
 
-FAST = "not slow and not browser and not fuzz"
+FAST = "not slow and not browser and not fuzz and not wide"
 
 
 @pytest.mark.parametrize(
@@ -13,6 +13,7 @@ FAST = "not slow and not browser and not fuzz"
     [
         (FAST, {"slow"}, True),
         (FAST, {"browser", "skipif"}, True),
+        (FAST, {"wide"}, True),
         (FAST, {"django_db"}, False),
         (FAST, set(), False),
         ("slow", {"slow"}, False),
@@ -35,3 +36,10 @@ def test_the_module_marks_are_read_from_its_one_pytestmark():
     assert module_marks(source) == {"slow", "skipif"}
     assert module_marks("import pytest\n\nMARK = pytest.mark.slow\n") is None
     assert module_marks("pytestmark = pytest.mark.fuzz\n") == {"fuzz"}
+
+
+def test_the_fast_lane_of_the_makefile_is_the_expression_tested_here():
+    from django.conf import settings
+
+    makefile = (settings.BASE_DIR / "Makefile").read_text(encoding="utf-8")
+    assert f'-m "{FAST}"' in makefile

@@ -1,7 +1,6 @@
 """What the tests share: people (a lead, an owner, a viewer, an outsider, staff) and suites;
 the furnished suite the access matrices ask about; the live board, as CI calls it."""
 
-import os
 import subprocess
 import sys
 
@@ -57,16 +56,9 @@ def _static_files_of_its_own(tmp_path_factory):
     from django.test import override_settings
 
     root = tmp_path_factory.mktemp("static") / "collected"
-    previous = os.environ.get("STATIC_ROOT")
-    os.environ["STATIC_ROOT"] = str(root)
-    try:
-        with override_settings(STATIC_ROOT=root):
-            yield root
-    finally:
-        if previous is None:
-            os.environ.pop("STATIC_ROOT", None)
-        else:
-            os.environ["STATIC_ROOT"] = previous
+    with pytest.MonkeyPatch.context() as patch, override_settings(STATIC_ROOT=root):
+        patch.setenv("STATIC_ROOT", str(root))  # the session's: monkeypatch is a test's
+        yield root
 
 
 @pytest.fixture(autouse=True)

@@ -368,10 +368,9 @@ def test_check_says_to_run_make_client_and_writing_makes_it_pass(monkeypatch, tm
 def test_the_client_carries_the_boards_rules_as_they_are():
     """One place per rule: the client's gate plan, failure labels and signatures are the
     modules of flakeboard/rules/, each body in the served file as it is there."""
-    text = build.assemble()
-    shared = build.shared_rules()
-    modules = build.read_modules(build.PACKAGE, build.MODULES, shared)
-    carried = {module.name: module for module in modules if module.path in shared.values()}
+    text, shared = build.assemble(), build.shared_rules()
+    carried = {module.name: module for module in build.read_modules(
+        build.PACKAGE, build.MODULES, shared) if module.path in shared.values()}
     assert sorted(carried) == ["failure_labels", "gate_plan", "signatures"]
     for module in carried.values():
         assert f"{build.separator(module)}\n\n\n{module.body()}\n" in text

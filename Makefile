@@ -28,7 +28,8 @@ $(VENV)/.installed: requirements.txt
 install: $(VENV)/.installed client/flakeboard_ci.py
 
 # The served client, assembled from its modules (not committed: built here, on install).
-client/flakeboard_ci.py: client/build.py client/build_checks.py $(wildcard client/src/flakeboard_ci/*.py)
+client/flakeboard_ci.py: client/build.py client/build_checks.py $(wildcard client/src/flakeboard_ci/*.py) \
+		flakeboard/rules/signatures.py flakeboard/rules/failure_labels.py flakeboard/rules/gate_plan.py
 	@$(or $(PYTHON),python3) client/build.py
 
 # `make run` serves the demo as a deployed board does: DEBUG off (so a missing page is the

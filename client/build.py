@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Assemble client/flakeboard_ci.py, the one file the board serves (and pytest workers load
-as a plugin), from the modules of client/src/flakeboard_ci/.
+as a plugin), from the modules of client/src/flakeboard_ci/ and the board's pure rules the
+client applies too (SHARED_RULES, taken from flakeboard/rules/: one place per rule).
 
 The modules are kept apart so that each can be read, linted and edited alone; CI must get
 one file with nothing to install. So the build writes the shebang and core's docstring,
@@ -36,6 +37,11 @@ if str(HERE) not in sys.path:  # loaded by its path (the board, the tests): its 
 from build_checks import BuildError, check_names, read_modules  # noqa: E402
 
 PACKAGE = HERE / "src" / "flakeboard_ci"
+# The board's pure rules the client applies as the board does: the build takes each module
+# from flakeboard/rules/ as it is, so each is standard library only and runs on Python 3.8
+# (the build's checks refuse one that is not). The modules import them as siblings.
+RULES = HERE.parent / "flakeboard" / "rules"
+SHARED_RULES = ("signatures", "failure_labels", "gate_plan")
 TARGET = HERE / "flakeboard_ci.py"
 SHEBANG = "#!/usr/bin/env python3"
 LINE_LENGTH = 100  # pyproject.toml's, so that ruff reads the import block as sorted
@@ -86,10 +92,16 @@ MODULES = (
 )
 
 
+def shared_rules():
+    """Each shared rule's module file, by its name in MODULES."""
+    return {name: RULES / f"{name}.py" for name in SHARED_RULES}
+
+
 def sources():
     """Every file the assembly is made of: this one, its checks and the modules."""
+    shared = shared_rules()
     return [HERE / "build.py", HERE / "build_checks.py",
-            *(PACKAGE / f"{module}.py" for module, _ in MODULES)]
+            *(shared.get(module, PACKAGE / f"{module}.py") for module, _ in MODULES)]
 
 
 def member_key(name):
@@ -132,7 +144,7 @@ def separator(module):
 def assemble(package=None, modules=None):
     """The served file's text, assembled from ``package``'s ``modules`` (name, title pairs;
     by default PACKAGE's MODULES)."""
-    parsed = read_modules(package or PACKAGE, modules or MODULES)
+    parsed = read_modules(package or PACKAGE, modules or MODULES, shared_rules())
     check_names(parsed)
     first = parsed[0]
     if first.docstring is None:

@@ -255,8 +255,11 @@ def import_time_names(tree):
     return names
 
 
-def read_modules(package, modules):
-    """The modules of ``package`` in ``modules``' order, parsed and checked one by one."""
+def read_modules(package, modules, shared=None):
+    """The modules of ``package`` in ``modules``' order, parsed and checked one by one;
+    ``shared`` maps a module's name to its file where it is not in the package (a rule of
+    the board's, taken as it is)."""
+    shared = shared or {}
     listed = [name for name, _ in modules]
     present = {path.stem for path in Path(package).glob("*.py")} - {"__init__"}
     unlisted = sorted(present - set(listed))
@@ -264,13 +267,19 @@ def read_modules(package, modules):
         raise BuildError(f"{', '.join(name + '.py' for name in unlisted)} in {package} "
                          f"is not in build.py's MODULES: list it, or it is left out of "
                          f"the served file")
+    copies = sorted(present & set(shared))
+    if copies:
+        raise BuildError(f"{', '.join(name + '.py' for name in copies)} in {package} "
+                         f"copies {shared[copies[0]]}, which the build takes as it is: "
+                         f"delete the copy")
     init = Path(package) / "__init__.py"
     if init.exists():
         tree = ast.parse(init.read_bytes().decode("utf-8"), filename=str(init))
         if not all(is_string(statement) for statement in tree.body):
             raise BuildError(f"{init} has code: the served file leaves it out, so keep it "
                              f"to a docstring")
-    return [Module(name, title, Path(package) / f"{name}.py", set(listed))
+    return [Module(name, title, Path(shared.get(name, Path(package) / f"{name}.py")),
+                   set(listed))
             for name, title in modules]
 
 

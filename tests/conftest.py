@@ -1,7 +1,6 @@
 """What the tests share: people (a lead, an owner, a viewer, an outsider, staff) and suites;
 the furnished suite the access matrices ask about; the live board, as CI calls it."""
 
-import os
 import subprocess
 import sys
 
@@ -17,6 +16,7 @@ from tests.clock import (  # noqa: F401 (the frozen clock: tests/clock.py)
     pytest_unconfigure,
 )
 from tests.lanes import pytest_ignore_collect  # noqa: F401 (modules -m leaves out whole)
+from tests.oidc_issuer import issuer, trusted  # noqa: F401 (trusted CI's local issuer)
 from tests.world import (  # noqa: F401 (the shared world: tests/world.py)
     PASSWORD,
     _world_closed_at_the_end,
@@ -57,16 +57,9 @@ def _static_files_of_its_own(tmp_path_factory):
     from django.test import override_settings
 
     root = tmp_path_factory.mktemp("static") / "collected"
-    previous = os.environ.get("STATIC_ROOT")
-    os.environ["STATIC_ROOT"] = str(root)
-    try:
-        with override_settings(STATIC_ROOT=root):
-            yield root
-    finally:
-        if previous is None:
-            os.environ.pop("STATIC_ROOT", None)
-        else:
-            os.environ["STATIC_ROOT"] = previous
+    with pytest.MonkeyPatch.context() as patch, override_settings(STATIC_ROOT=root):
+        patch.setenv("STATIC_ROOT", str(root))  # the session's: monkeypatch is a test's
+        yield root
 
 
 @pytest.fixture(autouse=True)

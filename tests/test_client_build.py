@@ -179,6 +179,9 @@ def test_a_bare_pytest_sees_the_sources_as_they_are_now(tmp_path):
     root = tmp_path / "project"
     shutil.copytree(CLIENT, root / "client",
                     ignore=shutil.ignore_patterns("__pycache__", "flakeboard_ci.py"))
+    (root / "flakeboard" / "rules").mkdir(parents=True)
+    for path in build.shared_rules().values():
+        shutil.copy(path, root / "flakeboard" / "rules")
     core = root / "client" / "src" / "flakeboard_ci" / "core.py"
     core.write_text(core.read_text(encoding="utf-8").replace("EXIT_USAGE = 64",
                                                              "EXIT_USAGE = 65"),
@@ -207,10 +210,13 @@ def test_a_bare_pytest_sees_the_sources_as_they_are_now(tmp_path):
 
 @pytest.mark.slow
 def test_each_module_imports_alone_as_a_package():
-    """No import cycle and no missing import: the modules work as the package they are."""
+    """No import cycle and no missing import: the modules work as the package they are,
+    the shared rules' folder on its path as the build reads it."""
     modules = ", ".join(f"flakeboard_ci.{name}" for name, _ in build.MODULES)
     done = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, "
-                           f"{str(build.PACKAGE.parent)!r}); import {modules}"],
+                           f"{str(build.PACKAGE.parent)!r}); import flakeboard_ci; "
+                           f"flakeboard_ci.__path__.append({str(build.RULES)!r}); "
+                           f"import {modules}"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 
@@ -357,6 +363,24 @@ def test_check_says_to_run_make_client_and_writing_makes_it_pass(monkeypatch, tm
     assert "wrote client/flakeboard_ci.py" in capsys.readouterr().out
     assert build.main(["--check"]) == 0
     assert target.read_bytes().decode("utf-8") == build.assemble()
+
+
+def test_the_client_carries_the_boards_rules_as_they_are():
+    """One place per rule: the client's gate plan, failure labels and signatures are the
+    modules of flakeboard/rules/, each body in the served file as it is there."""
+    text, shared = build.assemble(), build.shared_rules()
+    carried = {module.name: module for module in build.read_modules(
+        build.PACKAGE, build.MODULES, shared) if module.path in shared.values()}
+    assert sorted(carried) == ["failure_labels", "gate_plan", "signatures"]
+    for module in carried.values():
+        assert f"{build.separator(module)}\n\n\n{module.body()}\n" in text
+        assert build.RULES / f"{module.name}.py" in build.sources()
+
+
+def test_a_copy_of_a_shared_rule_is_refused(sources):
+    shutil.copy(build.RULES / "signatures.py", sources)
+    with pytest.raises(build.BuildError, match=r"copies .* which the build takes as it is"):
+        build.assemble(sources)
 
 
 def test_a_refused_module_fails_the_command_with_its_reason(monkeypatch, sources, capsys):

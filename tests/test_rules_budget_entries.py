@@ -3,7 +3,8 @@
 An entry is active, expiring (within EXPIRING_WITHIN_DAYS of expiry), expired, cleared or a
 tier violation; only live entries count towards the quarantined share. An entry's expiry must
 be after today and at most max_quarantine_days ahead, and its owner, evidence and node id
-must be well formed. The budget gate itself is in test_rules_budget_gate.py.
+must be well formed. The budget gate itself is in test_rules_budget_gate.py (and its report level in
+test_rules_report_gate.py).
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ node, from the evidence the board holds of it. In this order:
   default branch, or the board holds no result of it there, which the line says).
 
 The gate's measurement, where there is one, is said on the line: it confirms or corrects
-the label. The CI client holds a copy of this module
-(client/src/flakeboard_ci/failure_labels.py), held equal to it by a table test."""
+the label. The CI client's build takes this module as it is (client/build.py's
+SHARED_RULES): keep it standard library only and Python 3.8."""
 
 from __future__ import annotations
 

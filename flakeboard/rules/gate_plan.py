@@ -15,8 +15,8 @@ priority order, and they exceed the budget by at most the last one's cost. The f
 that does not start, and every one after it, is left out for the budget, named with its
 group.
 
-The CI client holds a copy of this module (client/src/flakeboard_ci/gate_plan.py), held
-equal to it by a table test."""
+The CI client's build takes this module as it is (client/build.py's SHARED_RULES): keep it
+standard library only and Python 3.8."""
 
 from __future__ import annotations
 

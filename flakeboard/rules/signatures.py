@@ -1,8 +1,9 @@
 """A failure's first line, and its signature: the line with what changes from run to run
 replaced, so that the failures of one test group into a few causes.
 
-Pure Python, no Django: the board's JUnit files and the CI client's gate (its copy, held
-equal by a table test) sign failures alike. What is replaced, in this order (each
+Pure Python, standard library only and Python 3.8: the board's JUnit files and the CI
+client's gate sign failures alike, since the client's build takes this module as it is
+(client/build.py's SHARED_RULES). What is replaced, in this order (each
 placeholder holds no digit, so a signature is its own signature):
 
 - UUIDs → ``<uuid>``;

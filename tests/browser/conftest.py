@@ -12,7 +12,6 @@ from the first of them on.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 from pathlib import Path
 
@@ -77,13 +76,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 def _orm_beside_playwright():
     """Playwright's sync API keeps an asyncio loop running in this thread; the ORM calls
     the tests make between browser steps are synchronous and safe."""
-    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    yield
-    if before is None:
-        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-    else:
-        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
+    with pytest.MonkeyPatch.context() as patch:  # the session's: monkeypatch is a test's
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        yield
 
 
 @pytest.fixture(autouse=True)

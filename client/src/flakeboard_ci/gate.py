@@ -24,7 +24,7 @@ from .measure_procs import plugin_pytest
 from .outputs import output_format, present
 from .patch_class import classify_diff, git_diff
 from .pin import FixturesMissing, fixture_manifest, same_digest
-from .signatures import failure_signature
+from .signatures import signature
 
 # pytest's own exit codes for a run that never got to the tests' outcomes.
 PYTEST_INTERNAL_ERROR, PYTEST_USAGE_ERROR = 3, 4
@@ -163,7 +163,7 @@ def signal_records(run, digest, lock, seed, frozen):
                   "fixture_manifest": digest, "seed": seed,
                   "freeze_expires": entry["expires"] if entry else None}
         if outcome == "fail" and messages.get(node):
-            record["failure_signature"] = failure_signature(messages[node])
+            record["failure_signature"] = signature(messages[node])
         records.append(record)
     return records
 

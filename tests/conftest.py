@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+from django.conf import settings
 from django.utils import timezone
 
 from tests.client_build import pytest_sessionstart  # noqa: F401 (builds the client first)
@@ -200,7 +201,8 @@ def client_for(client):
     """client_for(user) is a test client signed in as that user (None: signed out)."""
 
     def sign_in(user):
-        client.logout()
+        if settings.SESSION_COOKIE_NAME in client.cookies:  # a client never signed in has none
+            client.logout()
         if user is not None:
             client.force_login(user)
         return client

@@ -86,7 +86,7 @@ def node_detail(request, suite, key):
         "open_row": open_row,
         "rate_change": open_row and open_row.entry.rate_change(),
         **_lists(request, suite, node),
-        "passive": passive_history(node, today),
+        "passive": passive_history(node, today, suite=suite),
         "diagnosis": node_panel(suite, node, today=today, measured=latest is not None and (
             rules.needs_diagnosis(latest.classification or None, latest.fails))),
         "budget": suite.max_upper_rate,

@@ -92,6 +92,12 @@ def flaky_ranking(suite: Suite, window: Window, days=None):
             return rows.values("node_id", "flaky_failures", "flaky_commits", "first_flaky",
                                "last_flaky").order_by("-flaky_failures", "-flaky_commits",
                                                       "node_id")
+        # A shorter window (the 7-day view) takes its tests from the summary, exactly
+        # (those last flaky in it, less any the caller excluded), and ranks them from
+        # their rollups of the window: the order needs the window's flaky commits, which
+        # the summary holds only over its 30 days, and the window's flaky failures, which
+        # it holds a day at a time in ``spark``, a JSON list neither engine can sum in an
+        # ORDER BY alike. Only those tests' days in the window are read.
         rows = flaky_days(suite, window).filter(node_id__in=rows.values("node_id"))
     return (
         rows.values("node_id")

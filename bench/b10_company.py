@@ -14,18 +14,21 @@ under 20 GiB free; the row counts, the time and the database's size are printed.
 each suite's tests are flaky, 2% skipped (B7's ``Tests``); one in two flaky tests of the
 largest suite holds a quarantine entry.
 
-Then, through gunicorn: 8 uploaders (threads) POST 5,000-testcase pytest files
+Before the load, each of those four pages is timed alone on the reads' workers (its median
+idle, beside its median during the ingest: the page's work told apart from the contention);
+the pages read the summary of each test's last 30 days (``junit.summary``), built with the
+history. Then, through gunicorn: 8 uploaders (threads) POST 5,000-testcase pytest files
 (``POST /api/v1/suites/{suite}/junit``, a write token of the suite) for 2 minutes, each
 taking the next CI job of the company's round: every suite's shards in both jobs, one new
 commit per suite and round, each suite's files spread evenly over the round, so each suite
-gets uploads in proportion to its tests. Judged: the testcases stored per second (goal ≥ 10,000,
-twice the issue's company peak) and the uploads' p95 latency (≤ 2 s), with the CPU per
-1,000 testcases of gunicorn's workers and of the PostgreSQL backends serving them (read
+gets uploads in proportion to its tests. Judged: the testcases stored per second (goal ≥
+10,000, twice the issue's company peak) and the uploads' p95 latency (≤ 2 s), with the CPU
+per 1,000 testcases of gunicorn's workers and of the PostgreSQL backends serving them (read
 from /proc every half second). Meanwhile, each in a thread of its own, through the reads'
-gunicorn: the ledger (``GET /api/v1/suites/{suite}/ledger``, a read token; p95 ≤ 50 ms)
-ten times a second, and once a second each the flaky-tests page, the targets file, a flaky
-test's node page and the overview of the largest suite (signed in as a staff user; median
-≤ 150 ms, each page's queries ≤ 12, counted in this process before the load); a GET slower
+gunicorn: the ledger (``GET /api/v1/suites/{suite}/ledger``, a read token; p95 ≤ 50 ms) ten
+times a second, and once a second each the flaky-tests page, the targets file, a flaky
+test's node page and the overview of the largest suite (signed in as a staff user; median ≤
+150 ms, each page's queries ≤ 12, counted in this process before the load); a GET slower
 than its interval is followed at once by the next. The ledger is also read ten times a
 second through the uploads' workers, to show what sharing them costs. After the load, one
 more file of the largest suite is ingested in this process under cProfile.
@@ -161,6 +164,10 @@ def run(scale: float, backend: str, workdir: Path) -> list[Row]:
         if (status := fetch(server.url(ledger[0]), ledger[1])[0]) != 200:
             raise RuntimeError(f"{ledger[0]} answered {status}")
         idle, _ = sampled(server, *ledger, lambda: time.sleep(2.0 if scale >= 1 else 0.5))
+        progress(f"{ID}: the pages one after another, no upload running")
+        pages_idle = {name: sampled(reads, path, headers,
+                                    lambda: time.sleep(2.0 if scale >= 1 else 0.5))[0]
+                      for name, (path, headers) in pages.items()}
         progress(f"{ID}: {UPLOADERS} uploaders for {seconds:.0f} s; the ledger, the pages and "
                  "the targets file read beside them")
         load = ingest_under_load(server, reads, companies, pages, ledger, seconds)
@@ -182,11 +189,13 @@ def run(scale: float, backend: str, workdir: Path) -> list[Row]:
     rows = [
         *_ingest_rows(backend, load, profile, world),
         *_page_rows(backend, load["samplers"], queries, world),
+        *_idle_page_rows(backend, pages_idle, load["samplers"]),
         *_prune_rows(backend, prune_s, pruned, pruning, idle, world),
         *_size_rows(backend, sizes, made, xml_per_testcase),
     ]
     bad = {name: sampler.bad for name, sampler in
-           {**load["samplers"], "ledger (prune)": pruning, "ledger (idle)": idle}.items()
+           {**load["samplers"], **{f"{page} (idle)": s for page, s in pages_idle.items()},
+            "ledger (prune)": pruning, "ledger (idle)": idle}.items()
            if sampler.bad}
     refused = {status: n for status, n in load["answers"].items() if status != 201}
     if bad or refused:
@@ -260,6 +269,23 @@ def _page_rows(backend: str, samplers: dict, queries: dict, world: dict) -> list
                    f"({p95_text(seconds)}); query ratio {count / QUERY_LIMIT:.2f}, counted "
                    "in process",
             figures={"seconds": seconds, "queries": count}).judge(count <= QUERY_LIMIT))
+    return rows
+
+
+def _idle_page_rows(backend: str, idle: dict, during: dict) -> list[Row]:
+    """Each page's median with no upload running, beside its median during the ingest: the
+    page's own work, told apart from the contention."""
+    rows = []
+    for name, sampler in idle.items():
+        mid, loaded = percentile(sampler.seconds, 0.5), percentile(during[name].seconds, 0.5)
+        rows.append(Row(
+            ID, backend, f"{name} idle, before the ingest, on the reads' workers",
+            subject=fmt_seconds(mid), baseline=f"{fmt_seconds(loaded)} during the ingest",
+            goal=f"≤ {MS_LIMIT} ms", ratio=mid * 1000 / MS_LIMIT, limit=1.0,
+            detail=f"median over {len(sampler.seconds):,} GETs one after another "
+                   f"({p95_text(sampler.seconds)}); the rest of its time during the ingest "
+                   "is contention",
+            figures={"seconds": sampler.seconds}).judge())
     return rows
 
 

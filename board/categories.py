@@ -15,8 +15,9 @@ from flakeboard import rules
 from junit.selectors import Window
 from ledger.models import Node, Suite
 from runs.diagnosed import RowDiagnosis as Shown
+from runs.models import Measurement
 
-from .diagnosis import diagnoses_by_node, node_diagnosis
+from .diagnosis import diagnoses_by_node, latest_diagnosis
 from .flaky import FlakyRanking
 
 Category = rules.Category
@@ -27,16 +28,20 @@ def words(category: str) -> CategoryWords:
     return CATEGORY_WORDS[Category(category)]
 
 
-def node_panel(suite: Suite, node: Node, *, today: date, measured: bool) -> Shown | None:
+def node_panel(suite: Suite, node: Node, *, today: date, latest: Measurement | None,
+               junit_flaky: bool) -> Shown | None:
     """The node page's diagnosis, or None when the node is neither flaky (on the flaky-tests
-    page over its default window) nor suspect (``measured``: its latest measurement
-    ``rules.needs_diagnosis``)."""
-    flaky = measured or FlakyRanking(suite, Window(today),
-                                     nodes=Node.objects.filter(pk=node.pk)).count() > 0
+    page over its default window) nor suspect (its ``latest`` measurement
+    ``rules.needs_diagnosis``). ``junit_flaky``: the page's passive history, over that
+    window on every branch, has flaky failures, which lists the node on the flaky-tests
+    page without counting it again."""
+    measured = latest is not None and rules.needs_diagnosis(latest.classification or None,
+                                                            latest.fails)
+    flaky = measured or junit_flaky or FlakyRanking(
+        suite, Window(today), nodes=Node.objects.filter(pk=node.pk)).count() > 0
     if not flaky:
         return None
-    diagnosis = node_diagnosis(suite, node.nodeid, today=today)
-    return None if diagnosis is None else Shown(diagnosis)
+    return Shown(latest_diagnosis(suite, node, latest, today=today))
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,14 @@ def diagnoses_by_node(suite: Suite, pks: list[int], *, today: date,
     return _diagnosed(suite, pks, DayWindow(today), _latest_measurements(pks)) if pks else {}
 
 
+def latest_diagnosis(suite: Suite, node: Node, latest: Measurement | None, *,
+                     today: date) -> rules.Diagnosis:
+    """The diagnosis of one of the suite's nodes, given its latest measurement (None when
+    it has none) as its page has read it already: two queries at most."""
+    measured = {} if latest is None else {node.pk: latest.diagnosis_facts()}
+    return _diagnosed(suite, [node.pk], DayWindow(today), measured)[node.pk]
+
+
 def measured_diagnoses(suite: Suite, measured: dict[int, rules.MeasuredFacts], *,
                        today: date) -> dict[int, rules.Diagnosis]:
     """The diagnosis of each of the suite's nodes (by primary key) from the measurement

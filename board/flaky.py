@@ -19,7 +19,7 @@ from django.db.models import Count, Subquery
 from django.db.models.functions import Coalesce
 
 from junit.rules import FlakyFigures
-from junit.selectors import FlakyRow, Window, flaky_days, flaky_ranking, flaky_rows
+from junit.selectors import FlakyRow, Window, flaky_nodes, flaky_ranking, flaky_rows
 from ledger.models import Suite
 
 from .births import birth_ranking, birth_rows, births
@@ -55,7 +55,7 @@ class FlakyRanking:
 
     def __init__(self, suite: Suite, window: Window, nodes=None, evidence: str = ""):
         parts = {"flipped": flipped_rows(suite, window), "birth": birth_rows(suite, window),
-                 "junit": flaky_days(suite, window)}
+                 "junit": flaky_nodes(suite, window)}
         for kind, rows in parts.items():
             if nodes is not None:
                 rows = rows.filter(node__in=nodes)

@@ -13,23 +13,26 @@ day, so its cost follows the file's size, never the history's. The rules are
 - A test is newly flaky on the commit when it becomes flaky in this job and no other job
   of the commit had it flaky: ``NodeDay.flaky_commits`` counts it once.
 - ``NodeDay`` and ``SignatureDay`` gain the file's runs, failures, flaky failures and
-  failure signatures, on the upload's day and branch.
+  failure signatures, on the upload's day and branch; the summary of the tests' last
+  days gains them too (``junit.summary``).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from datetime import date
 from operator import add
 
 from django.db import connection
 
+from flakeboard.rules.summary import DayCounts
 from ledger.models import Suite
 from web.bulk import insert_plain, plain_rows, update_rows
 
 from .models import JobOutcome, NodeDay, SignatureDay
 from .rules import CaseOutcome, CommitFinding, commit_finding, is_flaky
+from .summary import summary_add
 
 CHUNK = 5000
 JOB_COLUMNS = ("suite_id", "node_id", "commit", "job", "passes", "failures", "flaky", "last_day")
@@ -134,19 +137,24 @@ def _add_day(upload: FileContext, ran: dict[int, CaseOutcome], jobs: dict,
     fixed = {"suite_id": upload.suite.pk, "day": connection.ops.adapt_datefield_value(
         upload.day), "branch": upload.branch}
     day_rows = NodeDay.objects.filter(suite=upload.suite, day=upload.day, branch=upload.branch)
+    added = {node: DayCounts(r.passes + r.failures, r.failures, jobs[node][3],
+                             int(node in newly)) for node, r in ran.items()}
     _add_counts(
         NodeDay, fixed=fixed, key=("node_id",), counts=DAY_COUNTS,
         existing={(node,): rest for node, *rest in _rows(day_rows, "node_id", "pk",
                                                         *DAY_COUNTS)},
-        added={(node,): (r.passes + r.failures, r.failures, jobs[node][3], int(node in newly))
-               for node, r in ran.items()},
+        added={(node,): astuple(counts) for node, counts in added.items()},
     )
     failing = defaultdict(int)
     for node, r in ran.items():
         if r.failures:
             failing[node, signatures[node]] += r.failures
-    if not failing:
-        return
+    if failing:
+        _add_signatures(upload, fixed, failing)
+    summary_add(upload.suite.pk, upload.day, added, failing)
+
+
+def _add_signatures(upload: FileContext, fixed: dict, failing: dict) -> None:
     signature_rows = SignatureDay.objects.filter(
         suite=upload.suite, day=upload.day, branch=upload.branch)
     _add_counts(

@@ -5,10 +5,10 @@ is written with a classname that cannot say where the dot was (``tests.api.v2.te
 with no ``file`` attribute, its node id is a guess (``tests/api/v2/test_users.py::...``),
 and the guess is a node of its own. Once a gate upload names the true node, the next JUnit
 file maps the testcase to it (``junit.nodes``), and the guess is merged into it here: its
-results, its rollups (counts added where the true node has a row for the same key) and its
-mark to measure move over, and the guess is deleted, so the flaky-tests page and the
-targets file name the true id alone. A commit flaky under both names counts once among
-the day's flaky commits (the day its jobs were last seen).
+results, its rollups (counts added where the true node has a row for the same key; its
+summary rebuilt) and its mark to measure move over, and the guess is deleted, so the
+flaky-tests page and the targets file name the true id alone. A commit flaky under both
+names counts once among the day's flaky commits (the day its jobs were last seen).
 
 Only a guess no upload vouched for is merged: no gate upload named it and it has no entry,
 so it holds no measurement, verdict or entry of its own.
@@ -25,6 +25,7 @@ from ledger.models import MeasureTarget, Node
 
 from .models import CaseResult, JobOutcome, NodeDay, SignatureDay
 from .rules import is_flaky
+from .summary import summary_node_merged
 
 
 def _merge_rows(model: type[Model], key: Iterable[str], counts: Iterable[str], guess: int,
@@ -87,3 +88,4 @@ def merge_guess(guess: int, into: int) -> None:
         earlier = Q(first_commit__isnull=True) | Q(pk__gt=guess)
         Node.objects.filter(earlier, pk=into).update(first_commit=first)
     Node.objects.filter(pk=guess).delete()
+    summary_node_merged(into)

@@ -206,3 +206,46 @@ class SignatureDay(DayRollup):
 
     def __str__(self):
         return f"{self.node_id} {self.day}: {self.signature!r}, {self.failures} failures"
+
+
+class NodeSummary(NodeRollup):
+    """A node's ``NodeDay`` rows of the summary's days (all branches, the last 30 to
+    ``Suite.junit_summary_day``) in one row: their sums, the first and last day with flaky
+    failures, and the flaky failures of each day."""
+
+    runs = models.PositiveIntegerField(default=0)
+    failures = models.PositiveIntegerField(default=0)
+    flaky_failures = models.PositiveIntegerField(default=0)
+    flaky_commits = models.PositiveIntegerField(default=0)
+    first_flaky = models.DateField(null=True, blank=True)
+    last_flaky = models.DateField(null=True, blank=True)
+    spark = models.JSONField(default=list, help_text="Flaky failures a day, oldest first.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["node"], name="one_summary_per_node")]
+        indexes = [
+            # The flaky-tests page's ranking and the overview's count of flaky tests.
+            models.Index(fields=["suite", "-flaky_failures", "-flaky_commits", "node"],
+                         condition=models.Q(flaky_failures__gt=0), name="summary_ranking"),
+            models.Index(fields=["suite", "last_flaky"],
+                         condition=models.Q(flaky_failures__gt=0), name="summary_last_flaky"),
+        ]
+
+    def __str__(self):
+        return f"{self.node_id}: {self.flaky_failures} flaky over the summary's days"
+
+
+class SignatureSummary(NodeRollup):
+    """A node's failures with one signature over the summary's window (``SignatureDay``
+    summed)."""
+
+    signature = models.CharField(max_length=SIGNATURE_MAX_LENGTH, blank=True)
+    failures = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["node", "signature"],
+                                               name="one_signature_summary")]
+        indexes = [models.Index(fields=["suite"], name="signaturesummary_suite")]
+
+    def __str__(self):
+        return f"{self.node_id}: {self.signature!r}, {self.failures} failures"

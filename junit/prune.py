@@ -1,6 +1,7 @@
 """Raw JUnit rows are kept JUNIT_RETENTION_DAYS days, today included: the testcase results
 of older files (``CaseResult``), and the per-commit counts of jobs no upload has touched
-since (``JobOutcome``), are deleted. The files themselves (their counts and findings, which
+since (``JobOutcome``), are deleted, and the summary of each suite's last days is moved to
+today (``junit.summary``). The files themselves (their counts and findings, which
 a duplicate upload answers from) and the per-day rollups the flaky-tests page reads are
 kept.
 
@@ -21,6 +22,7 @@ from ledger.locks import delete_in_chunks
 from ledger.predicates import window_q
 
 from .models import CaseResult, JobOutcome, JUnitFile
+from .summary import roll_summaries
 
 FILES_CHUNK = 100  # files whose results one transaction deletes
 CHUNK = 10_000  # job counts one transaction deletes
@@ -51,4 +53,7 @@ def prune_junit(*, days: int, today: date, dry_run: bool = False) -> Pruned:
         files, FILES_CHUNK, lambda _, pks: CaseResult.objects.filter(file_id__in=pks).delete()[0])
     job_outcomes = delete_in_chunks(
         counts, CHUNK, lambda _, pks: JobOutcome.objects.filter(pk__in=pks).delete()[0])
+    # Run daily: each suite's summary of its last days moves to today here, so that the
+    # day's first upload need not rebuild it under the suite's lock.
+    roll_summaries(today)
     return Pruned(results, job_outcomes)

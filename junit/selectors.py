@@ -2,7 +2,8 @@
 failures over a window of days, and each listed test's figures, top failure signatures,
 last 30 days, quarantine entry and measurement mark. Everything here reads the rollups
 (``NodeDay``, ``SignatureDay``), so its cost follows the window and the page, never the
-raw rows kept."""
+raw rows kept. For the default window, on every branch, they read each test's summary of
+those days instead (``junit.summary``), when it is of today."""
 
 from __future__ import annotations
 
@@ -19,12 +20,13 @@ from ledger.models import MeasureTarget, Node, QuarantineEntry, Suite
 from ledger.predicates import window_q
 from ledger.rows import EntryRow, entry_row
 
-from .models import CaseResult, JUnitFile, NodeDay, SignatureDay
+from .models import CaseResult, JUnitFile, NodeDay, NodeSummary, SignatureDay, SignatureSummary
 from .rules import FlakyFigures
+from .summary import COUNTS, SUMMARY_DAYS, summary_of
 
 WINDOWS = (7, 30, 90)
-DEFAULT_WINDOW = 30
-SPARK_DAYS = 30
+DEFAULT_WINDOW = SUMMARY_DAYS
+SPARK_DAYS = SUMMARY_DAYS
 TOP_SIGNATURES = 3
 
 
@@ -63,11 +65,40 @@ def flaky_days(suite: Suite, window: Window):
     return rows
 
 
+def summarized(suite: Suite, window: Window) -> bool:
+    """Whether the summary holds the window's figures: its days, every branch, today's."""
+    return (window.days == SUMMARY_DAYS and not window.branch
+            and summary_of(suite, window.today))
+
+
+def flaky_nodes(suite: Suite, window: Window):
+    """Rows whose ``node_id`` are the tests with flaky failures in the window: the
+    summaries of those last flaky in it, when the summary spans the window on every
+    branch; else ``flaky_days``."""
+    if window.days > SUMMARY_DAYS or window.branch or not summary_of(suite, window.today):
+        return flaky_days(suite, window)
+    rows = NodeSummary.objects.filter(suite=suite, flaky_failures__gt=0,
+                                      last_flaky__gte=window.since)
+    return rows.filter(node__nodeid__icontains=window.text) if window.text else rows
+
+
 def flaky_ranking(suite: Suite, window: Window, days=None):
     """The tests with flaky failures in the window (or in ``days``, some of its
-    ``flaky_days``), most first: values rows of ``node_id``, ``flaky_failures``,
+    ``flaky_nodes``), most first: values rows of ``node_id``, ``flaky_failures``,
     ``flaky_commits``, ``first_flaky`` and ``last_flaky``."""
-    rows = flaky_days(suite, window) if days is None else days
+    rows = flaky_nodes(suite, window) if days is None else days
+    if rows.model is NodeSummary:
+        if window.days == SUMMARY_DAYS:
+            return rows.values("node_id", "flaky_failures", "flaky_commits", "first_flaky",
+                               "last_flaky").order_by("-flaky_failures", "-flaky_commits",
+                                                      "node_id")
+        # A shorter window (the 7-day view) takes its tests from the summary, exactly
+        # (those last flaky in it, less any the caller excluded), and ranks them from
+        # their rollups of the window: the order needs the window's flaky commits, which
+        # the summary holds only over its 30 days, and the window's flaky failures, which
+        # it holds a day at a time in ``spark``, a JSON list neither engine can sum in an
+        # ORDER BY alike. Only those tests' days in the window are read.
+        rows = flaky_days(suite, window).filter(node_id__in=rows.values("node_id"))
     return (
         rows.values("node_id")
         .annotate(flaky_failures=Sum("flaky_failures"), flaky_commits=Sum("flaky_commits"),
@@ -134,6 +165,13 @@ def flaky_rows(suite: Suite, window: Window, ids: list[int]) -> list[FlakyRow]:
     queries whatever the page's size."""
     nodes = Node.objects.annotate(marked=Exists(MeasureTarget.objects.filter(
         node=OuterRef("pk")))).in_bulk(ids)
+    entries = {entry.node_id: entry_row(entry, window.today)
+               for entry in QuarantineEntry.objects.open().filter(
+                   node_id__in=ids).select_related("node")}
+    if summarized(suite, window):
+        summaries = summary_figures(ids, window.today)
+        return [FlakyRow(node=nodes[pk], **summaries.get(pk, summary_none(window.today)),
+                         entry=entries.get(pk), marked=nodes[pk].marked) for pk in ids]
     # One read of each node's days, over the window and the sparkline's 30 days together.
     spark_since = window.today - timedelta(days=SPARK_DAYS - 1)
     widest = Window(window.today, max(window.days, SPARK_DAYS), window.branch)
@@ -154,9 +192,6 @@ def flaky_rows(suite: Suite, window: Window, ids: list[int]) -> list[FlakyRow]:
             count=Sum("failures")).order_by("-count", "signature"):
         if len(signatures[row["node_id"]]) < TOP_SIGNATURES:
             signatures[row["node_id"]].append((row["signature"], row["count"]))
-    entries = {entry.node_id: entry_row(entry, window.today)
-               for entry in QuarantineEntry.objects.open().filter(
-                   node_id__in=ids).select_related("node")}
     rows = []
     for pk in ids:
         counts = [daily.get((pk, spark_since + timedelta(days=i)), 0) for i in range(SPARK_DAYS)]
@@ -188,15 +223,24 @@ class PassiveHistory:
     latest: list[CaseResult]
 
 
-def passive_history(node: Node, today: date, latest: int = 10) -> PassiveHistory | None:
-    """None when no JUnit file has named the node in the window or among its kept rows."""
+def passive_history(node: Node, today: date, latest: int = 10,
+                    suite: Suite | None = None) -> PassiveHistory | None:
+    """None when no JUnit file has named the node in the window or among its kept rows;
+    ``suite``, the node's, when the caller has it read."""
     window = Window(today, DEFAULT_WINDOW)
-    sums = ("runs", "failures", "flaky_failures", "flaky_commits")
+    if summary_of(suite or node.suite, today):
+        summary = summary_figures([node.pk], today).get(node.pk)
+        results = latest_results(node, latest)
+        if summary is None and not results:
+            return None
+        summary = summary or summary_none(today)
+        return PassiveHistory(window, summary["figures"], summary["signatures"],
+                              summary["spark"], results)
+    sums = COUNTS
     # A row a day (a few dozen at most): the window's figures are their sums.
     days = list(window.rows(NodeDay, node=node).values("day").annotate(
         **{name: Sum(name) for name in sums}).order_by())
-    results = list(CaseResult.objects.filter(node=node).select_related("file").order_by(
-        "-day", "-file__created_at", "-pk")[:latest])
+    results = latest_results(node, latest)
     if not days and not results:
         return None
     figures = FlakyFigures(*(sum(day[name] for day in days) for name in sums))
@@ -208,3 +252,31 @@ def passive_history(node: Node, today: date, latest: int = 10) -> PassiveHistory
         SignatureDay, node=node).values("signature").annotate(count=Sum("failures")).order_by(
         "-count", "signature")[:TOP_SIGNATURES]]
     return PassiveHistory(window, figures, signatures, spark, results)
+
+
+def latest_results(node: Node, latest: int) -> list[CaseResult]:
+    return list(CaseResult.objects.filter(node=node).select_related("file").order_by(
+        "-day", "-file__created_at", "-pk")[:latest])
+
+
+def summary_none(today: date) -> dict:
+    """A row's figures for a test the summary does not hold: no JUnit run in its days."""
+    since = today - timedelta(days=SPARK_DAYS - 1)
+    return {"figures": FlakyFigures(0, 0, 0, 0), "first_flaky": None, "last_flaky": None,
+            "signatures": [], "spark": Spark(since, [0] * SPARK_DAYS)}
+
+
+def summary_figures(ids: list[int], today: date) -> dict[int, dict]:
+    """The summaries of the nodes ``ids`` that have one, as ``FlakyRow`` fields: two
+    queries."""
+    signatures = defaultdict(list)
+    for node, signature, count in SignatureSummary.objects.filter(node_id__in=ids).order_by(
+            "-failures", "signature").values_list("node_id", "signature", "failures"):
+        if len(signatures[node]) < TOP_SIGNATURES:
+            signatures[node].append((signature, count))
+    since = today - timedelta(days=SPARK_DAYS - 1)
+    return {node: {"figures": FlakyFigures(*counts), "first_flaky": first, "last_flaky": last,
+                   "signatures": signatures[node], "spark": Spark(since, list(spark))}
+            for node, *counts, first, last, spark in NodeSummary.objects.filter(
+                node_id__in=ids).values_list("node_id", *COUNTS, "first_flaky", "last_flaky",
+                                             "spark")}

@@ -9,10 +9,12 @@ import re
 from datetime import timedelta
 
 from django.urls import reverse
+from django.utils import timezone
 
 from board.flaky import FLAKY_TILE_DAYS, flaky_count
 from junit.models import NodeDay
 from junit.selectors import WINDOWS, Window
+from junit.summary import rebuild_summary
 from tests.test_flaky_at_birth import born
 from tests.test_flaky_flips import FLIPPED, JUNIT, flip, junit_flake
 
@@ -33,6 +35,7 @@ def a_board_with_every_kind(suite):
     NodeDay.objects.filter(node__nodeid=OLD).update(
         day=NodeDay.objects.get(node__nodeid=OLD).day - timedelta(days=8)
     )
+    rebuild_summary(suite, timezone.now().date())  # the rollups forged: summed again
 
 
 def test_the_tile_the_page_and_the_count_say_one_number(suite, client_for, owner, today):

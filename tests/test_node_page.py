@@ -14,6 +14,7 @@ from ledger.quarantine import quarantine_clear, quarantine_create
 from ledger.tiers import tier_rule_add
 from runs.ingest import report_ingest, signals_ingest
 from tests.helpers import body, measurement, node_page, record
+from tests.test_flaky_page import flake
 
 NODE = "tests/unit/test_pay.py::TestRefund::test_retry[eu-west]"
 
@@ -170,7 +171,31 @@ def test_the_node_page_makes_a_bounded_number_of_queries(
     client_for, viewer, suite, history, django_assert_max_num_queries
 ):
     client = client_for(viewer)
-    # Two of them count the lists; six are the diagnosis's (whether the node is flaky, and
-    # the five of board.diagnosis).
-    with django_assert_max_num_queries(18):  # two count the lists, four diagnose it
+    # The session, the user, the suite, the viewer's role and the node; its measurements
+    # (paged from that read), entries and tier rules; its verdicts (counted, then a page);
+    # its JUnit summary (two) and latest results; whether it is flaky on the flaky-tests
+    # page; its diagnosis (the commits it was measured at, CI's facts).
+    with django_assert_max_num_queries(16):
         client.get(node_url(suite))
+
+
+# B10's goal for the node page of a flaky test is 12 queries, as a staff user; a viewer's
+# role is one more.
+B10_NODE_QUERIES = 12 + 1
+
+
+def test_a_node_flaky_in_junit_files_takes_b10s_queries(
+    client_for, viewer, suite, django_assert_max_num_queries
+):
+    """Its JUnit history says it is flaky and its page read its latest measurement: the
+    diagnosis neither counts the flaky-tests page nor reads the node again."""
+    ci_only, measured = "tests/test_a.py::test_ci_only", "tests/test_a.py::test_measured"
+    report_ingest(suite=suite, body=body([measurement(measured, fails=2)]), actor="ci")
+    for commit, nodeid in (("c1", ci_only), ("c2", measured)):
+        flake(suite, nodeid, commit=commit, message="timeout after 2.5s")
+    client = client_for(viewer)
+    for nodeid, most in ((ci_only, B10_NODE_QUERIES),  # as B10's: no measurement
+                         (measured, B10_NODE_QUERIES + 1)):  # the commits it was measured at
+        with django_assert_max_num_queries(most):
+            html = client.get(node_url(suite, nodeid)).content.decode()
+        assert "<dt>Flaky failures</dt><dd>1</dd>" in html and "diagnosis-head" in html

@@ -41,12 +41,16 @@ VERDICTS_PER_PAGE = 25
 LISTS = ("measurements-list", "verdicts-list")
 
 
-def _lists(request, suite, node) -> dict:
+def _lists(request, suite, node, read=None) -> dict:
     """A page of the node's measurements (``?mpage=``) and one of its verdicts
-    (``?vpage=``), each newest first."""
-    measurements = pager(request, selectors.node_measurements(node), "mpage",
-                         MEASUREMENTS_PER_PAGE)
-    measurements.page.object_list = selectors.with_budgets(suite, measurements.page)
+    (``?vpage=``), each newest first. ``read``: the node's history, whose measurements
+    (with their budgets) are paged when they are all of them, rather than read again."""
+    if read is not None and len(read.measurements) < selectors.NODE_MEASUREMENTS:
+        measurements = pager(request, read.measurements[::-1], "mpage", MEASUREMENTS_PER_PAGE)
+    else:
+        measurements = pager(request, selectors.node_measurements(node), "mpage",
+                             MEASUREMENTS_PER_PAGE)
+        measurements.page.object_list = selectors.with_budgets(suite, measurements.page)
     verdicts = pager(request, selectors.node_verdicts(node), "vpage", VERDICTS_PER_PAGE)
     return {"measurements": measurements, "verdicts": verdicts}
 
@@ -76,7 +80,7 @@ def node_detail(request, suite, key):
     codeowners = suite_codeowners(suite)
     entries = [entry_row(entry, today, codeowners) for entry in history.entries]
     open_row = next((row for row in entries if row.is_open), None)
-    latest = history.measurements[-1] if history.measurements else None
+    passive = passive_history(node, today, suite=suite)
     context = {
         "suite": suite,
         "nav": "node",
@@ -85,10 +89,12 @@ def node_detail(request, suite, key):
         "entries": entries,
         "open_row": open_row,
         "rate_change": open_row and open_row.entry.rate_change(),
-        **_lists(request, suite, node),
-        "passive": passive_history(node, today),
-        "diagnosis": node_panel(suite, node, today=today, measured=latest is not None and (
-            rules.needs_diagnosis(latest.classification or None, latest.fails))),
+        **_lists(request, suite, node, history),
+        "passive": passive,
+        "diagnosis": node_panel(
+            suite, node, today=today,
+            latest=history.measurements[-1] if history.measurements else None,
+            junit_flaky=passive is not None and passive.figures.flaky_failures > 0),
         "budget": suite.max_upper_rate,
         "code_owners": codeowners.owners_of_node(node.nodeid),
         "can_edit": can(request.role, Role.OWNER),

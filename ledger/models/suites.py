@@ -64,6 +64,9 @@ class Suite(models.Model):
         help_text="A JUnit file in which more than this share of the tests fail is taken for "
                   "a broken runner (infrastructure), and left out of flaky-test detection.",
     )
+    # The day the summary of its tests' last days counts to (``junit.summary``): the pages
+    # read the summary only when it is today. Here, so that a page reads it with the suite.
+    junit_summary_day = models.DateField(null=True, blank=True, editable=False)
     public_badge = models.BooleanField(
         default=False,
         help_text="Anyone with its address may see the status badge (for a README); "

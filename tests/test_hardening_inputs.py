@@ -237,13 +237,13 @@ NAMES = {**{k: (v, True) for k, v in TOO_LONG.items()},
          **{k: (v, False) for k, v in LONGEST.items()}}
 
 
-@pytest.mark.parametrize("page", SIGN_IN_PAGES)
+@pytest.mark.parametrize("sign_in_page", SIGN_IN_PAGES)
 @pytest.mark.parametrize(("username", "refused"), NAMES.values(), ids=NAMES.keys())
 def test_a_user_name_is_bounded_before_anything_authenticates_it(
-        db, page, username, refused, authenticate_calls):
+        db, sign_in_page, username, refused, authenticate_calls):
     """Over the limit: a form error, and neither authenticate nor axes sees the name. At
     the limit: the name is checked, and its failure recorded."""
-    answer = _sign_in(Client(), page, username)
+    answer = _sign_in(Client(), sign_in_page, username)
     assert answer.status_code == 200
     assert bool(answer.context["form"].errors.get("username")) == refused
     seen = [] if refused else [username]

@@ -52,22 +52,22 @@ def test_set_webhook_prints_the_secret_once_and_replacing_keeps_it(suite):
 
 
 @pytest.fixture
-def browser(client, lead):
+def lead_client(client, lead):
     client.force_login(lead)
     return client
 
 
-def test_the_settings_page_loads_the_section_for_a_lead(browser, suite):
-    page = browser.get(reverse("settings", args=["acme"])).content.decode()
+def test_the_settings_page_loads_the_section_for_a_lead(lead_client, suite):
+    page = lead_client.get(reverse("settings", args=["acme"])).content.decode()
     section_url = reverse("settings_webhook", args=["acme"])
     assert f'hx-get="{section_url}"' in page and 'hx-trigger="load"' in page
     assert f'href="{section_url}"' in page  # without JavaScript, a link to it
-    partial = browser.get(section_url, headers={"HX-Request": "true"}).content.decode()
+    partial = lead_client.get(section_url, headers={"HX-Request": "true"}).content.decode()
     assert "<html" not in partial and 'id="webhook-section"' in partial
     assert '<label for="id_url">URL</label>' in partial
     assert '<label for="id_format">Format</label>' in partial
     assert "No webhook" in partial
-    whole = browser.get(section_url).content.decode()
+    whole = lead_client.get(section_url).content.decode()
     assert "<html" in whole and 'id="webhook-section"' in whole
 
 
@@ -79,59 +79,59 @@ def test_an_owner_is_refused_the_section(client, owner, suite):
     assert response.status_code == 403 and not Webhook.objects.exists()
 
 
-def test_the_secret_is_shown_once_on_the_page_and_never_again(browser, suite):
-    response = browser.post(reverse("settings_webhook_save", args=["acme"]),
+def test_the_secret_is_shown_once_on_the_page_and_never_again(lead_client, suite):
+    response = lead_client.post(reverse("settings_webhook_save", args=["acme"]),
                             {"url": "https://hooks.example.com/T1/abc", "format": "json"})
     secret = Webhook.objects.get(suite=suite).secret
     assert response.status_code == 200 and "no-store" in response["Cache-Control"]
     assert response.content.decode().count(secret) == 1
     for url in (reverse("settings_webhook", args=["acme"]), reverse("settings", args=["acme"])):
-        page = browser.get(url).content.decode()
+        page = lead_client.get(url).content.decode()
         assert secret not in page
         assert "https://hooks.example.com/T1/abc" in page or url.endswith("/settings/")
     assert secret not in audit_text(suite)
     # Replacing the URL from the page keeps the secret, which is not shown.
-    response = browser.post(reverse("settings_webhook_save", args=["acme"]),
+    response = lead_client.post(reverse("settings_webhook_save", args=["acme"]),
                             {"url": "https://hooks.example.com/T1/def", "format": "slack"},
                             follow=True)
     assert secret not in response.content.decode()
     assert Webhook.objects.get(suite=suite).secret == secret
 
 
-def test_a_url_that_is_not_http_is_refused_on_the_page(browser, suite):
-    response = browser.post(reverse("settings_webhook_save", args=["acme"]),
+def test_a_url_that_is_not_http_is_refused_on_the_page(lead_client, suite):
+    response = lead_client.post(reverse("settings_webhook_save", args=["acme"]),
                             {"url": "ftp://hooks.example.com/x", "format": "json"})
     assert response.status_code == 200 and not Webhook.objects.exists()
     assert "has-error" in response.content.decode()
 
 
-def test_send_test_posts_a_sample_and_the_log_shows_it(browser, suite, settings, receiver):  # noqa: F811
+def test_send_test_posts_a_sample_and_the_log_shows_it(lead_client, suite, settings, receiver):  # noqa: F811
     settings.WEBHOOKS_ALLOW_PRIVATE_IPS = True
     set_webhook("acme", receiver.url, "--format", "json")
-    response = browser.post(reverse("settings_webhook_test", args=["acme"]), follow=True)
+    response = lead_client.post(reverse("settings_webhook_test", args=["acme"]), follow=True)
     assert "Test delivery sent: HTTP 200." in response.content.decode()
     assert json.loads(receiver.requests[0][2])["test"] is True
     logged = WebhookPost.objects.get()
-    section = browser.get(reverse("settings_webhook", args=["acme"])).content.decode()
+    section = lead_client.get(reverse("settings_webhook", args=["acme"])).content.decode()
     assert str(logged.id) in section and "(test)" in section
     assert AuditEvent.objects.filter(note__startswith="webhook test sent").exists()
 
 
-def test_removing_the_webhook_is_audited(browser, suite):
+def test_removing_the_webhook_is_audited(lead_client, suite):
     set_webhook("acme", "https://hooks.example.com/x")
-    browser.post(reverse("settings_webhook_remove", args=["acme"]))
+    lead_client.post(reverse("settings_webhook_remove", args=["acme"]))
     assert not Webhook.objects.exists()
     assert AuditEvent.objects.filter(note="webhook removed", actor="@lea").exists()
 
 
 def test_with_htmx_each_action_answers_the_section_with_its_notice_focused(
-    browser, suite, settings, receiver  # noqa: F811
+    lead_client, suite, settings, receiver  # noqa: F811
 ):
     settings.WEBHOOKS_ALLOW_PRIVATE_IPS = True
     htmx = {"headers": {"HX-Request": "true"}}
 
     def section(name, data=None) -> str:
-        response = browser.post(reverse(name, args=["acme"]), data or {}, **htmx)
+        response = lead_client.post(reverse(name, args=["acme"]), data or {}, **htmx)
         assert response.status_code == 200
         html = response.content.decode()
         assert "<html" not in html and html.lstrip().startswith('<div class="webhook-section"')
@@ -182,10 +182,10 @@ def test_set_webhook_refuses_a_private_address_naming_it_as_resolved(suite, sett
 
 
 @pytest.mark.parametrize(("url", "said"), PRIVATE_URLS, ids=PRIVATE_IDS)
-def test_the_page_refuses_a_private_address_naming_it_as_resolved(browser, suite, settings,
+def test_the_page_refuses_a_private_address_naming_it_as_resolved(lead_client, suite, settings,
                                                                   url, said):
     settings.WEBHOOKS_ALLOW_PRIVATE_IPS = False
-    response = browser.post(reverse("settings_webhook_save", args=["acme"]),
+    response = lead_client.post(reverse("settings_webhook_save", args=["acme"]),
                             {"url": url, "format": "json"})
     assert response.status_code == 200 and not Webhook.objects.exists()
     assert escape(said) in response.content.decode()

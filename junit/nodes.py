@@ -25,7 +25,7 @@ from django.db.models import Exists, Max, OuterRef, Q
 from ledger.models import Node, QuarantineEntry, Suite, written_key
 from ledger.nodes import CHUNK, evidence_stored, nodes_create, nodes_named
 from ledger.selectors import tier_rule_specs
-from web.bulk import plain_rows
+from web.bulk import one_parameter, plain_rows
 
 from .merge import merge_guess
 from .parse import Case
@@ -45,13 +45,13 @@ def _vouched_fits(suite: Suite, forms: Iterable[str]) -> dict[str, list[str]]:
     """The suite's vouched nodes that pytest writes in one of ``forms`` (keys of written
     forms, ``Node.written_key``, indexed), by that key, each list in id order: only the
     nodes the cases could be are read, however many the suite knows."""
-    keys = sorted(set(forms))
+    keys = set(forms)
     fits = defaultdict(list)
-    vouched = Node.objects.filter(VOUCHED, suite=suite).order_by()
-    for start in range(0, len(keys), CHUNK):
-        chosen = vouched.filter(written_key__in=keys[start:start + CHUNK])
-        for nodeid, key in plain_rows(chosen.values_list("nodeid", "written_key"), CHUNK):
-            fits[key].append(nodeid)
+    if not keys:
+        return fits
+    vouched = Node.objects.filter(VOUCHED, suite=suite, written_key__in=one_parameter(keys))
+    for nodeid, key in plain_rows(vouched.order_by().values_list("nodeid", "written_key"), CHUNK):
+        fits[key].append(nodeid)
     for found in fits.values():  # read unordered: few forms have more than one id
         if len(found) > 1:
             found.sort()

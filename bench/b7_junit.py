@@ -66,17 +66,17 @@ MESSAGES = (
 GAP = """
 The ingest meets its goal on both databases, not yet issue 53's 300 ms. In the profile of
 one more file (at scale 1 the second of its day, so the day's rollups are updated, not
-inserted), on SQLite writing is most of it: the executemany of the results, of the job's
-per-commit counts and of the day's rollups, then the commit, which writes every page they
-touched. A file's rows reach the results' (node, day) index and NodeDay's (node, day)
-index all over, so each file likely dirties most of their leaf pages (not measured page by
-page): fewer and narrower rows (issue 53, point 3) are the next remedy, not faster Python.
-Reading the file (one streaming pass: parse_junit, each testcase's node id and attempts)
-is about a fifth, and finding the nodes (one indexed lookup of the file's written forms,
-Node.written_key, its keys one parameter) a few hundredths of a second. On PostgreSQL
-this process's CPU is about a quarter of a second; the rest is the server's: the COPY of
-the results and the job counts, the day's rollups updated in one UPDATE … FROM
-unnest(…), their indexes and the commit.
+inserted), on SQLite writing is the largest part, about two fifths: the executemany of
+the results, of the job's per-commit counts and of the day's rollups, then the commit,
+which writes every page they touched. A file's rows reach the results' (node, day) index
+and NodeDay's (node, day) index all over, so each file likely dirties most of their leaf
+pages (not measured page by page): fewer and narrower rows (issue 53, point 3) are the
+next remedy, not faster Python. Reading the file (one streaming pass: parse_junit, each
+testcase's node id and attempts) is about a quarter, and finding the nodes (one indexed
+lookup of the file's written forms, Node.written_key, its keys one parameter) about a
+tenth. On PostgreSQL this process's CPU is about a quarter of a second; the rest is the
+server's: the COPY of the results and the job counts, the day's rollups updated in one
+UPDATE … FROM unnest(…), their indexes and the commit.
 
 The flaky-tests page meets its goal on SQLite whatever the filter, and on PostgreSQL
 without a text filter. With one, PostgreSQL estimates that the node id's ``icontains``

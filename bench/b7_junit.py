@@ -64,18 +64,19 @@ MESSAGES = (
     "sqlite3.OperationalError: database is locked (after {a}.{b:03d}s)",
 )
 GAP = """
-The ingest meets its goal on both databases, the parse alone (the baseline) a tenth of the
-service's time or less. In the profile of one more file (at scale 1 the second of its day,
-so the day's rollups are updated, not inserted), on SQLite reading the file is about a
-third (parse_junit: the expat parse and tree the baseline pays too, about a tenth, then
-each testcase's node id and attempts), writing about half (the executemany of the results,
-of the job's per-commit counts and of the day's rollups a fifth, the commit a sixth), and
-finding the testcases' nodes about a tenth (most of it writing each of the suite's
-10,000 known node ids as pytest writes them, again on every upload). On PostgreSQL the
-day's rollups lead: adding a day's second file to NodeDay runs one UPDATE per test (an
-executemany of about 9,800, pipelined), about two fifths of the time, so the day's second
-file takes longer than its first; one UPDATE from a set of rows (unnest of arrays, or a
-COPY into a temporary table) in web/bulk.py's update_rows would cut most of that.
+The ingest meets its goal on both databases, not yet issue 53's 300 ms. In the profile of
+one more file (at scale 1 the second of its day, so the day's rollups are updated, not
+inserted), on SQLite writing is the largest part, about two fifths: the executemany of
+the results, of the job's per-commit counts and of the day's rollups, then the commit,
+which writes every page they touched. A file's rows reach the results' (node, day) index
+and NodeDay's (node, day) index all over, so each file likely dirties most of their leaf
+pages (not measured page by page): fewer and narrower rows (issue 53, point 3) are the
+next remedy, not faster Python. Reading the file (one streaming pass: parse_junit, each
+testcase's node id and attempts) is about a quarter, and finding the nodes (one indexed
+lookup of the file's written forms, Node.written_key, its keys one parameter) about a
+tenth. On PostgreSQL this process's CPU is about a quarter of a second; the rest is the
+server's: the COPY of the results and the job counts, the day's rollups updated in one
+UPDATE … FROM unnest(…), their indexes and the commit.
 
 The flaky-tests page meets its goal on SQLite whatever the filter, and on PostgreSQL
 without a text filter. With one, PostgreSQL estimates that the node id's ``icontains``

@@ -17,7 +17,8 @@ default) does not. Back from a testcase to its node id, the first rule that appl
    inherited from a class in another module, pytest gives the base class's file: it does
    not fit, and the next rules apply.)
 2. a node the suite knows from pytest itself (named by a gate upload or a quarantine
-   entry) that pytest would write with this classname and name (``pytest_written``);
+   entry) that pytest would write with this classname and name (``pytest_written``,
+   in ``flakeboard.rules.written``: each node keeps its form's key, ``Node.written_key``);
 3. otherwise the likely split of the classname into a module path and classes: the
    classes are the trailing parts that begin with a capital letter (pytest collects
    ``Test*`` classes), the module at least the first part, its dots made ``/``. A
@@ -41,8 +42,9 @@ from __future__ import annotations
 import re
 from functools import cache, lru_cache
 
-# How many known nodes' written forms each process keeps (a few MiB at 50,000 nodes).
-WRITTEN_KEPT = 200_000
+from flakeboard.rules.written import pytest_written
+
+__all__ = ["escaped", "file_fits", "generic_nodeid", "pytest_nodeid", "pytest_written"]
 
 SEPARATOR = "::"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -90,23 +92,6 @@ def pytest_nodeid(classname: str, name: str, file: str = "") -> str:
     if not classname:
         return _joined("/".join(name.split(".")) + ".py")
     return _head(classname, file.replace("\\", "/")) + SEPARATOR + escaped(name)
-
-
-@lru_cache(maxsize=WRITTEN_KEPT)  # every upload asks again for each of a suite's known nodes
-def pytest_written(nodeid: str) -> tuple[str, str]:
-    """(classname, name) as pytest writes a node id in JUnit XML: pytest 9's
-    ``mangle_test_address`` (the parameters set aside before the id is split on ``::``,
-    the path dotted, ``.py`` dropped), so that a node the suite knows can be found from
-    what a testcase says (rule 3)."""
-    path, separator, tail = nodeid.partition("::")
-    names = [path]
-    if separator:
-        name_part, bracket, params = tail.partition("[")
-        names += name_part.split("::")
-        if bracket:
-            names[-1] += f"[{params.removesuffix(']')}]"
-    names[0] = re.sub(r"\.py$", "", names[0].replace("/", "."))
-    return ".".join(names[:-1]), names[-1]
 
 
 def generic_nodeid(classname: str, name: str, file: str = "", suite: str = "") -> str:

@@ -22,13 +22,12 @@ from collections.abc import Iterable
 
 from django.db.models import Exists, Max, OuterRef, Q
 
-from ledger.models import Node, QuarantineEntry, Suite
+from ledger.models import Node, QuarantineEntry, Suite, written_key
 from ledger.nodes import CHUNK, evidence_stored, nodes_create, nodes_named
 from ledger.selectors import tier_rule_specs
-from web.bulk import plain_rows
+from web.bulk import one_parameter, plain_rows
 
 from .merge import merge_guess
-from .nodeids import pytest_written
 from .parse import Case
 
 # Nodes the suite knows from pytest itself: named by a gate upload or by an entry.
@@ -42,47 +41,63 @@ def _known(suite: Suite, nodeids: Iterable[str], *, after: int = 0) -> dict[str,
     return {nodeid: pk for nodeid, (pk,) in nodes_named(nodes, nodeids, ("pk",)).items()}
 
 
-def _vouched_fits(suite: Suite) -> dict[tuple[str, str], list[str]]:
-    """The suite's vouched nodes by how pytest writes them, each list in id order."""
-    fits = defaultdict(list)
-    vouched = Node.objects.filter(VOUCHED, suite=suite).order_by()
-    for (nodeid,) in plain_rows(vouched.values_list("nodeid"), CHUNK):
-        fits[pytest_written(nodeid)].append(nodeid)
+def _vouched_fits(suite: Suite, forms: Iterable[str]) -> tuple[dict[str, list[str]], dict]:
+    """The suite's vouched nodes that pytest writes in one of ``forms`` (keys of written
+    forms, ``Node.written_key``, indexed), by that key, each list in id order; and each of
+    them by id, (primary key, first commit). Only the nodes the cases could be are read,
+    however many the suite knows."""
+    keys = set(forms)
+    fits, read = defaultdict(list), {}
+    if not keys:
+        return fits, read
+    vouched = Node.objects.filter(VOUCHED, suite=suite, written_key__in=one_parameter(keys))
+    rows = vouched.order_by().values_list("nodeid", "written_key", "pk", "first_commit")
+    for nodeid, key, pk, first in plain_rows(rows, CHUNK):
+        fits[key].append(nodeid)
+        read[nodeid] = (pk, first)
     for found in fits.values():  # read unordered: few forms have more than one id
         if len(found) > 1:
             found.sort()
-    return fits
+    return fits, read
 
 
-def _settled(case: Case, fits: dict[tuple[str, str], list[str]]) -> str:
-    found = fits.get(case.written) if case.written else None
+def _settled(case: Case, found: list[str] | None) -> str:
+    """The case's node id, given the vouched nodes pytest writes as it (rule 2)."""
     if not found:
         return case.nodeid
     return case.nodeid if case.nodeid in found else found[0]
 
 
-def _merge_guesses(suite: Suite, settled: dict[str, str]) -> None:
+def _merge_guesses(suite: Suite, settled: dict[str, str]) -> bool:
     """Merge each guess (a node only JUnit named) into the node its testcase now maps to
-    ({guess: true id}): one query when there is none."""
+    ({guess: true id}): one query when there is none. Whether any was merged."""
     if not settled:
-        return
+        return False
     guesses = Node.objects.filter(suite=suite).exclude(VOUCHED)
     found = nodes_named(guesses, settled, ("pk",))
     if not found:
-        return
+        return False
     into = _known(suite, [settled[guess] for guess in found])
     for guess, (pk,) in found.items():
         merge_guess(pk, into[settled[guess]])
+    return True
 
 
 def nodes_for_cases(suite: Suite, cases: list[Case], commit: str) -> list[tuple[int, str]]:
     """Each case's node, (primary key, node id), in the cases' order; new nodes created,
     and every one with evidence at ``commit`` (``rules.is_new``)."""
-    fits = _vouched_fits(suite) if any(case.written for case in cases) else {}
-    chosen = [_settled(case, fits) for case in cases]
-    _merge_guesses(suite, {case.nodeid: nodeid for case, nodeid in zip(cases, chosen, strict=True)
-                           if nodeid != case.nodeid})
-    found = nodes_named(Node.objects.filter(suite=suite), chosen, ("pk", "first_commit"))
+    forms = [written_key(*case.written) if case.written else None for case in cases]
+    fits, read = _vouched_fits(suite, filter(None, forms))
+    chosen = [_settled(case, fits.get(form)) for case, form in zip(cases, forms, strict=True)]
+    if _merge_guesses(suite, {case.nodeid: nodeid
+                              for case, nodeid in zip(cases, chosen, strict=True)
+                              if nodeid != case.nodeid}):
+        read = {}  # a merge may give a true node its guess's first commit: read again
+    wanted = set(chosen)
+    found = {nodeid: read[nodeid] for nodeid in wanted & read.keys()}
+    if unread := wanted - found.keys():  # guesses and new nodes: few, once known
+        found.update(nodes_named(Node.objects.filter(suite=suite), unread,
+                                 ("pk", "first_commit")))
     known = {nodeid: pk for nodeid, (pk, _) in found.items()}
     evidence_stored([pk for pk, first in found.values() if first is None], commit)
     new = sorted(set(chosen) - known.keys())

@@ -6,9 +6,11 @@ DOCTYPE are refused, not defused. A gzip body (``Content-Encoding: gzip``) is in
 under the same limit as any body, and inflating stops as soon as the output passes it, so
 a gzip bomb costs no more than the limit.
 
-The root is ``<testsuites>`` or a bare ``<testsuite>``; test suites may nest; namespaces
-are ignored. Each ``<testcase>`` becomes a ``Case``: its node id (``junit.nodeids``)
-and its attempts (``junit.rules``). An ``<error>`` or ``<failure>``
+The file is read in one pass as the parser reads it (``_Reader``, expat's handlers), into
+its testcases and what tells its producer; no tree is built. The root is ``<testsuites>``
+or a bare ``<testsuite>``; test suites may nest; namespaces are ignored. Each
+``<testcase>`` becomes a ``Case``: its node id (``junit.nodeids``) and its attempts
+(``junit.rules``). An ``<error>`` or ``<failure>``
 outside any testcase, pytest's INTERNALERROR testcase, jest-junit's "Test suite failed to
 run" and gotestsum's ``TestMain`` failure (the test binary failed outside any test) count
 as errors outside the tests.
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-from xml.etree.ElementTree import Element, ParseError, TreeBuilder
+from xml.etree.ElementTree import ParseError
 from xml.parsers.expat import ErrorString
 
 import defusedxml.ElementTree as DefusedElementTree
@@ -43,6 +45,9 @@ OWN_OUTCOMES = {"failure": Outcome.FAILED, "error": Outcome.ERROR, "skipped": Ou
 # Maven Surefire's failed attempts of a testcase: before the one it reports, and after.
 BEFORE = {"flakyFailure": Outcome.FAILED, "flakyError": Outcome.ERROR}
 AFTER = {"rerunFailure": Outcome.FAILED, "rerunError": Outcome.ERROR}
+RESULTS = (*OWN_OUTCOMES, *BEFORE, *AFTER)
+# The elements that tell a file's producer (``_producer``), read wherever they stand.
+CLUES = frozenset(("testsuite", "property", "testcase", *BEFORE, *AFTER))
 GZIP = ("gzip", "x-gzip")
 
 
@@ -120,39 +125,141 @@ class _TooDeep(Exception):
     pass
 
 
-class _CountingBuilder(TreeBuilder):
-    """The tree, refused past ``limit`` elements or ``MAX_DEPTH`` elements open at once: a
-    body of many small elements would otherwise cost far more memory than its bytes, and a
-    deep one a tree that every walk of it pays for."""
+@dataclass(slots=True)
+class _Testcase:
+    """A ``<testcase>`` as read: its test suite's name, its attributes, and its result
+    elements (tag, ``message``, text: its own, or its first ``<stackTrace>``'s)."""
 
-    def __init__(self, limit: int):
-        super().__init__()
-        self.left = limit
-        self.depth = 0
+    suite: str
+    attrs: dict[str, str]
+    results: list[tuple[str, str | None, str]] = field(default_factory=list)
 
-    def start(self, tag, attrs):
+
+class _Reader:
+    """The parser's target: the file read in one pass, as the parser reads it, into its
+    testcases, what tells its producer, and its errors outside any testcase. No tree is
+    built; past ``limit`` elements, or ``MAX_DEPTH`` elements open at once, it refuses:
+    many small elements would cost far more memory than their bytes.
+
+    A testcase or an ``<error>``/``<failure>`` counts where every element around it is a
+    test suite, and a testcase's results are its own children; each result's text is the
+    text before its first child (``Element.text``)."""
+
+    def __init__(self, limit: int, max_cases: int):
+        self.left, self.max_cases = limit, max_cases
+        self.open: list[tuple[str, bool, str]] = []  # (tag, read, suite name) of each
+        self.root, self.root_name = "", ""
+        self.testcases: list[_Testcase] = []
+        self.errors_outside_tests = 0
+        self.clues: set[str] = set()
+        self.case: _Testcase | None = None
+        self.case_depth = 0
+        self.result: list | None = None  # [tag, message, own text, stackTrace's text]
+        self.text: list[str] | None = None  # where the text read now goes, if anywhere
+
+    def start(self, tag: str, attributes: list[str]) -> None:
+        """expat's start handler: ``tag`` is ``namespace}name`` in a namespace,
+        ``attributes`` the names and values in turn."""
         self.left -= 1
         if self.left < 0:
             raise _TooManyElements
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
+        depth = len(self.open) + 1
+        if depth > MAX_DEPTH:
             raise _TooDeep
-        return super().start(tag, attrs)
+        if "}" in tag:  # namespaces are ignored
+            tag = tag.rpartition("}")[2]
+        attrs = dict(zip(attributes[::2], attributes[1::2], strict=True))
+        self.text = None
+        if tag in CLUES:
+            self._clue(tag, attrs)
+        if depth == 1:
+            self.root, self.root_name = tag, attrs.get("name", "")
+            self.open.append((tag, True, self.root_name))
+            return
+        parent, parent_read, suite = self.open[-1]
+        read = parent_read and parent in ROOTS
+        if read:
+            if tag == "testcase":
+                self.case, self.case_depth = _Testcase(suite, attrs), depth
+            elif tag == "testsuite":
+                suite = attrs.get("name", "") or suite
+            elif tag in ("error", "failure"):
+                self.errors_outside_tests += 1
+        elif self.case is not None:
+            self._in_testcase(tag, attrs, depth)
+        self.open.append((tag, read, suite))
 
-    def end(self, tag):
-        self.depth -= 1
-        return super().end(tag)
+    def _in_testcase(self, tag: str, attrs: dict[str, str], depth: int) -> None:
+        if depth == self.case_depth + 1 and tag in RESULTS:
+            self.result = [tag, attrs.get("message"), [], None]
+            self.text = self.result[2]
+        elif (depth == self.case_depth + 2 and tag == "stackTrace" and self.result is not None
+              and self.result[3] is None):
+            self.result[3] = self.text = []
+
+    def _clue(self, tag: str, attrs: dict[str, str]) -> None:
+        """What tells the file's producer (``_producer``), wherever it stands."""
+        if tag == "testsuite":
+            if attrs.get("name") == "pytest":
+                self.clues.add("pytest suite")
+        elif tag == "property":
+            name = attrs.get("name", "")
+            if name == "go.version":
+                self.clues.add("go")
+            elif name.startswith("java."):
+                self.clues.add("java")
+        elif tag == "testcase":
+            if attrs.get("file", "").endswith(".py"):
+                self.clues.add("python file")
+        else:  # Surefire's reruns
+            self.clues.add("java")
+
+    def end(self, _tag: str) -> None:
+        self.text = None
+        depth = len(self.open)
+        self.open.pop()
+        if self.case is None:
+            return
+        if depth == self.case_depth + 1 and self.result is not None:
+            tag, message, own, trace = self.result
+            text = "".join(own)
+            if not text.strip() and trace is not None:
+                text = "".join(trace)
+            self.case.results.append((tag, message, text))
+            self.result = None
+        elif depth == self.case_depth:
+            if len(self.testcases) <= self.max_cases:  # one more says there are too many
+                self.testcases.append(self.case)
+            self.case = None
+
+    def data(self, text: str) -> None:
+        if self.text is not None:
+            self.text.append(text)
+
+    def close(self) -> None:
+        return None
+
+    def parser(self):
+        """defusedxml's parser (DTDs, entities and external references refused) with this
+        reader's handlers set on its expat parser itself: ElementTree's own handlers, a
+        Python call per element that builds what this reader builds again, are skipped."""
+        parser = DefusedElementTree.DefusedXMLParser(
+            target=self, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+        expat = parser.parser
+        assert expat.ordered_attributes and expat.buffer_text  # as this reader reads them
+        expat.StartElementHandler, expat.EndElementHandler = self.start, self.end
+        return parser
 
 
-def _root(body: bytes, max_elements: int) -> Element:
-    parser = DefusedElementTree.DefusedXMLParser(
-        target=_CountingBuilder(max_elements), forbid_dtd=True, forbid_entities=True,
-        forbid_external=True)
+def _read(body: bytes, max_cases: int) -> _Reader:
+    max_elements = max_cases * ELEMENTS_PER_CASE
+    reader = _Reader(max_elements, max_cases)
+    parser = reader.parser()
     try:
         # Fed in chunks, so the parser's own buffer stays small whatever the body's size.
         for start in range(0, len(body), FEED_CHUNK):
             parser.feed(body[start:start + FEED_CHUNK])
-        root = parser.close()
+        parser.close()
     except _TooDeep:
         raise _refused("too_deep", f"The file nests elements more than {MAX_DEPTH} deep, "
                                    "the limit of one upload") from None
@@ -171,29 +278,23 @@ def _root(body: bytes, max_elements: int) -> Element:
         line, column = exc.position
         raise _refused("invalid_xml", f"The body is not well-formed XML: {ErrorString(exc.code)}"
                                       f" at line {line}, column {column + 1}") from None
-    if any(element.tag[:1] == "{" for element in root.iter()):
-        for element in root.iter():
-            element.tag = element.tag.rpartition("}")[2]
-    if root.tag not in ROOTS:
-        raise _refused("not_junit", f"The root element is <{root.tag}>: a JUnit file's is "
+    if reader.root not in ROOTS:
+        raise _refused("not_junit", f"The root element is <{reader.root}>: a JUnit file's is "
                                     f"<testsuites> or <testsuite>")
-    return root
+    return reader
 
 
-def _producer(root: Element) -> Producer:
+def _producer(reader: _Reader) -> Producer:
     """Who wrote the file, from what each producer always writes."""
-    if root.get("name") == "pytest tests" or any(
-            suite.get("name") == "pytest" for suite in root.iter("testsuite")):
+    if reader.root_name == "pytest tests" or "pytest suite" in reader.clues:
         return Producer.PYTEST
-    if root.get("name") == "jest tests":
+    if reader.root_name == "jest tests":
         return Producer.JEST
-    properties = {prop.get("name", "") for prop in root.iter("property")}
-    if "go.version" in properties:
+    if "go" in reader.clues:
         return Producer.GOTESTSUM
-    if any(name.startswith("java.") for name in properties) or any(
-            next(root.iter(tag), None) is not None for tag in (*BEFORE, *AFTER)):
+    if "java" in reader.clues:
         return Producer.SUREFIRE
-    if any(case.get("file", "").endswith(".py") for case in root.iter("testcase")):
+    if "python file" in reader.clues:
         return Producer.PYTEST
     return Producer.OTHER
 
@@ -201,16 +302,13 @@ def _producer(root: Element) -> Producer:
 # --- the testcases -----------------------------------------------------------------------
 
 
-def _message(element: Element, producer: Producer) -> str:
+def _message(message: str | None, text: str, producer: Producer) -> str:
     """A failure's first line: its message, else its text (or Surefire's stackTrace)."""
-    text = element.text or ""
-    if not text.strip() and (trace := element.find("stackTrace")) is not None:
-        text = trace.text or ""
     if producer is Producer.GOTESTSUM:  # message="Failed"; the text is go test's output
         lines = [line for line in text.splitlines() if not line.lstrip().startswith(
             ("=== ", "--- "))]
-        return first_line("\n".join(lines)) or first_line(element.get("message"))
-    return first_line(element.get("message")) or first_line(text)
+        return first_line("\n".join(lines)) or first_line(message)
+    return first_line(message) or first_line(text)
 
 
 def _duration(value: str | None) -> float | None:
@@ -221,47 +319,48 @@ def _duration(value: str | None) -> float | None:
     return seconds if 0 <= seconds < float("inf") else None
 
 
-def _attempts(testcase: Element, producer: Producer) -> tuple[Attempt, ...]:
-    own, before, after = Attempt(Outcome.PASSED, _duration(testcase.get("time"))), [], []
-    if not len(testcase):  # a passing test, the common case
+def _attempts(testcase: _Testcase, producer: Producer) -> tuple[Attempt, ...]:
+    own, before, after = Attempt(Outcome.PASSED, _duration(testcase.attrs.get("time"))), [], []
+    if not testcase.results:  # a passing test, the common case
         return (own,)
-    for child in testcase:
+    for tag, message, text in testcase.results:
         # The first result element says how the attempt ended; a failure outranks an error
         # (pytest writes a test that failed and then errored in teardown with both).
-        if (child.tag in OWN_OUTCOMES and own.outcome is Outcome.PASSED) or (
-                child.tag == "failure" and own.outcome is not Outcome.FAILED):
-            own = Attempt(OWN_OUTCOMES[child.tag], own.duration, _message(child, producer))
-        elif child.tag in BEFORE:
-            before.append(Attempt(BEFORE[child.tag], None, _message(child, producer)))
-        elif child.tag in AFTER:
-            after.append(Attempt(AFTER[child.tag], None, _message(child, producer)))
+        if (tag in OWN_OUTCOMES and own.outcome is Outcome.PASSED) or (
+                tag == "failure" and own.outcome is not Outcome.FAILED):
+            own = Attempt(OWN_OUTCOMES[tag], own.duration, _message(message, text, producer))
+        elif tag in BEFORE:
+            before.append(Attempt(BEFORE[tag], None, _message(message, text, producer)))
+        elif tag in AFTER:
+            after.append(Attempt(AFTER[tag], None, _message(message, text, producer)))
     return (*before, own, *after)
 
 
-def _outside_tests(testcase: Element, producer: Producer) -> bool:
+def _outside_tests(testcase: _Testcase, producer: Producer) -> bool:
     """A testcase that stands for a failure outside any test."""
+    attrs = testcase.attrs
     if producer is Producer.PYTEST:
-        return testcase.get("classname") == "pytest" and testcase.get("name") == "internal"
+        return attrs.get("classname") == "pytest" and attrs.get("name") == "internal"
     if producer is Producer.JEST:
-        return testcase.get("classname") == "Test suite failed to run"
+        return attrs.get("classname") == "Test suite failed to run"
     if producer is Producer.GOTESTSUM:
-        return (testcase.get("name") == "TestMain" and not testcase.get("classname")
-                and testcase.find("failure") is not None)
+        return (attrs.get("name") == "TestMain" and not attrs.get("classname")
+                and any(tag == "failure" for tag, _, _ in testcase.results))
     return False
 
 
-def _nodeid(testcase: Element, producer: Producer, suite: str):
+def _nodeid(attrs: dict[str, str], producer: Producer, suite: str):
     """The testcase's node id, and what pytest wrote when that id is a guess."""
-    classname, name = testcase.get("classname", ""), testcase.get("name", "")
-    file = testcase.get("file", "").replace("\\", "/")
+    classname, name = attrs.get("classname", ""), attrs.get("name", "")
+    file = attrs.get("file", "").replace("\\", "/")
     if producer is not Producer.PYTEST:
         return nodeids.generic_nodeid(classname, name, file, suite), None
     written = None if nodeids.file_fits(classname, file) else (classname, name)
     return nodeids.pytest_nodeid(classname, name, file), written
 
 
-def _problems(testcase: Element, position: int, nodeid: str):
-    if not testcase.get("name"):
+def _problems(attrs: dict[str, str], position: int, nodeid: str):
+    if not attrs.get("name"):
         yield WireProblem(Code.MISSING_FIELD, "a testcase needs a name", position, "name")
     # Control characters are escaped and XML holds no lone surrogate: only the length
     # can be wrong.
@@ -273,28 +372,19 @@ def _problems(testcase: Element, position: int, nodeid: str):
 
 def parse_junit(body: bytes, *, max_cases: int) -> ParsedFile:
     """The file, whole: every testcase with its node id and attempts; or JUnitInvalid."""
-    root = _root(body, max_elements=max_cases * ELEMENTS_PER_CASE)
-    parsed = ParsedFile(_producer(root))
-    problems = []
-    # Depth first, in document order, each element with its nearest test suite's name.
-    stack = [(root, root.get("name", ""))]
-    while stack:
-        element, suite = stack.pop()
-        if element.tag == "testcase":
-            position = len(parsed.cases)
-            if position == max_cases:
-                raise _refused("too_many_records", f"The file holds more than {max_cases:,} "
-                               "testcases, the limit of one upload (UPLOAD_MAX_RECORDS)")
-            nodeid, written = _nodeid(element, parsed.producer, suite)
-            problems.extend(_problems(element, position, nodeid))
-            parsed.cases.append(
-                Case(position, nodeid, written, _attempts(element, parsed.producer)))
-            parsed.errors_outside_tests += _outside_tests(element, parsed.producer)
-        elif element.tag in ("error", "failure"):
-            parsed.errors_outside_tests += 1
-        elif element.tag in ROOTS:
-            name = element.get("name", "") if element.tag == "testsuite" else suite
-            stack.extend((child, name or suite) for child in reversed(element))
+    reader = _read(body, max_cases)
+    if len(reader.testcases) > max_cases:
+        raise _refused("too_many_records", f"The file holds more than {max_cases:,} "
+                       "testcases, the limit of one upload (UPLOAD_MAX_RECORDS)")
+    parsed = ParsedFile(_producer(reader), errors_outside_tests=reader.errors_outside_tests)
+    problems, producer, cases = [], parsed.producer, parsed.cases
+    for position, testcase in enumerate(reader.testcases):
+        attrs = testcase.attrs
+        nodeid, written = _nodeid(attrs, producer, testcase.suite)
+        if len(nodeid) > gate_rules.NODEID_MAX_LENGTH or not attrs.get("name"):
+            problems.extend(_problems(attrs, position, nodeid))
+        cases.append(Case(position, nodeid, written, _attempts(testcase, producer)))
+        parsed.errors_outside_tests += _outside_tests(testcase, producer)
     if problems:
         raise JUnitInvalid("validation_failed", "", problems)
     return parsed

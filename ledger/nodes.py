@@ -12,11 +12,11 @@ from django.db import connection
 from flakeboard import rules
 from web.bulk import insert_chunked, plain_rows, update_pks
 
-from .models import Node, NodeQuerySet, Suite, text_key
+from .models import Node, NodeQuerySet, Suite, node_written_key, text_key
 
 CHUNK = 5000  # ids per IN list: far under SQLite's variable limit (32,766)
-NODE_COLUMNS = ("suite_id", "nodeid", "key", "stated_tier", "tier", "first_seen", "last_seen",
-                "first_commit")
+NODE_COLUMNS = ("suite_id", "nodeid", "key", "written_key", "stated_tier", "tier", "first_seen",
+                "last_seen", "first_commit")
 
 
 def nodes_named(nodes: NodeQuerySet, nodeids: Iterable[str],
@@ -44,8 +44,8 @@ def nodes_create(suite: Suite, nodeids: Iterable[str], specs: list, *,
     rows = []
     for nodeid in nodeids:
         tier = rules.resolve_tier(nodeid, specs).tier
-        rows.append((suite.pk, nodeid, text_key(nodeid), (stated or {}).get(nodeid), tier,
-                     day, day,
+        rows.append((suite.pk, nodeid, text_key(nodeid), node_written_key(nodeid),
+                     (stated or {}).get(nodeid), tier, day, day,
                      rules.first_commit_after(None, evidence_at) if evidence_at else None))
     insert_chunked(Node, NODE_COLUMNS, rows)
 

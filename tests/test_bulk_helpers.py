@@ -100,3 +100,14 @@ def test_update_rows_sets_each_row_its_own_values_in_every_chunk(suite, monkeypa
     assert [rows[outcome.pk] for outcome in changed] == [
         [i, 10 * i, i % 2 == 1, date(2026, 12, 2 + i)] for i in range(5)]
     assert rows[untouched.pk] == [0, 0, False, date(2026, 12, 1)]
+
+
+def test_update_rows_keeps_text_as_it_is_and_none_as_null(suite):
+    """On PostgreSQL each column travels as one array: quotes, commas, braces and
+    backslashes in a value, and None, come out as they went in."""
+    signals_ingest(suite=suite, body=body([record(f"t.py::t{i}") for i in range(4)]),
+                   actor="ci")
+    pks = list(Node.objects.order_by("nodeid").values_list("pk", flat=True))
+    texts = ['{"a,b}', "it's \\ NULL", None, ""]
+    update_rows(Node, ("first_commit",), list(zip(texts, pks, strict=True)))
+    assert list(Node.objects.order_by("nodeid").values_list("first_commit", flat=True)) == texts

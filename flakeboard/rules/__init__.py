@@ -29,7 +29,8 @@ Every decision the board makes is taken in this package, one concept a module:
 - ``checks``: node id, label, owner and evidence checks;
 - ``digests``: a fixture manifest digest in its one canonical form (2.3);
 - ``commits``: a commit in its one canonical form (2.4a);
-- ``trust``: which uploads may size the test set (docs/trusted-ci.md).
+- ``trust``: which uploads may size the test set (docs/trusted-ci.md);
+- ``written``: how pytest writes a node id in JUnit XML, the form a testcase finds it by.
 
 Nothing here reads the clock: callers pass ``today`` (a UTC date).
 """
@@ -291,5 +292,6 @@ from .vocab import (
 )
 from .windows import DayWindow, retention_window
 from .worsening import RateChange, rate_change
+from .written import pytest_written, written_text
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -2,7 +2,8 @@
 CI's runs that size the test set, the scheduled jobs' lock rows: a module per idea (suites,
 nodes, entries, records, ci_runs, job_locks), all importable from here.
 
-The node and glob key (``text_key``, ``KeyField``) and ``PolicyDefault`` are defined in
+The node and glob key (``text_key``, ``KeyField``), the written form's key
+(``written_key``, ``WrittenKeyField``) and ``PolicyDefault`` are defined in
 ``fields`` and re-exported here: the migrations name them as ``ledger.models``."""
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ from .fields import (
     KEY_LENGTH,
     KeyField,
     PolicyDefault,
+    WrittenKeyField,
     branch_name,
+    node_written_key,
     text_key,
+    written_key,
 )
 from .job_locks import JobLock
 from .nodes import MeasureTarget, Node, NodeQuerySet, TierRule
@@ -44,7 +48,10 @@ __all__ = [
     "Suite",
     "TierRule",
     "TrustPolicy",
+    "WrittenKeyField",
     "branch_name",
     "gate_entry",
+    "node_written_key",
     "text_key",
+    "written_key",
 ]

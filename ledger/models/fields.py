@@ -1,7 +1,8 @@
 """What the models share and the migrations name: the node and glob key (``text_key``,
-``KeyField``), ``PolicyDefault``, and the numbers they build on. Re-exported by
-``ledger.models``, the path the migrations use; the model modules import it from here, so
-that the package imports its modules and none imports the package back."""
+``KeyField``), a node's written form's key (``written_key``, ``WrittenKeyField``),
+``PolicyDefault``, and the numbers they build on. Re-exported by ``ledger.models``, the
+path the migrations use; the model modules import it from here, so that the package
+imports its modules and none imports the package back."""
 
 from __future__ import annotations
 
@@ -52,9 +53,32 @@ class KeyField(models.CharField):
         return name, "ledger.models.KeyField", args, kwargs
 
     def pre_save(self, model_instance, add):
-        value = text_key(getattr(model_instance, self.source))
+        value = self.key_of(getattr(model_instance, self.source))
         setattr(model_instance, self.attname, value)
         return value
+
+    key_of = staticmethod(text_key)
+
+
+def written_key(classname: str, name: str) -> str:
+    """The key of a testcase's (classname, name) as pytest writes it in JUnit XML."""
+    return text_key(rules.written_text(classname, name))
+
+
+def node_written_key(nodeid: str) -> str:
+    """The key of the form pytest writes ``nodeid`` in (``rules.pytest_written``)."""
+    return written_key(*rules.pytest_written(nodeid))
+
+
+class WrittenKeyField(KeyField):
+    """``node_written_key`` of a node id, set whenever the row is written: the indexed
+    column a JUnit file's testcases find the suite's nodes by (``junit.nodes``)."""
+
+    def deconstruct(self):
+        name, _, args, kwargs = super().deconstruct()
+        return name, "ledger.models.WrittenKeyField", args, kwargs
+
+    key_of = staticmethod(node_written_key)
 
 
 @deconstructible(path="ledger.models.PolicyDefault")

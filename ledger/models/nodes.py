@@ -6,7 +6,7 @@ from django.db import models
 
 from flakeboard import rules
 
-from .fields import KeyField, text_key
+from .fields import KeyField, WrittenKeyField, text_key
 from .suites import Suite
 
 
@@ -20,6 +20,9 @@ class Node(models.Model):
     suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="nodes")
     nodeid = models.CharField(max_length=rules.NODEID_MAX_LENGTH)
     key = KeyField(source="nodeid")
+    # How pytest writes the id in JUnit XML, as a key: a file's testcases find their nodes
+    # by it (junit.nodes), reading only their own.
+    written_key = WrittenKeyField(source="nodeid")
     # The tier the latest upload that stated one stated: shown, never deciding. The tier is
     # the suite's tier rules' alone (rules.resolve_tier).
     stated_tier = models.PositiveSmallIntegerField(null=True, blank=True)
@@ -41,7 +44,10 @@ class Node(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["suite", "key"], name="unique_node_key_per_suite")
         ]
-        indexes = [models.Index(fields=["suite", "last_seen"], name="node_suite_seen")]
+        indexes = [
+            models.Index(fields=["suite", "last_seen"], name="node_suite_seen"),
+            models.Index(fields=["suite", "written_key"], name="node_suite_written"),
+        ]
 
     def __str__(self):
         return self.nodeid

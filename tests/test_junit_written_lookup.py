@@ -100,7 +100,7 @@ def test_the_migration_fills_the_key_of_the_nodes_there_are(suite, today):
     ids = [f"tests/unit/test_{i}.py::TestA::test_x[{i}]" for i in range(5)]
     nodes_create(suite, ids, [], seen=today)
     Node.objects.filter(suite=suite).update(written_key="")
-    migration = importlib.import_module("ledger.migrations.0022_node_written_key")
+    migration = importlib.import_module("ledger.migrations.0023_node_written_key")
     migration.BATCH = 2  # more than one batch
     migration.fill_written_keys(apps, None)
     kept = dict(Node.objects.filter(suite=suite).values_list("nodeid", "written_key"))

@@ -23,7 +23,7 @@ def fill_written_keys(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ledger', '0021_entry_ticket'),
+        ('ledger', '0022_suite_junit_summary_day'),
     ]
 
     operations = [

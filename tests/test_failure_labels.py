@@ -7,6 +7,9 @@ from __future__ import annotations
 import pytest
 
 from flakeboard.rules import FAILURE_LABELS, FailureEvidence, failure_label
+from tests.ci_client_view import load_client
+
+client = load_client()
 
 ENTRY = ("@finley", "2026-11-01")
 FLAKY = (0.04, 0.081, "2026-09-12", "order_dependent")
@@ -56,3 +59,11 @@ def test_each_failed_node_gets_one_label_and_its_line(evidence, label, line):
 
 def test_the_table_covers_every_label():
     assert {label for _, label, _ in CASES} == set(FAILURE_LABELS)
+
+
+@pytest.mark.parametrize(("evidence", "label", "line"), CASES)
+def test_the_clients_copy_is_held_equal_to_the_rule(evidence, label, line):
+    """The built client labels as the board: its build takes this rule's module as it is."""
+    copy = client.FailureEvidence(*evidence)
+    assert tuple(client.failure_label(copy)) == (label, line)
+    assert client.FAILURE_LABELS == FAILURE_LABELS

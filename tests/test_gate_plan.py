@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from flakeboard.rules import (
     EVERY_NODE,
     GATE_PLAN_GROUPS,
+    MEASURE_BUDGET_SECONDS,
     MEASURED_BECAUSE,
     RUN_OVERHEAD_SECONDS,
     PlanCandidate,
@@ -164,6 +165,23 @@ def as_tuples(plan):
     return ([(p.node, p.group, p.runs, p.cost, p.why, p.path) for p in plan.measured],
             [(p.node, p.group, p.runs, p.cost) for p in plan.over_budget],
             plan.left_to_nightly, plan.cut_groups)
+
+
+@pytest.mark.parametrize("budget", [None, 0, 15, 45, 1000])
+@pytest.mark.parametrize("every_node", [False, True])
+def test_the_clients_copy_is_held_equal_to_the_rule(budget, every_node):
+    """The built client plans as the board: its build takes this rule's module as it is."""
+    copies = [client.PlanCandidate(c.node, c.seconds, c.runs, c.failed, c.new, c.changed_file,
+                                   c.flaky, c.executes_changed) for c in SELECTION]
+    for workers in (1, 2):
+        assert as_tuples(client.gate_plan(copies, budget, every_node, workers)) == \
+            as_tuples(gate_plan(SELECTION, budget, every_node, workers))
+    assert client.MEASURED_BECAUSE == MEASURED_BECAUSE
+    assert client.MEASURE_BUDGET_SECONDS == MEASURE_BUDGET_SECONDS
+    assert client.RUN_OVERHEAD_SECONDS == RUN_OVERHEAD_SECONDS
+    for nodeid, changed in [("tests/test_x.py::t", ["pkg/tests/test_x.py"]),
+                            ("tests/test_x.py::t", ["tests/test_xy.py"])]:
+        assert client.in_changed_file(nodeid, changed) == in_changed_file(nodeid, changed)
 
 
 @pytest.mark.parametrize(("argv", "words"), [

@@ -18,6 +18,7 @@ from board.targets import measure_targets
 from flakeboard import rules
 from flakeboard.rules import InfrastructureReason as Why
 from flakeboard.rules import PropertyCheck as Check
+from flakeboard.rules.signatures import SIGNATURE_MAX_LENGTH, signature
 from junit.answers import summary as junit_summary
 from runs.models import NodeVerdict, VerdictBatch
 from tests.ci_client_view import load_client
@@ -90,6 +91,28 @@ def test_one_signature_holds_exactly_when_every_failure_shares_it(text, more, ot
 
 
 # --- the client's gate -----------------------------------------------------------------
+
+
+# --- the client, as its build assembles the rule ------------------------------------------
+
+MESSAGES = [DISK, DB, "", "  spaced\tout  ", "timeout after 30.5s at 2026-12-06T14:20:01Z",
+            "tmp /tmp/pytest-of-ci/pytest-9/x.db locked", "object at 0x7f3a9c0d1e20",
+            "id 3f2a9c0d1e2b4a5f9e8d7c6b5a4f3e2d missing", "x" * 400,
+            "uuid 123e4567-e89b-12d3-a456-426614174000", r"C:\Users\ci\AppData\Local\Temp\x"]
+
+
+@pytest.mark.parametrize("message", MESSAGES)
+def test_the_clients_copy_is_held_equal_to_the_boards(message):
+    """The built client signs as the board: its build takes the rule's module as it is,
+    and the module must work where the build puts it."""
+    assert client.signature(message) == signature(message)
+    assert client.SIGNATURE_MAX_LENGTH == SIGNATURE_MAX_LENGTH
+
+
+@PROPERTY
+@given(st.text(max_size=300))
+def test_the_clients_copy_signs_any_message_as_the_board(message):
+    assert client.signature(message) == signature(message)
 
 
 def test_the_gate_sends_each_failed_records_signature():

@@ -1,4 +1,20 @@
-"""Talking to a live board over real HTTP, as CI does.
+"""Calling the board as a CI job does, and checking every answer it gives.
+
+A test sends what CI sends: a method, a path and query, headers (a bearer token, a content
+type) and a body's raw bytes; it reads what CI reads: the status, the headers and the
+answer's raw bytes. Two transports carry the same request:
+
+- ``Board``: over real HTTP, with urllib as the CI client, to the live server (pytest-django's,
+  in a thread of this process). The test is transactional: the server sees only what is
+  committed, and the database is emptied after the test.
+- ``InProcessBoard``: through Django's handler in the test's own thread, with the WSGI environ
+  a server makes of that request (the same middlewares, views and answers), inside the
+  test's transaction, which is rolled back after it. What only a real server and real
+  commits show stays with ``Board``: what the server adds or enforces (``Date``, keep-alive,
+  requests at once, a connection's limits), the CI client and the files it fetches, locks
+  and row-change notifications across connections. A service's own transactions are
+  savepoints there; where one must be the outermost (``lock_suite`` asks for a transaction
+  and finds the test's), only ``Board`` can tell.
 
 Every answer is checked against the board's own OpenAPI document: its status must be
 documented for the operation, and its body must match the documented schema. So every
@@ -7,16 +23,19 @@ API test is also a test that the document describes what the API really does.
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import sys
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from email.message import Message
 from functools import cache
+from http.client import HTTPMessage
 
 import jsonschema_rs
+from django.test.client import ClientHandler
 
 from flakeboard.api import api
 from ledger.tokens import token_create
@@ -65,7 +84,7 @@ def assert_documented(method: str, path: str, answer: Answer) -> None:
 @dataclass
 class Answer:
     status: int
-    headers: Message
+    headers: HTTPMessage
     raw: bytes
 
     @property
@@ -90,15 +109,19 @@ class Board:
             sent["Authorization"] = f"Bearer {token}"
         if body is not None and content_type is not None:
             sent["Content-Type"] = content_type
-        url = self.url + path + ("?" + urllib.parse.urlencode(query) if query else "")
-        request = urllib.request.Request(url, data=body, headers=sent, method=method)
+        target = path + ("?" + urllib.parse.urlencode(query) if query else "")
+        answer = self.send(method, target, body, sent)
+        assert_documented(method, urllib.parse.urlsplit(self.url + target).path, answer)
+        return answer
+
+    def send(self, method: str, target: str, body: bytes | None, headers: dict) -> Answer:
+        request = urllib.request.Request(self.url + target, data=body, headers=headers,
+                                         method=method)
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
-                answer = Answer(response.status, response.headers, response.read())
+                return Answer(response.status, response.headers, response.read())
         except urllib.error.HTTPError as exc:
-            answer = Answer(exc.code, exc.headers, exc.read())
-        assert_documented(method, urllib.parse.urlsplit(url).path, answer)
-        return answer
+            return Answer(exc.code, exc.headers, exc.read())
 
     def get(self, path, **kwargs) -> Answer:
         return self.call("GET", path, **kwargs)
@@ -117,6 +140,59 @@ class Board:
 
     def trends(self, slug, token, **kwargs) -> Answer:
         return self.get(f"{API}/suites/{slug}/trends", token=token, **kwargs)
+
+
+class InProcessBoard(Board):
+    """The board answering in the test's own thread and transaction: the request goes to
+    Django's handler (the test client's, which leaves the test's connection open) as the
+    WSGI environ a server makes of what urllib sends, and the answer comes back as the
+    server would send it (its headers, its cookies, a streamed body read whole). A redirect
+    is answered as it is, where urllib would follow it."""
+
+    HOST = "testserver"  # an allowed host under test, as on the live server
+
+    def __init__(self):
+        super().__init__(f"http://{self.HOST}")
+        self.handler = ClientHandler(enforce_csrf_checks=True)
+
+    def send(self, method: str, target: str, body: bytes | None, headers: dict) -> Answer:
+        path, _, query = target.partition("?")
+        path.encode("ascii")  # the only request line http.client sends
+        environ = {
+            "REQUEST_METHOD": method,
+            "PATH_INFO": urllib.parse.unquote(path, "iso-8859-1"),
+            "QUERY_STRING": query,
+            "SCRIPT_NAME": "",
+            "SERVER_NAME": self.HOST,
+            "SERVER_PORT": "80",
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "REMOTE_ADDR": "127.0.0.1",
+            "HTTP_HOST": self.HOST,
+            "wsgi.version": (1, 0),
+            "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(body or b""),
+            "wsgi.errors": sys.stderr,
+            "wsgi.multithread": False,
+            "wsgi.multiprocess": True,
+            "wsgi.run_once": False,
+        }
+        if body is not None or method in ("POST", "PUT", "PATCH"):
+            environ["CONTENT_LENGTH"] = str(len(body or b""))  # as http.client sends it
+        for name, value in headers.items():
+            value.encode("latin-1")  # a header http.client can send, as it sends it
+            if "_" in name:
+                continue  # dropped by the live server (and nginx): WSGI would read a dash
+            key = name.upper().replace("-", "_")
+            environ[key if key in ("CONTENT_TYPE", "CONTENT_LENGTH") else f"HTTP_{key}"] = (
+                value.strip())
+        response = self.handler(environ)
+        raw = b"".join(response)  # a streamed answer whole; the handler closes it after
+        sent = HTTPMessage()
+        for name, value in response.items():
+            sent[name] = value
+        for cookie in response.cookies.values():
+            sent["Set-Cookie"] = cookie.output(header="").strip()
+        return Answer(response.status_code, sent, raw)
 
 
 def new_token(suite, scope="write", name="") -> str:

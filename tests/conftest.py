@@ -1,5 +1,6 @@
 """What the tests share: people (a lead, an owner, a viewer, an outsider, staff) and suites;
-the furnished suite the access matrices ask about; the live board, as CI calls it."""
+the furnished suite the access matrices ask about; the board, as CI calls it (in the test's
+own thread, or the live server over HTTP)."""
 
 import subprocess
 import sys
@@ -181,11 +182,25 @@ def live_server(django_db_setup, _one_request_at_a_time, live_server):
 
 
 @pytest.fixture
-def board(live_server):
-    """The live board, called over HTTP as CI calls it."""
+def live_board(live_server):
+    """The live board, called over HTTP as CI calls it (tests/api_http.py's ``Board``): for
+    what only a real server and real commits show."""
     from tests.api_http import Board  # here: a test that calls no API loads none of it
 
     return Board(live_server.url)
+
+
+@pytest.fixture
+def board(request, db):
+    """The board as CI calls it, answering in the test's own thread and transaction
+    (tests/api_http.py's ``InProcessBoard``): no server, and nothing to empty after the test.
+    A test that runs the live server anyway (for the CI client, a browser) calls that, the
+    board they see."""
+    if "live_server" in request.fixturenames:
+        return request.getfixturevalue("live_board")
+    from tests.api_http import InProcessBoard
+
+    return InProcessBoard()
 
 
 @pytest.fixture
@@ -211,9 +226,9 @@ def client_for(client):
 
 
 @pytest.fixture
-def client_script(board, tmp_path):
-    """The CI client as CI gets it: fetched from the board with nothing but HTTP."""
-    answer = board.get("/ci/flakeboard_ci.py")
+def client_script(live_board, tmp_path):
+    """The CI client as CI gets it: fetched from the live board with nothing but HTTP."""
+    answer = live_board.get("/ci/flakeboard_ci.py")
     assert answer.status == 200
     assert "attachment" in answer.headers["Content-Disposition"]
     path = tmp_path / "flakeboard_ci.py"

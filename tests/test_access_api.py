@@ -6,7 +6,7 @@ The table is the access rule, cell by cell, with the same callers as the pages' 
 token that uploads is 403 ``wrong_scope``; another suite's token is 403 ``wrong_suite``. A
 refused call stores nothing, and every answer is the one the OpenAPI document describes.
 
-The tests after the table call a live board over HTTP, as CI does: malformed and unknown
+The tests after the table call the board as CI does (tests/api_http.py): malformed and unknown
 tokens, what a token says of itself, and tokens kept as digests only.
 """
 
@@ -128,7 +128,7 @@ def test_the_table_covers_every_operation():
     assert operations <= covered, sorted(operations - covered)
 
 
-# --- over HTTP, as CI calls --------------------------------------------------------------
+# --- as CI calls ------------------------------------------------------------------------
 
 
 def ledger_of(board, slug, token=None, headers=None) -> Answer:

@@ -11,7 +11,7 @@ import pytest
 import schemathesis
 from schemathesis.specs.openapi.definitions import OPENAPI_31_VALIDATOR
 
-from tests.api_http import Board, schema_validator
+from tests.api_http import schema_validator
 from tests.helpers import measurement, record
 
 OPERATIONS = {
@@ -56,8 +56,8 @@ def _no_duplicate_keys(pairs):
 
 
 @pytest.fixture
-def document(live_server):
-    answer = Board(live_server.url).get("/api/v1/openapi.json")
+def document(board):
+    answer = board.get("/api/v1/openapi.json")
     assert answer.status == 200
     return json.loads(answer.raw, object_pairs_hook=_no_duplicate_keys)
 
@@ -156,8 +156,8 @@ def test_the_signals_body_has_the_closed_vocabulary(document):
     assert set(enum) == {"pass", "fail", "not_run"}
 
 
-def test_the_interactive_docs_need_no_inline_script(live_server):
-    answer = Board(live_server.url).get("/api/v1/docs")
+def test_the_interactive_docs_need_no_inline_script(board):
+    answer = board.get("/api/v1/docs")
     assert answer.status == 200
     page = answer.raw.decode()
     assert "swagger-ui-bundle.js" in page and "cdn." not in page

@@ -29,7 +29,7 @@ def nothing_stored():
                 or Node.objects.exists() or ReasonRollup.objects.exists())
 
 
-def test_the_seeds_bare_list_is_gated_per_node(board, suite, token, live_server):
+def test_the_seeds_bare_list_is_gated_per_node(board, suite, token):
     rows = [measurement("tests/a.py::test_ok", n=200, fails=0, upper95=0.0188, seed_base=9137),
             measurement(FLAKY, n=200, fails=5, upper95=0.0537, seed_base=9137),
             measurement("tests/a.py::test_short", n=30, fails=0)]
@@ -40,7 +40,7 @@ def test_the_seeds_bare_list_is_gated_per_node(board, suite, token, live_server)
     result = answer.json
     report = Report.objects.get()
     assert result["id"] == report.pk
-    assert result["url"] == f"{live_server.url}/suites/acme/reports/{report.pk}/"
+    assert result["url"] == f"{board.url}/suites/acme/reports/{report.pk}/"
     assert answer.headers["Location"] == result["url"]
     assert answer.headers["Flakeboard-Exit-Code"] == "1"
     assert (result["status"], result["reason"], result["exit_code"]) == ("FAIL", "over_budget", 1)

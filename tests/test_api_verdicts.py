@@ -54,7 +54,7 @@ def test_each_signal_combination(board, suite, token, today, prop, lock, status,
     assert result["reason_counts"] == {reason: 1}
 
 
-def test_all_combinations_in_one_batch(board, suite, token, today, live_server):
+def test_all_combinations_in_one_batch(board, suite, token, today):
     freeze = (today + timedelta(days=3)).isoformat()
     records = [record(f"tests/a.py::test_{i}", p, lk, s,
                       freeze_expires=freeze if s == "frozen" else None)
@@ -68,7 +68,7 @@ def test_all_combinations_in_one_batch(board, suite, token, today, live_server):
         "clean": 1, "fixture_drifted": 6, "fixture_missing": 6, "frozen_node": 3,
         "property_fail": 1, "property_not_run": 1}
     batch = VerdictBatch.objects.get()
-    assert result["url"] == f"{live_server.url}/suites/acme/verdicts/{batch.pk}/"
+    assert result["url"] == f"{board.url}/suites/acme/verdicts/{batch.pk}/"
     assert batch.patch == "p-17" and NodeVerdict.objects.count() == 18
 
 

@@ -95,10 +95,10 @@ def test_the_served_client_is_dated_by_its_newest_source(client):
 
 
 @pytest.mark.slow
-def test_curl_z_fetches_the_client_only_when_it_changed(board, tmp_path):
+def test_curl_z_fetches_the_client_only_when_it_changed(live_board, tmp_path):
     """docs/ci-client.md's revalidation, as written there."""
     command = ["curl", "-fsS", "-R", "-z", "flakeboard_ci.py", "-o", "flakeboard_ci.py",
-               "-w", "%{http_code}", f"{board.url}/ci/flakeboard_ci.py"]
+               "-w", "%{http_code}", f"{live_board.url}/ci/flakeboard_ci.py"]
     first = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=True)
     script = tmp_path / "flakeboard_ci.py"
     assert first.stdout == "200" and script.read_text() == build.assemble()
@@ -152,7 +152,7 @@ def test_the_board_tells_a_client_of_another_build(client, suite):
 
 
 @pytest.mark.slow
-def test_the_client_says_what_the_board_told_it(client_script, board, suite, tmp_path):
+def test_the_client_says_what_the_board_told_it(client_script, live_board, suite, tmp_path):
     """A client fetched before the board's last deploy is told, once, on stderr."""
     from tests.api_http import new_token
 
@@ -160,7 +160,7 @@ def test_the_client_says_what_the_board_told_it(client_script, board, suite, tmp
     old = tmp_path / "old_flakeboard_ci.py"
     old.write_text(text.replace(f'SOURCE_HASH = "{build.build_of(text)}"',
                                 f'SOURCE_HASH = "{"0" * 16}"'), encoding="utf-8")
-    env = {"PATH": "/usr/bin:/bin", "FLAKEBOARD_URL": board.url,
+    env = {"PATH": "/usr/bin:/bin", "FLAKEBOARD_URL": live_board.url,
            "FLAKEBOARD_TOKEN": new_token(suite, "read")}
     for script, told in ((client_script, False), (old, True)):
         done = subprocess.run([sys.executable, str(script), "ledger", "--output",

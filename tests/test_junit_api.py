@@ -1,6 +1,6 @@
-"""POST /api/v1/suites/{suite}/junit over real HTTP, as CI calls it: the answer the
-OpenAPI document describes (every call here is checked against it, tests/api_http.py),
-stored once, and a large file ingested well within its budget."""
+"""POST /api/v1/suites/{suite}/junit, as CI calls it: the answer the OpenAPI document
+describes (every call here is checked against it, tests/api_http.py), stored once, and a
+large file ingested well within its budget."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The targets file, GET /api/v1/suites/{suite}/targets (issue 17): the nodes marked to
 measure, then the tests most often flaky that no measurement has found within budget since
 they were last flaky; plain text, one node id a line, saved as flake_targets.txt. And the
-acceptance run: real pytest (--reruns) and jest-junit files, uploaded over HTTP, whose
+acceptance run: real pytest (--reruns) and jest-junit files, uploaded as CI sends them, whose
 flaky tests appear in the upload's answer, on the flaky-tests page and in the file."""
 
 from __future__ import annotations

@@ -267,7 +267,7 @@ def test_a_batch_without_a_patch_links_no_patch_page(client_for, viewer, suite):
     assert "/patches/" not in client.get(reverse("verdicts", args=[suite.slug])).content.decode()
 
 
-def test_the_upload_answer_gives_the_patch_page(board, live_server, suite, token):
+def test_the_upload_answer_gives_the_patch_page(board, suite, token):
     def send(patch, query=None):
         return board.verdicts(suite.slug, token, body(
             {"patch": patch, "commit": "c1", "records": [record(A)]}), query=query).json
@@ -275,7 +275,7 @@ def test_the_upload_answer_gives_the_patch_page(board, live_server, suite, token
     hostile = "a/../b #1"
     assert send(hostile, {"dry_run": "true"})["patch_url"] is None  # nothing stored yet
     stored = send(hostile)
-    assert stored["patch_url"] == live_server.url + patch_page(suite, hostile)
+    assert stored["patch_url"] == board.url + patch_page(suite, hostile)
     assert send(hostile, {"dry_run": "true"})["patch_url"] == stored["patch_url"]
     assert send("")["patch_url"] is None
     again = board.get(f"/api/v1/suites/{suite.slug}/verdicts/{stored['id']}", token=token).json

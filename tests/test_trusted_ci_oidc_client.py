@@ -53,12 +53,18 @@ class GitHubTokenService:
 
 
 @pytest.fixture
-def github(issuer, trusted, live_server, settings):
-    """The GitHub token service, for a board whose address is the live server's."""
-    settings.BASE_URL = live_server.url
+def github_service(issuer):
+    """The GitHub token service, serving the local issuer's tokens."""
     service = GitHubTokenService(issuer)
     with serving(service.server):
         yield service
+
+
+@pytest.fixture
+def github(github_service, trusted, live_server, settings):
+    """The GitHub token service, for a board whose address is the live server's."""
+    settings.BASE_URL = live_server.url
+    return github_service
 
 
 @pytest.mark.slow
@@ -109,12 +115,15 @@ def test_the_client_with_an_id_token_needs_the_suite_and_says_why_github_gave_no
     assert not JUnitFile.objects.exists()
 
 
-def test_the_clients_github_id_token_is_asked_for_again_near_its_expiry(github, live_server):
+def test_the_clients_github_id_token_is_asked_for_again_near_its_expiry(github_service,
+                                                                        settings):
+    """The client's side alone: no board is called, its address is only the audience."""
+    github, board = github_service, settings.BASE_URL
     client = load_client()
-    fresh = client.GitHubIdToken(github.url, github.REQUEST_TOKEN, live_server.url, 5)
+    fresh = client.GitHubIdToken(github.url, github.REQUEST_TOKEN, board, 5)
     assert fresh() == fresh()  # valid for 5 minutes: asked for once
     assert len(github.asked) == 1
     github.claims = {"exp": int(time.time()) + client.ID_TOKEN_RENEW // 2}
-    ending = client.GitHubIdToken(github.url, github.REQUEST_TOKEN, live_server.url, 5)
+    ending = client.GitHubIdToken(github.url, github.REQUEST_TOKEN, board, 5)
     ending(), ending()  # within its renewal margin: asked for each time
     assert len(github.asked) == 3

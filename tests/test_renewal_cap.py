@@ -9,16 +9,19 @@ expired ones, so there is room for one more."""
 from __future__ import annotations
 
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.urls import reverse
+from django.utils import timezone
 
 from ledger.bulk_actions import BulkAction, bulk_apply
 from ledger.models import AuditEvent, QuarantineEntry, Suite
 from ledger.quarantine import quarantine_create, quarantine_renew
 from ledger.selectors import share_figures
 from tests.helpers import make_known, measurement
+from tests.world import make_person, make_suite
 
 LIVE = ["tests/test_pay.py::test_refund", "tests/test_pay.py::test_retry"]
 EXPIRED = ["tests/test_cart.py::test_total", "tests/test_cart.py::test_tax",
@@ -26,8 +29,7 @@ EXPIRED = ["tests/test_cart.py::test_total", "tests/test_cart.py::test_tax",
 HTMX = {"HX-Request": "true"}
 
 
-@pytest.fixture
-def board(suite, today):
+def entries_near_the_cap(suite, today) -> dict:
     """The live and the expired entries, by node id."""
     make_known(suite, *(measurement(node, fails=8) for node in LIVE + EXPIRED), steady=55)
     Suite.objects.filter(pk=suite.pk).update(max_quarantined_share=0.05)
@@ -42,6 +44,21 @@ def board(suite, today):
     figures = share_figures(suite, today)
     assert (figures.quarantined, figures.size, figures.headroom) == (2, 60, 1)
     return {node: QuarantineEntry.objects.get(pk=entry.pk) for node, entry in entries.items()}
+
+
+def build_world() -> SimpleNamespace:
+    """This module's shared world (tests/world.py): the board above and the suite's owner,
+    built once for a run of the tests that ask for it."""
+    suite, today = make_suite("suite"), timezone.now().date()
+    return SimpleNamespace(suite=suite, today=today,
+                           users={"owner": make_person("owner", {"suite": suite})},
+                           entries=entries_near_the_cap(suite, today))
+
+
+@pytest.fixture
+def board(world) -> dict:
+    """The live and the expired entries, by node id (this test's copies)."""
+    return world.entries
 
 
 def renew(entry, today, **overrides):

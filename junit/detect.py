@@ -151,7 +151,7 @@ def _add_day(upload: FileContext, ran: dict[int, CaseOutcome], jobs: dict,
             failing[node, signatures[node]] += r.failures
     if failing:
         _add_signatures(upload, fixed, failing)
-    summary_add(upload.suite.pk, upload.day, added, failing)
+    summary_add(upload.suite, upload.day, added, failing)
 
 
 def _add_signatures(upload: FileContext, fixed: dict, failing: dict) -> None:

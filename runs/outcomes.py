@@ -140,7 +140,8 @@ def rolled_back(suite: Suite, evaluate) -> IngestOutcome:
 def replayed(model, suite: Suite, digest: str, evaluate_and_store) -> IngestOutcome | None:
     """The answer to a body stored before: judged again now as a replay of it (which
     stores nothing); None when no upload has this digest."""
-    upload = model.objects.filter(suite=suite, digest=digest).first()
+    # A replay reads no more of the stored upload than its id and attempt.
+    upload = model.objects.filter(suite=suite, digest=digest).only("pk", "attempt").first()
     if upload is None:
         return None
     return rolled_back(suite, lambda locked: evaluate_and_store(locked, replay_of=upload))

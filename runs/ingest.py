@@ -97,12 +97,10 @@ def _judging(locked: Suite, stated: dict[str, int | None], today: date, commit: 
     as it is now in force (its ledger revision, policy and pin), which is the suite as its
     lock read it: storing the nodes writes nothing of the suite's row; and each node's
     open entry, and those of the nodes ``also`` (earlier attempts' nodes that this upload
-    does not name)."""
+    does not name), as the rows need it and as read (to add to their trails)."""
     nodes = nodes_for_upload(locked, stated, today, commit)
-    entries = entries_at_upload(
-        open_entries_by_node(locked, sorted({n.pk for n in nodes.values()} | set(also))),
-        today)
-    return nodes, locked, entries
+    held = open_entries_by_node(locked, sorted({n.pk for n in nodes.values()} | set(also)))
+    return nodes, locked, entries_at_upload(held, today), held.values()
 
 
 @cycle_collector_paused()
@@ -128,7 +126,7 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
         """The report judged and stored, under the suite's lock (``locked``, the suite as
         the lock read it); or, ``replay_of`` a stored report of this body, judged again now
         and not stored."""
-        nodes, judged, entries = _judging(
+        nodes, judged, entries, held = _judging(
             locked, {row.nodeid: row.tier for row in parsed.measurements}, today, parsed.commit)
         named_nodes_create(suite, {nodeid for row in parsed.measurements if row.cause
                                    for nodeid in row.cause.nodes} - nodes.keys())
@@ -222,7 +220,8 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
             insert_chunked(Measurement, MEASUREMENT_COLUMNS,
                     [(r[0], report.pk, *r[2:]) for r in rows])
             # Release when fixed: each entry's trail and ready flag, in this transaction.
-            measurements_seen(suite=judged, report=report.pk, measured=measured, now=now)
+            measurements_seen(suite=judged, report=report.pk, measured=measured, now=now,
+                              held=held)
             rollup_add(
                 suite=suite, source=Source.REPORTS, day=today,
                 counts=upload_counts((o.reason for o in outcomes), result.reason),
@@ -265,7 +264,7 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
             latest = latest or replay_of
         attempt = next_attempt(latest)
         prior = prior_records(latest)
-        nodes, judged, entries = _judging(
+        nodes, judged, entries, held = _judging(
             locked, {record.node: record.tier for record in parsed.records}, today, parsed.commit,
             also=prior)
         pin = judged.fixture_pin
@@ -378,7 +377,7 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
             rollup_add(suite=suite, source=Source.VERDICTS, day=today, counts=counts)
             # Release when fixed: a node CI saw fail is not ready to clear.
             ci_failures_seen(suite=judged, nodes=failed, source="gate", commit=parsed.commit,
-                             now=now)
+                             now=now, held=held)
         return IngestOutcome(batch, answers, dry_run=dry_run)
 
     return stored_or_dry_run(VerdictBatch, suite, digest, dry_run, evaluate_and_store)

@@ -37,7 +37,12 @@ def _flag(entry: QuarantineEntry, k: int, now: datetime) -> bool:
 
 
 def _saved(suite: Suite, entries: list[QuarantineEntry], fields: list[str], flipped: bool):
-    QuarantineEntry.objects.bulk_update(entries, fields, batch_size=500)
+    if len(entries) == 1:
+        # The usual upload's one entry: a plain UPDATE, which costs a quarter of the
+        # building of bulk_update's CASE per field (no signal listens to either).
+        entries[0].save(update_fields=fields)
+    else:
+        QuarantineEntry.objects.bulk_update(entries, fields, batch_size=500)
     if flipped:
         # The full ledger view shows the flag: a new revision, so no stale copy is served.
         bump_ledger_revision(suite)

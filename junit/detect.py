@@ -25,6 +25,7 @@ from datetime import date
 from operator import add
 
 from django.db import connection
+from django.db.models import Q
 
 from flakeboard.rules.summary import DayCounts
 from ledger.models import Suite
@@ -105,12 +106,15 @@ def _other_jobs(upload: FileContext, failed_here: list[int]) -> dict[int, list[t
     failed a test, and for the tests that failed here, every job that passed them."""
     others = JobOutcome.objects.filter(suite=upload.suite, commit=upload.commit).exclude(
         job=upload.job)
-    rows = {pk: rest for pk, *rest in _rows(others.filter(failures__gt=0),
-                                            "pk", "node_id", "passes", "failures")}
-    for nodes in (failed_here[i : i + CHUNK] for i in range(0, len(failed_here), CHUNK)):
+    failing = Q(failures__gt=0)
+    passing = [Q(passes__gt=0, node_id__in=failed_here[start : start + CHUNK])
+               for start in range(0, len(failed_here), CHUNK)]
+    rows = {}
+    # The failing jobs read with the first chunk's passing ones: one query for a file of
+    # up to CHUNK tests that failed here.
+    for wanted in [failing | passing[0], *passing[1:]] if passing else [failing]:
         rows.update((pk, rest) for pk, *rest in _rows(
-            others.filter(passes__gt=0, node_id__in=nodes), "pk", "node_id", "passes",
-            "failures"))
+            others.filter(wanted), "pk", "node_id", "passes", "failures"))
     jobs = defaultdict(list)
     for node, passes, failures in rows.values():
         jobs[node].append((passes, failures))
@@ -151,7 +155,7 @@ def _add_day(upload: FileContext, ran: dict[int, CaseOutcome], jobs: dict,
             failing[node, signatures[node]] += r.failures
     if failing:
         _add_signatures(upload, fixed, failing)
-    summary_add(upload.suite.pk, upload.day, added, failing)
+    summary_add(upload.suite, upload.day, added, failing)
 
 
 def _add_signatures(upload: FileContext, fixed: dict, failing: dict) -> None:

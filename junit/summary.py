@@ -126,15 +126,17 @@ def roll_summaries(today: date) -> int:
     return rolled
 
 
-def summary_add(suite_id: int, day: date, added: dict[int, DayCounts],
+def summary_add(suite: Suite, day: date, added: dict[int, DayCounts],
                 failing: dict[tuple[int, str], int]) -> None:
     """Add an upload's counts of ``day`` ({node: its counts}, {(node, signature):
     failures}) to the summary, written after the day's rollups, in their transaction. A
     day later than the summary's rebuilds it for that day; one before its window adds
-    nothing."""
-    as_of = summary_day(suite_id)
+    nothing. ``suite`` is as the upload's lock read it: its summary day is the stored
+    one, and follows a rebuild here."""
+    suite_id, as_of = suite.pk, suite.junit_summary_day
     if as_of is None or day > as_of:
         summary_rebuild(suite_id, day)
+        suite.junit_summary_day = day
         return
     if not summary_window().contains(day, as_of):
         return

@@ -16,7 +16,7 @@ from . import messages
 from .audit import bump_ledger_revision, entry_snapshot, record_event
 from .locks import lock_suite
 from .models import AuditEvent, Node, QuarantineEntry, Suite
-from .selectors import known_nodes, share_figures, tier_resolution
+from .selectors import share_figures, tier_resolution
 
 
 class _Errors:
@@ -137,11 +137,14 @@ def quarantine_create(
         node = Node.objects.filter(suite=suite).named(nodeid).first()
         _check_tier(errors, suite, nodeid)
         _check_refusals(errors, suite, node)
-        if node is not None and QuarantineEntry.objects.open().filter(node=node).exists():
+        held = node is not None and QuarantineEntry.objects.open().filter(node=node).exists()
+        if held:
             errors.add("node", f"{nodeid} already has an open quarantine entry.", "already_open")
         if not imported:
-            # The node joins the test set by holding the new entry, if it is not known yet.
-            known = node is not None and known_nodes(suite, today).filter(pk=node.pk).exists()
+            # The node joins the test set by holding the new entry, if it is not known yet:
+            # the rule read from the node in hand, as known_nodes filters by it.
+            known = node is not None and rules.node_is_known(node.last_seen, today,
+                                                             has_open_entry=held)
             after = share_figures(suite, today, joining=0 if known else 1).with_one_more()
             _check_cap(errors, after, "Quarantining this node")
         errors.raise_if_any()

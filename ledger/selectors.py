@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from django.db.models import Count, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Count, F, Func, IntegerField, Subquery
 
 from flakeboard import rules
 
@@ -77,8 +76,8 @@ def known_nodes(suite: Suite, today: date):
 def ci_sizing_run(suite: Suite, today: date) -> rules.CiRunFacts | None:
     """CI's run that sizes the suite's test set today (rules.sizing_run_on, the one rule the
     share chart's days use too), if any; the query reads only the runs the rule can take."""
-    recent = CiRun.objects.filter(suite=suite).filter(
-        predicates.ci_run_q(today, suite.default_branch)).order_by("-first_at", "-pk")
+    recent = CiRun.objects.filter(predicates.ci_run_q(today, suite.default_branch),
+                                  suite=suite).order_by("-first_at", "-pk")
     runs = [run.facts for run in recent.defer("members")[: rules.CI_RUNS_READ]]
     return rules.sizing_run_on(today, runs)
 
@@ -98,20 +97,26 @@ def share_figures(
     ``joining`` counts the nodes an upload or a new entry is about to bring into the known
     nodes (nodes it names that are not known yet): they belong to them from that moment.
     """
-    live = QuarantineEntry.objects.filter(suite=suite).live(today)
+    # Each filter in one step: every upload and every new entry reads the share, and a
+    # step more is a copy more of the query.
+    live = QuarantineEntry.objects.filter(predicates.live_entry_q(today), suite=suite)
     cap = suite.max_quarantined_share
     if run := ci_sizing_run(suite, today):
         return rules.ShareFigures(live.count(), run.tests, cap, rules.SizeSource.CI_RUN, run)
     # Both counts in one query: every path reads the share in two.
-    quarantined, known = Suite.objects.filter(pk=suite.pk).values_list(
-        _count(live), _count(known_nodes(suite, today))).get()
+    known = Node.objects.filter(predicates.known_node_q(today, QuarantineEntry.objects),
+                                suite=suite)
+    quarantined, known = Suite.objects.filter(pk=suite.pk).order_by().values_list(
+        _count(live), _count(known)).get()
     return rules.ShareFigures(quarantined, known + joining, cap, rules.SizeSource.KNOWN_NODES)
 
 
-def _count(queryset) -> Coalesce:
-    """A queryset's row count as a subquery, for a query that reads several counts."""
-    counted = queryset.order_by().values("suite").annotate(n=Count("pk")).values("n")
-    return Coalesce(Subquery(counted), 0)
+def _count(queryset) -> Subquery:
+    """A queryset's row count as a subquery, for a query that reads several counts: a
+    plain COUNT, which answers 0 for no rows, with no grouping to build (and no order,
+    which PostgreSQL would take for one)."""
+    return Subquery(queryset.order_by().values(
+        counted=Func(F("pk"), function="COUNT", output_field=IntegerField())))
 
 
 def open_entries_by_node(suite: Suite, node_ids=None) -> dict[int, QuarantineEntry]:

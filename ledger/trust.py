@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 
 from flakeboard import rules
 
@@ -47,8 +47,9 @@ def guards(token: ApiToken) -> bool:
 def guarded_test_set(suite: Suite) -> bool:
     """The suite keeps a token that ``GUARDS`` its test set, or a trust policy: then only
     uploads such a token or its CI's signed default ref vouches for size it."""
-    return (ApiToken.objects.filter(GUARDS, suite=suite).exists()
-            or TrustPolicy.objects.filter(suite=suite).exists())
+    guarding = ApiToken.objects.filter(GUARDS, suite=OuterRef("pk"))
+    policy = TrustPolicy.objects.filter(suite=OuterRef("pk"))
+    return Suite.objects.filter(Exists(guarding) | Exists(policy), pk=suite.pk).exists()
 
 
 def vouched(suite: Suite, credential: rules.Credential, signed: rules.SignedFacts | None,

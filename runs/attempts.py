@@ -107,24 +107,27 @@ def earlier_attempts(upload: Report | VerdictBatch, *, replay: bool = False) -> 
 
 
 def earlier_measurements(suite_id: int, commit: str, node_pks: list[int]
-                         ) -> dict[int, list[tuple[int, rules.SeededCounts]]]:
-    """The measurements of ``node_pks`` in the reports stored at ``commit``, by node pk:
-    each (report id, its counts and seeds). None for a report without a commit."""
+                         ) -> tuple[int, dict[int, list[tuple[int, rules.SeededCounts]]]]:
+    """The attempt a new report at ``commit`` is (as ``next_attempt`` of its
+    ``latest_attempt``), and the measurements of ``node_pks`` in the reports stored at
+    ``commit``, by node pk: each (report id, its counts and seeds). One read of the
+    commit's reports answers both. A report without a commit is a first attempt, with
+    none."""
     found = defaultdict(list)
     if not commit:
-        return found
-    reports = list(Report.objects.filter(suite_id=suite_id, commit=commit)
-                   .values_list("pk", flat=True))
+        return 1, found
+    reports = dict(Report.objects.filter(suite_id=suite_id, commit=commit)
+                   .values_list("pk", "attempt"))
     if not reports:
-        return found
+        return 1, found
     wanted = set(node_pks)
-    measurements = (Measurement.objects.filter(report_id__in=reports)
+    measurements = (Measurement.objects.filter(report_id__in=list(reports))
                     .order_by("report_id", "position")
                     .values_list("node_id", "report_id", "n", "fails", "seed_base"))
     for node_pk, report, n, fails, seed_base in plain_rows(measurements, ID_CHUNK):
         if node_pk in wanted:
             found[node_pk].append((report, rules.SeededCounts(n, fails, seed_base)))
-    return found
+    return max(reports.values()) + 1, found
 
 
 def pooled_answer(n: int, fails: int, reports: list[int]) -> dict:

@@ -92,16 +92,15 @@ def _received(kind: str, parse, names: tuple[str, ...], body: bytes, query: dict
     return parsed, upload_digest(kind, body, meta)
 
 
-def _judging(suite: Suite, stated: dict[str, int | None], today: date, commit: str, also=()):
+def _judging(locked: Suite, stated: dict[str, int | None], today: date, commit: str, also=()):
     """What every row is judged with: the upload's nodes, stored and seen today; the suite
-    as it is now in force (its ledger revision, policy and pin, read after the nodes may
-    have bumped the revision); and each node's open entry, and those of the nodes ``also``
-    (earlier attempts' nodes that this upload does not name)."""
-    nodes = nodes_for_upload(suite, stated, today, commit)
-    judged = Suite.objects.get(pk=suite.pk)
-    entries = entries_at_upload(
-        open_entries_by_node(suite, sorted({n.pk for n in nodes.values()} | set(also))), today)
-    return nodes, judged, entries
+    as it is now in force (its ledger revision, policy and pin), which is the suite as its
+    lock read it: storing the nodes writes nothing of the suite's row; and each node's
+    open entry, and those of the nodes ``also`` (earlier attempts' nodes that this upload
+    does not name), as the rows need it and as read (to add to their trails)."""
+    nodes = nodes_for_upload(locked, stated, today, commit)
+    held = open_entries_by_node(locked, sorted({n.pk for n in nodes.values()} | set(also)))
+    return nodes, locked, entries_at_upload(held, today), held.values()
 
 
 @cycle_collector_paused()
@@ -123,11 +122,12 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
     now = now or timezone.now()
     today = now.date()
 
-    def evaluate_and_store(replay_of: Report | None = None) -> IngestOutcome:
-        """The report judged and stored; or, ``replay_of`` a stored report of this body,
-        judged again now and not stored."""
-        nodes, judged, entries = _judging(
-            suite, {row.nodeid: row.tier for row in parsed.measurements}, today, parsed.commit)
+    def evaluate_and_store(locked: Suite, replay_of: Report | None = None) -> IngestOutcome:
+        """The report judged and stored, under the suite's lock (``locked``, the suite as
+        the lock read it); or, ``replay_of`` a stored report of this body, judged again now
+        and not stored."""
+        nodes, judged, entries, held = _judging(
+            locked, {row.nodeid: row.tier for row in parsed.measurements}, today, parsed.commit)
         named_nodes_create(suite, {nodeid for row in parsed.measurements if row.cause
                                    for nodeid in row.cause.nodes} - nodes.keys())
         # Judged against the test set with this upload's nodes in it, counted once.
@@ -141,8 +141,8 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
         flags_text = JsonText()
         stored_at = connection.ops.adapt_datetimefield_value(now)
         # The node's earlier measurements at this commit pool with this one (SPEC 2.4a).
-        earlier = earlier_measurements(suite.pk, parsed.commit,
-                                       [node.pk for node in nodes.values()])
+        attempt, earlier = earlier_measurements(suite.pk, parsed.commit,
+                                                [node.pk for node in nodes.values()])
         rows, answers, outcomes, measured = [], [], [], {}
         diagnosed, row_nodes = {}, []  # the rows a diagnosis answers, by node; each row's
         for position, row in enumerate(parsed.measurements):
@@ -208,7 +208,7 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
             size_source=share.source.value, size_commit=share.run.commit if share.run else "",
             over_cap=result.over_cap,
             measurement_count=len(rows),
-            attempt=next_attempt(latest_attempt(Report, suite.pk, parsed.commit)),
+            attempt=attempt,
             fail_count=sum(o.status is rules.GateStatus.FAIL for o in outcomes),
             warn_count=sum(o.status is rules.GateStatus.WARN for o in outcomes),
         )
@@ -220,7 +220,8 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
             insert_chunked(Measurement, MEASUREMENT_COLUMNS,
                     [(r[0], report.pk, *r[2:]) for r in rows])
             # Release when fixed: each entry's trail and ready flag, in this transaction.
-            measurements_seen(suite=judged, report=report.pk, measured=measured, now=now)
+            measurements_seen(suite=judged, report=report.pk, measured=measured, now=now,
+                              held=held)
             rollup_add(
                 suite=suite, source=Source.REPORTS, day=today,
                 counts=upload_counts((o.reason for o in outcomes), result.reason),
@@ -249,9 +250,11 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
     now = now or timezone.now()
     today = now.date()
 
-    def evaluate_and_store(replay_of: VerdictBatch | None = None) -> IngestOutcome:
-        """The batch judged and stored; or, ``replay_of`` a stored batch of this body,
-        judged again now and not stored."""
+    def evaluate_and_store(locked: Suite,
+                           replay_of: VerdictBatch | None = None) -> IngestOutcome:
+        """The batch judged and stored, under the suite's lock (``locked``, the suite as
+        the lock read it); or, ``replay_of`` a stored batch of this body, judged again now
+        and not stored."""
         # An attempt of the gate at its patch and commit: judged over every attempt so far
         # (SPEC 2.4a), the latest stored one holding each earlier node's merged evidence.
         latest = latest_attempt(VerdictBatch, suite.pk, parsed.commit, parsed.patch)
@@ -261,8 +264,8 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
             latest = latest or replay_of
         attempt = next_attempt(latest)
         prior = prior_records(latest)
-        nodes, judged, entries = _judging(
-            suite, {record.node: record.tier for record in parsed.records}, today, parsed.commit,
+        nodes, judged, entries, held = _judging(
+            locked, {record.node: record.tier for record in parsed.records}, today, parsed.commit,
             also=prior)
         pin = judged.fixture_pin
         # A broken runner's attempt (SPEC 2.4a): its failures count for the verdict, and no
@@ -374,7 +377,7 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
             rollup_add(suite=suite, source=Source.VERDICTS, day=today, counts=counts)
             # Release when fixed: a node CI saw fail is not ready to clear.
             ci_failures_seen(suite=judged, nodes=failed, source="gate", commit=parsed.commit,
-                             now=now)
+                             now=now, held=held)
         return IngestOutcome(batch, answers, dry_run=dry_run)
 
     return stored_or_dry_run(VerdictBatch, suite, digest, dry_run, evaluate_and_store)

@@ -130,10 +130,9 @@ def stored_outcome(upload: Report | VerdictBatch) -> IngestOutcome:
 
 
 def rolled_back(suite: Suite, evaluate) -> IngestOutcome:
-    """``evaluate()`` under the suite's lock, its writes rolled back."""
+    """``evaluate(locked suite)`` under the suite's lock, its writes rolled back."""
     with transaction.atomic():
-        lock_suite(suite.pk)
-        outcome = evaluate()
+        outcome = evaluate(lock_suite(suite.pk))
         transaction.set_rollback(True)
     return outcome
 
@@ -141,14 +140,17 @@ def rolled_back(suite: Suite, evaluate) -> IngestOutcome:
 def replayed(model, suite: Suite, digest: str, evaluate_and_store) -> IngestOutcome | None:
     """The answer to a body stored before: judged again now as a replay of it (which
     stores nothing); None when no upload has this digest."""
-    upload = model.objects.filter(suite=suite, digest=digest).first()
+    # A replay reads no more of the stored upload than its id and attempt.
+    upload = model.objects.filter(suite=suite, digest=digest).only("pk", "attempt").first()
     if upload is None:
         return None
-    return rolled_back(suite, lambda: evaluate_and_store(replay_of=upload))
+    return rolled_back(suite, lambda locked: evaluate_and_store(locked, replay_of=upload))
 
 
 def stored_or_dry_run(model, suite, digest, dry_run, evaluate_and_store) -> IngestOutcome:
     """Shared frame: the upload stored once (``ledger.stored_once``), or a dry run.
+    ``evaluate_and_store`` takes the suite as its lock read it, which is the suite it is
+    judged by.
 
     A dry run takes exactly the upload's path, its writes and its lock included, and then
     rolls them back: it answers what the upload would, because it is the upload. A replay
@@ -157,7 +159,7 @@ def stored_or_dry_run(model, suite, digest, dry_run, evaluate_and_store) -> Inge
     if dry_run:
         return rolled_back(suite, evaluate_and_store)
     return stored_once(suite, lambda: replayed(model, suite, digest, evaluate_and_store),
-                       lambda _locked: evaluate_and_store())
+                       evaluate_and_store)
 
 
 def replay_answer(upload: Report | VerdictBatch, replay_of, answers: list[dict],

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from datetime import date
 
-from django.db import transaction
-from django.db.models import Count, F
+from django.db import connection, transaction
+from django.db.models import Count
 
 from flakeboard import rules
 from ledger.locks import lock_suite
@@ -27,18 +27,29 @@ def upload_counts(row_reasons, upload_reason) -> Counter:
     return counts
 
 
+ROLLUP_KEY = ("suite", "source", "day", "reason")  # its unique constraint's fields
+
+
 def rollup_add(*, suite: Suite, source: str, day: date, counts: Counter) -> None:
-    """Add counts to the day's rollup rows; safe beside concurrent ingests."""
+    """Add counts to the day's rollup rows; safe beside concurrent ingests. One statement
+    for the lot: each row inserted, or its count added to the stored one (an upsert, which
+    both databases take as one atomic step; the ORM's upsert can only overwrite)."""
     if not counts:
         return
-    ReasonRollup.objects.bulk_create(
-        [ReasonRollup(suite=suite, day=day, source=source, reason=r, count=0) for r in counts],
-        ignore_conflicts=True,
-    )
-    for reason, count in sorted(counts.items()):
-        ReasonRollup.objects.filter(suite=suite, source=source, day=day, reason=reason).update(
-            count=F("count") + count
-        )
+    quote = connection.ops.quote_name
+    meta = ReasonRollup._meta
+    table, count = quote(meta.db_table), quote(meta.get_field("count").column)
+    key = ", ".join(quote(meta.get_field(name).column) for name in ROLLUP_KEY)
+    values = (suite.pk, str(source), connection.ops.adapt_datefield_value(day))
+    params = [value for reason, added in sorted(counts.items())
+              for value in (*values, reason, added)]
+    rows = ", ".join(["(%s, %s, %s, %s, %s)"] * len(counts))
+    with connection.cursor() as cursor:
+        # Names from the model's own meta, quoted; the values are parameters.
+        cursor.execute(
+            f"INSERT INTO {table} ({key}, {count}) VALUES {rows} "  # noqa: S608
+            f"ON CONFLICT ({key}) DO UPDATE SET {count} = {table}.{count} + excluded.{count}",
+            params)
 
 
 def counts_from_raw(suite: Suite, since: date | None = None) -> dict[tuple[str, date, str], int]:

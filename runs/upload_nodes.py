@@ -9,8 +9,6 @@ from collections import defaultdict
 from datetime import date
 from typing import NamedTuple
 
-from django.db.models import BooleanField, ExpressionWrapper, Q
-
 from ledger.models import Node, Suite
 from ledger.nodes import evidence_stored, nodes_create, nodes_named
 from ledger.selectors import tier_rule_specs
@@ -24,21 +22,19 @@ class SeenNode(NamedTuple):
     stated_tier: int | None  # the latest an upload stated, before this one
     tier: int  # by the suite's tier rules: the only tier that decides
     never_seen: bool  # by any upload: quarantined by hand only
-    seen_today: bool | None
+    seen_today: bool
     first_commit: str | None  # of its first evidence, before this upload (rules.is_new)
 
 
-NODE_VALUES = ("pk", "stated_tier", "tier", "never_seen", "seen_today", "first_commit")
+NODE_VALUES = ("pk", "stated_tier", "tier", "first_seen", "last_seen", "first_commit")
 
 
 def fetch_nodes(suite: Suite, nodeids: list[str], today: date) -> dict[str, SeenNode]:
-    """The stored nodes among ``nodeids``, as an upload needs them."""
-    nodes = Node.objects.filter(suite=suite).annotate(
-        never_seen=ExpressionWrapper(Q(first_seen__isnull=True), output_field=BooleanField()),
-        seen_today=ExpressionWrapper(Q(last_seen=today), output_field=BooleanField()),
-    )
-    return {nodeid: SeenNode(*values)
-            for nodeid, values in nodes_named(nodes, nodeids, NODE_VALUES).items()}
+    """The stored nodes among ``nodeids``, as an upload needs them: its days as both
+    drivers give a date column, a date."""
+    return {nodeid: SeenNode(pk, stated, tier, first_seen is None, last_seen == today, first)
+            for nodeid, (pk, stated, tier, first_seen, last_seen, first)
+            in nodes_named(Node.objects.filter(suite=suite), nodeids, NODE_VALUES).items()}
 
 
 def nodes_for_upload(suite: Suite, stated: dict[str, int | None], today,

@@ -11,8 +11,9 @@ the calendar's edges ask for it in hundreds of tests, each of which used to buil
 
 A module that defines a ``build_world`` of its own gets that world instead: a larger one
 (the node page's long history on top of it), or another (a suite with a year of history,
-and nothing else). Its tests ask for ``world`` all the same; the fixtures of the people
-and suites answer from it (conftest.py).
+and nothing else; ``people_world`` gives the suites and people a module names). Its tests
+ask for ``world`` all the same; the fixtures of the people and suites answer from it
+(conftest.py), and a person or suite it does not hold is made for the test as before.
 
 pytest-randomly shuffles the tests of a module; ``pytest_collection_modifyitems`` then puts
 the module's tests that ask for the world next to each other, each side in its shuffled
@@ -74,6 +75,15 @@ def make_person(name: str, suites: dict):
     if suite is not None:
         Membership.objects.create(suite=suites[suite], user=user, role=role)
     return user
+
+
+def people_world(*people: str, suites: tuple[str, ...] = ("suite",)) -> SimpleNamespace:
+    """A world of ``suites`` and ``people`` (fixture names) and nothing else, made as their
+    fixtures make them: the start of a module's own ``build_world``."""
+    made = {name: make_suite(name) for name in suites}
+    return SimpleNamespace(
+        today=timezone.now().date(), users={name: make_person(name, made) for name in people},
+        **made)
 
 
 def build_world() -> SimpleNamespace:

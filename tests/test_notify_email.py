@@ -84,14 +84,17 @@ def build_world():
 
 
 @pytest.fixture
-def ledger(settings, world):
+def ledger(settings, world, suite, lead, owner, viewer, outsider, today):
     """Forty known nodes and, by owner: @finley (a member with an e-mail) one expiring, one
     expired and one tier violation; qa@example.org (an e-mail owner) one expiring; @ghost
     (no such user), @vic (a member without an e-mail) and @otto (another suite's lead) one
-    expired each; @finley one active, which is in no digest."""
+    expired each; @finley one active, which is in no digest. The world's, but a test that
+    commits (tests/test_job_locks.py) builds its own."""
     settings.BASE_URL = BASE_URL
     settings.DEFAULT_FROM_EMAIL = "Flakeboard <board@example.com>"
-    return world.ledger
+    if world is not None:
+        return world.ledger
+    return add_ledger(suite, today, lead=lead, owner=owner, viewer=viewer, outsider=outsider)
 
 
 def add_ledger(suite, today, *, lead, owner, viewer, outsider):

@@ -22,7 +22,7 @@ of its tests between two that do not ask for it.
 
 Each test on the world gets a copy of it (its rows as Python objects too), and runs on the
 clock frozen at the instant the world was built (tests/clock.py): its ``today`` is the
-world's.
+world's. A test that commits (pytest-django's transactional tests) runs on no world.
 """
 
 from __future__ import annotations
@@ -152,7 +152,9 @@ BUILT: list[Built] = []  # this worker's open world, if any
 
 
 def uses_world(item) -> bool:
-    return "world" in getattr(item, "fixturenames", ())
+    """Whether the test runs on a world: it asks for one, and does not commit (a world's
+    rows are one transaction's, which a test that commits would end)."""
+    return "world" in getattr(item, "fixturenames", ()) and not _commits(item)
 
 
 def _transactional(item) -> bool:
@@ -161,13 +163,20 @@ def _transactional(item) -> bool:
                             or marker.kwargs.get("reset_sequences")))
 
 
+def _commits(item) -> bool:
+    """pytest-django's transactional tests: by their mark, or by the fixtures they ask for."""
+    fixtures = getattr(item, "fixturenames", ())
+    return (_transactional(item) or "transactional_db" in fixtures
+            or "live_server" in fixtures)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items) -> None:
     """In each stretch of one module's tests (pytest-django orders the transactional ones
     last), the tests that ask for the world first, then the others, each in its order."""
     ordered = []
     for _, stretch in itertools.groupby(
-            items, key=lambda item: (item.nodeid.split("::")[0], _transactional(item))):
+            items, key=lambda item: (item.nodeid.split("::")[0], _commits(item))):
         stretch = list(stretch)
         ordered += [item for item in stretch if uses_world(item)]
         ordered += [item for item in stretch if not uses_world(item)]
@@ -241,5 +250,7 @@ def clock_start(_world_run) -> datetime | None:
 
 @pytest.fixture
 def world(_world_run, db):
-    """The shared world (build_world): this test's own copy of it."""
-    return copy.deepcopy(_world_run.world)
+    """The shared world (build_world): this test's own copy of it. None in a test that
+    commits: a fixture built on the world then builds its rows for that test alone (the
+    digests' ledger of tests/test_notify_email.py, which tests/test_job_locks.py asks for)."""
+    return copy.deepcopy(_world_run.world) if _world_run is not None else None

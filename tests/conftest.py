@@ -63,10 +63,14 @@ def _static_files_of_its_own(tmp_path_factory):
         yield root
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    """The people fixtures hash a password each; the real hasher's cost buys tests nothing."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+@pytest.fixture(autouse=True, scope="session")
+def _fast_password_hashing():
+    """The people fixtures hash a password each; the real hasher's cost buys tests nothing.
+    Set once for the session: changing a setting for each test costs more than the hash."""
+    from django.test import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
 
 
 LOAD_SUMMARY = pytest.StashKey[list[str]]()

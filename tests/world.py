@@ -244,12 +244,13 @@ def _world_run(request, _fast_password_hashing) -> Built | None:
 @pytest.fixture
 def clock_start(_world_run) -> datetime | None:
     """The instant the clock of this test starts at (tests/clock.py): the world's, for a test
-    on it. The clock is set first, so the world's transaction is opened before the test's."""
+    on it. The clock, set first, looks it up in a test that asks for the world, so the
+    world's transaction is opened before the test's."""
     return _world_run.instant if _world_run is not None else None
 
 
 @pytest.fixture
-def world(_world_run, db):
+def world(_world_run, clock_start, db):
     """The shared world (build_world): this test's own copy of it. None in a test that
     commits: a fixture built on the world then builds its rows for that test alone (the
     digests' ledger of tests/test_notify_email.py, which tests/test_job_locks.py asks for)."""

@@ -91,11 +91,11 @@ def pytest_report_header(config):
 @pytest.fixture(autouse=True)
 def clock(request):
     """The clock frozen at this test's start; ``clock.shift(seconds)`` moves it. A fixture
-    ``clock_start`` may name another instant: a test on the shared ``world`` starts at the
-    instant the world was built (tests/world.py)."""
-    try:
-        start = request.getfixturevalue("clock_start")
-    except pytest.FixtureLookupError:
-        start = None
+    ``clock_start`` the test asks for may name another instant: a test on the shared
+    ``world`` starts at the instant the world was built (tests/world.py)."""
+    # Looked up only for a test that asks for it (through the world): a lookup costs each
+    # test as much as the clock itself.
+    start = (request.getfixturevalue("clock_start")
+             if "clock_start" in request.fixturenames else None)
     with time_machine.travel(start or datetime.now(UTC), tick=False) as traveller:
         yield traveller

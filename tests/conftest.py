@@ -65,10 +65,14 @@ def _static_files_of_its_own(tmp_path_factory):
         yield root
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    """The people fixtures hash a password each; the real hasher's cost buys tests nothing."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+@pytest.fixture(autouse=True, scope="session")
+def _fast_password_hashing():
+    """The people fixtures hash a password each; the real hasher's cost buys tests nothing.
+    Set once for the session: changing a setting for each test costs more than the hash."""
+    from django.test import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
 
 
 LOAD_SUMMARY = pytest.StashKey[list[str]]()
@@ -95,25 +99,29 @@ def today():
 
 def _world(request):
     """The test's copy of the shared world (tests/world.py), if it asks for it: the people
-    and suites of the fixtures below are then the world's."""
+    and suites of the fixtures below are then the world's, those it holds."""
     return request.getfixturevalue("world") if uses_world(request.node) else None
+
+
+def _suite(request, name):
+    found = getattr(_world(request), name, None)
+    return found if found is not None else make_suite(name)
 
 
 @pytest.fixture
 def suite(request, db):
-    found = _world(request)
-    return found.suite if found else make_suite("suite")
+    return _suite(request, "suite")
 
 
 @pytest.fixture
 def other_suite(request, db):
-    found = _world(request)
-    return found.other_suite if found else make_suite("other_suite")
+    return _suite(request, "other_suite")
 
 
 def _person(request, name, **suites):
     found = _world(request)
-    return found.users[name] if found else make_person(name, suites)
+    person = getattr(found, "users", {}).get(name)
+    return person if person is not None else make_person(name, suites)
 
 
 @pytest.fixture

@@ -19,18 +19,32 @@ from ledger.settings_services import auto_clear_set
 from tests import test_notify_email, test_ready_to_clear
 from tests.test_notify_email import BASE_URL, FINLEY, notify, subject, text
 from tests.test_ready_to_clear import NODE, OTHER, fresh, measure
+from tests.world import people_world
 
 CLEARS = {"action": AuditEvent.Action.CLEAR}
-# Fixtures: the real SMTP server on 127.0.0.1, and a quarantined entry with its node known.
+# The real SMTP server on 127.0.0.1.
 smtp = test_notify_email.smtp
-entry = test_ready_to_clear.entry
+
+
+def build_world():
+    """This module's shared world (tests/world.py): the entry's owner, and the quarantined
+    entry with its node known (test_ready_to_clear's) made ready to clear; built once for a
+    run of the tests that ask for it."""
+    world = people_world("owner")
+    entry = test_ready_to_clear.add_entry(world.suite, world.today)
+    world.ready = make_ready(world.suite, world.users["owner"], entry, world.today)
+    return world
 
 
 @pytest.fixture
-def ready(settings, suite, owner, entry, today):
+def ready(settings, world):
     """The entry (expiring), ready to clear; a second entry of the suite, expiring too,
     measured but not ready; their owner @finley reachable at FINLEY."""
     settings.BASE_URL = BASE_URL
+    return world.ready
+
+
+def make_ready(suite, owner, entry, today):
     owner.email = FINLEY
     owner.save()
     waiting = quarantine_create(suite=suite, nodeid=OTHER, owner="@finley", actor="@finley",

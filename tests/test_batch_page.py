@@ -11,12 +11,25 @@ from flakeboard import rules
 from ledger.quarantine import quarantine_create
 from runs.ingest import report_ingest, signals_ingest
 from tests.helpers import body, measurement, record, upload_summary
+from tests.world import people_world
 
 HTMX = {"HX-Request": "true"}
 
 
+def build_world():
+    """This module's shared world (tests/world.py): the suite and its verdict batch, built once
+    for a run of the tests that ask for it."""
+    world = people_world()
+    world.batch = add_batch(world.suite, world.today)
+    return world
+
+
 @pytest.fixture
-def batch(suite, today):
+def batch(world):
+    return world.batch
+
+
+def add_batch(suite, today):
     suite.fixture_manifest, suite.fixture_seed = "sha256:feed", 7
     suite.save()
     report_ingest(suite=suite, body=body([measurement(f"t.py::t{i}") for i in range(40)]),

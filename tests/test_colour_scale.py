@@ -15,7 +15,7 @@ from flakeboard.rules import GateStatus, Verdict
 from flakeboard.rules.trends import Gate, Tone, outcome_of
 from runs.models import ReasonRollup
 from runs.trend_counts import SOURCES
-from tests.test_batch_page import batch  # noqa: F401 - a fixture
+from tests.test_batch_page import batch, build_world  # noqa: F401 - a fixture, its world
 from tests.test_trends import page_charts
 
 CSS = (Path(__file__).resolve().parents[1] / "static" / "css" / "board.css").read_text()

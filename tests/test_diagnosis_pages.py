@@ -24,6 +24,7 @@ from tests.test_node_diagnoses import (
     junit,
     measured,
 )
+from tests.world import people_world
 
 
 @pytest.fixture
@@ -132,10 +133,21 @@ SEEDED_NODE, EXTERNAL_NODE, UNKNOWN_NODE = (
     "tests/test_a.py::test_unknown")
 
 
+def build_world():
+    """This module's shared world (tests/world.py): the suite and three tests flaky in JUnit,
+    built once for a run of the tests that ask for it."""
+    world = people_world()
+    add_three(world.suite)
+    return world
+
+
 @pytest.fixture
-def three(suite):
+def three(world):
     """Three tests flaky in JUnit: one seeded by its measurement, one failing on
     connection resets, one unexplained."""
+
+
+def add_three(suite):
     for commit in ("c1", "c2"):
         junit(suite, case(SEEDED_NODE, "failed"), case(SEEDED_NODE, "passed"),
               case(EXTERNAL_NODE, "failed", RESET), case(EXTERNAL_NODE, "passed"),

@@ -11,13 +11,26 @@ from ledger.quarantine import quarantine_clear, quarantine_create, quarantine_re
 from ledger.tiers import tier_rule_add
 from runs.ingest import report_ingest
 from tests.helpers import body, field_errors, measurement, node_page
+from tests.world import people_world
 
 NODE = "tests/test_pay.py::test_refund_retry"
 HTMX = {"HX-Request": "true"}
 
 
+def build_world():
+    """This module's shared world (tests/world.py): the suite and its quarantined entry, built
+    once for a run of the tests that ask for it."""
+    world = people_world()
+    world.entry = add_entry(world.suite, world.today)
+    return world
+
+
 @pytest.fixture
-def entry(suite, today):
+def entry(world):
+    return world.entry
+
+
+def add_entry(suite, today):
     rows = [measurement(f"tests/test_many.py::test_{i}") for i in range(40)]
     report_ingest(suite=suite, body=body([*rows, measurement(NODE, fails=7, seed_base=9137)]),
                   actor="ci")

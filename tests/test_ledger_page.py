@@ -12,6 +12,7 @@ from ledger.quarantine import quarantine_clear, quarantine_create
 from ledger.tiers import tier_rule_add
 from runs.ingest import report_ingest
 from tests.helpers import body, measurement
+from tests.world import people_world
 
 ACTIVE = "tests/test_pay.py::test_active"
 EXPIRING = "tests/test_pay.py::test_expiring"
@@ -27,9 +28,21 @@ def quarantine(suite, today, nodeid, *, days=20, owner="@finley", evidence="ci/r
     )
 
 
+def build_world():
+    """This module's shared world (tests/world.py): the suite and an entry in each state, built
+    once for a run of the tests that ask for it."""
+    world = people_world()
+    world.entries = add_entries(world.suite, world.today)
+    return world
+
+
 @pytest.fixture
-def entries(suite, today):
+def entries(world):
     """One entry in each state."""
+    return world.entries
+
+
+def add_entries(suite, today):
     suite.max_quarantined_share = 1.0
     suite.save()
     made = {

@@ -15,12 +15,27 @@ from ledger.tiers import tier_rule_add
 from runs.ingest import report_ingest, signals_ingest
 from tests.helpers import body, measurement, node_page, record
 from tests.test_flaky_page import flake
+from tests.world import people_world
 
 NODE = "tests/unit/test_pay.py::TestRefund::test_retry[eu-west]"
 
 
+def build_world():
+    """This module's shared world (tests/world.py): the suite and the node's history in it,
+    built once for a run of the tests that ask for it."""
+    world = people_world()
+    world.history = add_history(world.suite, world.today)
+    return world
+
+
 @pytest.fixture
-def history(suite, today):
+def history(world):
+    """The node's five days of reports and batches, and its entries: the old one cleared,
+    the current one open."""
+    return world.history
+
+
+def add_history(suite, today):
     start = datetime.combine(today - timedelta(days=5), datetime.min.time(), tzinfo=UTC)
     others = [measurement(f"t.py::t{i}") for i in range(40)]
     for day, fails in enumerate([0, 2, 9, 4, 1]):

@@ -26,6 +26,7 @@ from runs.ingest import report_ingest
 from tests.docs_text import doc_text
 from tests.helpers import body, measurement
 from tests.test_gate_status import FLAKY, quarantine
+from tests.world import people_world
 
 BASE_URL = "https://board.example"
 FINLEY, LEA, QA = "finley@example.com", "lea@example.com", "qa@example.org"
@@ -73,14 +74,30 @@ def smtp(settings):
     controller.stop()
 
 
+def build_world():
+    """This module's shared world (tests/world.py): the suites, their people and the ledger,
+    built once for a run of the tests that ask for it."""
+    world = people_world("lead", "owner", "viewer", "outsider",
+                         suites=("suite", "other_suite"))
+    world.ledger = add_ledger(world.suite, world.today, **world.users)
+    return world
+
+
 @pytest.fixture
-def ledger(settings, suite, lead, owner, viewer, outsider, today):
+def ledger(settings, world, suite, lead, owner, viewer, outsider, today):
     """Forty known nodes and, by owner: @finley (a member with an e-mail) one expiring, one
     expired and one tier violation; qa@example.org (an e-mail owner) one expiring; @ghost
     (no such user), @vic (a member without an e-mail) and @otto (another suite's lead) one
-    expired each; @finley one active, which is in no digest."""
+    expired each; @finley one active, which is in no digest. The world's, but a test that
+    commits (tests/test_job_locks.py) builds its own."""
     settings.BASE_URL = BASE_URL
     settings.DEFAULT_FROM_EMAIL = "Flakeboard <board@example.com>"
+    if world is not None:
+        return world.ledger
+    return add_ledger(suite, today, lead=lead, owner=owner, viewer=viewer, outsider=outsider)
+
+
+def add_ledger(suite, today, *, lead, owner, viewer, outsider):
     for user, address in [(lead, LEA), (owner, FINLEY), (outsider, "otto@example.com")]:
         user.email = address
         user.save()

@@ -21,6 +21,7 @@ from notify.models import Delivery, WebhookPost
 from tests.local_server import serving
 from tests.test_notify_webhooks import (  # noqa: F401 (items and sleeps are fixtures)
     Receiver,
+    build_world,  # the items' world (tests/world.py)
     hook,
     items,
     notify,

@@ -22,6 +22,7 @@ from runs.ingest import report_ingest
 from tests.helpers import body, measurement
 from tests.local_server import serving
 from tests.test_gate_status import FLAKY, quarantine
+from tests.world import people_world
 from web.outbound import Refused, is_public, post
 
 
@@ -65,12 +66,24 @@ def receiver():
         yield receiver
 
 
+def build_world():
+    """This module's shared world (tests/world.py): the suite and its items, built once for
+    a run of the tests that ask for it."""
+    world = people_world()
+    world.items = add_items(world.suite, world.today)
+    return world
+
+
 @pytest.fixture
-def items(settings, suite, today):
+def items(settings, world):
     """Forty known nodes; one entry expiring in 3 days, one expired 2 days ago."""
     settings.WEBHOOKS_ALLOW_PRIVATE_IPS = True
     settings.BASE_URL = "https://board.example"
     settings.MAILERS = {"default": mailer("locmem:")}
+    return world.items
+
+
+def add_items(suite, today):
     suite.max_quarantined_share = 0.5
     suite.save()
     report_ingest(suite=suite, body=body([measurement(FLAKY.format(i)) for i in range(40)]),

@@ -11,12 +11,25 @@ from django.urls import NoReverseMatch, reverse
 from ledger.quarantine import quarantine_create
 from runs.ingest import report_ingest, signals_ingest
 from tests.helpers import body, measurement, record, suite_pages
+from tests.world import people_world
 
 NODE = "tests/test_pay.py::test_refund_retry"
 
 
+def build_world():
+    """This module's shared world (tests/world.py): the suite and its pages, built once for a
+    run of the tests that ask for it."""
+    world = people_world()
+    world.pages = add_pages(world.suite, world.today)
+    return world
+
+
 @pytest.fixture
-def pages(suite, today):
+def pages(world):
+    return world.pages
+
+
+def add_pages(suite, today):
     rows = [measurement(f"t.py::t{i}") for i in range(40)]
     report = report_ingest(suite=suite, body=body([*rows, measurement(NODE, fails=7)]),
                            actor="ci").upload

@@ -25,6 +25,7 @@ from runs.ingest import report_ingest, signals_ingest
 from tests.api_http import new_token
 from tests.helpers import body, measurement, node_page, record
 from tests.junit_files import junit_xml
+from tests.world import people_world
 
 NODE = "tests/test_pay.py::test_refund_retry"
 OTHER = "tests/test_pay.py::test_refund_partial"
@@ -34,9 +35,21 @@ NUMBERS = {"max_upper_rate": 0.02, "min_runs": 200, "max_quarantined_share": 0.5
 COMMITS = itertools.count()  # each upload a new commit: the same body is stored once
 
 
+def build_world():
+    """This module's shared world (tests/world.py): the suite and its entry, built once for
+    a run of the tests that ask for it."""
+    world = people_world()
+    world.entry = add_entry(world.suite, world.today)
+    return world
+
+
 @pytest.fixture
-def entry(suite, today):
+def entry(world):
     """A quarantined node of a suite of forty-two, measured before it was quarantined."""
+    return world.entry
+
+
+def add_entry(suite, today):
     rows = [measurement(f"tests/test_many.py::test_{i}") for i in range(40)]
     report_ingest(suite=suite, body=body([*rows, measurement(NODE, fails=7),
                                           measurement(OTHER, fails=6)]), actor="ci")

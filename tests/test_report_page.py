@@ -13,6 +13,7 @@ from ledger.quarantine import quarantine_create
 from ledger.tiers import tier_rule_add
 from runs.ingest import report_ingest
 from tests.helpers import body, measurement, upload_summary
+from tests.world import people_world
 
 FLAKY = "tests/test_pay.py::test_refund_retry"
 PROPERTY = "tests/test_properties.py::test_roundtrip"
@@ -24,8 +25,20 @@ def clean_rows(k):
     return [measurement(f"tests/test_many.py::test_{i:03}") for i in range(k)]
 
 
+def build_world():
+    """This module's shared world (tests/world.py): the suite and its report, built once for a
+    run of the tests that ask for it."""
+    world = people_world()
+    world.report = add_report(world.suite, world.today)
+    return world
+
+
 @pytest.fixture
-def report(suite, today):
+def report(world):
+    return world.report
+
+
+def add_report(suite, today):
     tier_rule_add(suite=suite, glob="tests/test_properties.py::*", tier=0, actor="@lea")
     report_ingest(suite=suite, body=body(clean_rows(40)), actor="ci")
     quarantine_create(suite=suite, nodeid=QUARANTINED, owner="@sam", evidence="ci/run-1",

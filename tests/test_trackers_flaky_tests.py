@@ -24,6 +24,7 @@ from trackers.models import Tracker, TrackerIssue, TrackerJob
 from trackers.services import TrackerFields, tracker_set
 
 fake, known, sleeps = trackers_setup.fake, trackers_setup.known, trackers_setup.sleeps
+build_world = trackers_setup.build_world  # known's world (tests/world.py)
 github = pytest.mark.parametrize("fake", ["github"], indirect=True)
 OPEN_PATH = "/repos/acme/shop/issues"
 REFUND = "tests/test_pay.py::test_refund"

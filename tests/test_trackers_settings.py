@@ -20,6 +20,7 @@ from trackers.crypto import decrypt, is_current
 from trackers.models import Tracker, TrackerJob
 
 fake, known, sleeps = trackers_setup.fake, trackers_setup.known, trackers_setup.sleeps
+build_world = trackers_setup.build_world  # known's world (tests/world.py)
 github = pytest.mark.parametrize("fake", ["github"], indirect=True)
 
 

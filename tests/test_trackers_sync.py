@@ -20,6 +20,7 @@ from trackers.models import TrackerIssue, TrackerJob
 from trackers.sync import _claim, enqueue, sync
 
 fake, known, sleeps = trackers_setup.fake, trackers_setup.known, trackers_setup.sleeps
+build_world = trackers_setup.build_world  # known's world (tests/world.py)
 OPEN_PATHS = {"github": "/repos/acme/shop/issues", "gitlab": "/api/v4/projects/acme%2Fshop/issues",
               "jira": "/rest/api/3/issue"}
 COMMENT_PATHS = {"github": "/repos/acme/shop/issues/1/comments",

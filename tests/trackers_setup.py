@@ -1,4 +1,5 @@
-"""What the tracker tests share: a suite with forty known nodes, a fake tracker of each
+"""What the tracker tests share: a suite with forty known nodes (a world's, built once for a
+run of a module's tests: a tracker module takes ``build_world`` too), a fake tracker of each
 kind on 127.0.0.1, a tracker set against it with a token the tests look for everywhere,
 and sync_trackers run with its backoff's sleeps recorded, not slept."""
 
@@ -16,6 +17,7 @@ from tests.helpers import body, measurement
 from tests.local_server import serving
 from tests.test_gate_status import FLAKY
 from tests.tracker_server import FakeTracker
+from tests.world import people_world
 from trackers.services import TrackerFields, tracker_set
 
 TOKEN = "tok-7Hq9-secret-Zx42"
@@ -26,10 +28,24 @@ AUTH = {"github": ("authorization", f"Bearer {TOKEN}"),
         "jira": ("authorization", "Basic Ym90QGFjbWUuZXhhbXBsZTp0b2stN0hxOS1zZWNyZXQtWng0Mg==")}
 
 
+def build_world():
+    """A tracker module's shared world (tests/world.py): the suite with its forty known
+    nodes, built once for a run of the tests that ask for it."""
+    world = people_world()
+    world.known = add_known(world.suite)
+    return world
+
+
 @pytest.fixture
-def known(settings, suite):
+def known(settings, world, suite):
+    """The suite with forty known nodes: the world's, but a test that commits
+    (tests/test_trackers_race.py) makes its own."""
     settings.WEBHOOKS_ALLOW_PRIVATE_IPS = True
     settings.BASE_URL = "https://board.example"
+    return world.known if world is not None else add_known(suite)
+
+
+def add_known(suite):
     suite.max_quarantined_share = 0.5
     suite.save()
     report_ingest(suite=suite, body=body([measurement(FLAKY.format(i)) for i in range(40)]),

@@ -11,8 +11,9 @@ the calendar's edges ask for it in hundreds of tests, each of which used to buil
 
 A module that defines a ``build_world`` of its own gets that world instead: a larger one
 (the node page's long history on top of it), or another (a suite with a year of history,
-and nothing else). Its tests ask for ``world`` all the same; the fixtures of the people
-and suites answer from it (conftest.py).
+and nothing else; ``people_world`` gives the suites and people a module names). Its tests
+ask for ``world`` all the same; the fixtures of the people and suites answer from it
+(conftest.py), and a person or suite it does not hold is made for the test as before.
 
 pytest-randomly shuffles the tests of a module; ``pytest_collection_modifyitems`` then puts
 the module's tests that ask for the world next to each other, each side in its shuffled
@@ -21,7 +22,7 @@ of its tests between two that do not ask for it.
 
 Each test on the world gets a copy of it (its rows as Python objects too), and runs on the
 clock frozen at the instant the world was built (tests/clock.py): its ``today`` is the
-world's.
+world's. A test that commits (pytest-django's transactional tests) runs on no world.
 """
 
 from __future__ import annotations
@@ -74,6 +75,15 @@ def make_person(name: str, suites: dict):
     if suite is not None:
         Membership.objects.create(suite=suites[suite], user=user, role=role)
     return user
+
+
+def people_world(*people: str, suites: tuple[str, ...] = ("suite",)) -> SimpleNamespace:
+    """A world of ``suites`` and ``people`` (fixture names) and nothing else, made as their
+    fixtures make them: the start of a module's own ``build_world``."""
+    made = {name: make_suite(name) for name in suites}
+    return SimpleNamespace(
+        today=timezone.now().date(), users={name: make_person(name, made) for name in people},
+        **made)
 
 
 def build_world() -> SimpleNamespace:
@@ -142,7 +152,9 @@ BUILT: list[Built] = []  # this worker's open world, if any
 
 
 def uses_world(item) -> bool:
-    return "world" in getattr(item, "fixturenames", ())
+    """Whether the test runs on a world: it asks for one, and does not commit (a world's
+    rows are one transaction's, which a test that commits would end)."""
+    return "world" in getattr(item, "fixturenames", ()) and not _commits(item)
 
 
 def _transactional(item) -> bool:
@@ -151,13 +163,20 @@ def _transactional(item) -> bool:
                             or marker.kwargs.get("reset_sequences")))
 
 
+def _commits(item) -> bool:
+    """pytest-django's transactional tests: by their mark, or by the fixtures they ask for."""
+    fixtures = getattr(item, "fixturenames", ())
+    return (_transactional(item) or "transactional_db" in fixtures
+            or "live_server" in fixtures)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items) -> None:
     """In each stretch of one module's tests (pytest-django orders the transactional ones
     last), the tests that ask for the world first, then the others, each in its order."""
     ordered = []
     for _, stretch in itertools.groupby(
-            items, key=lambda item: (item.nodeid.split("::")[0], _transactional(item))):
+            items, key=lambda item: (item.nodeid.split("::")[0], _commits(item))):
         stretch = list(stretch)
         ordered += [item for item in stretch if uses_world(item)]
         ordered += [item for item in stretch if not uses_world(item)]
@@ -225,11 +244,14 @@ def _world_run(request, _fast_password_hashing) -> Built | None:
 @pytest.fixture
 def clock_start(_world_run) -> datetime | None:
     """The instant the clock of this test starts at (tests/clock.py): the world's, for a test
-    on it. The clock is set first, so the world's transaction is opened before the test's."""
+    on it. The clock, set first, looks it up in a test that asks for the world, so the
+    world's transaction is opened before the test's."""
     return _world_run.instant if _world_run is not None else None
 
 
 @pytest.fixture
-def world(_world_run, db):
-    """The shared world (build_world): this test's own copy of it."""
-    return copy.deepcopy(_world_run.world)
+def world(_world_run, clock_start, db):
+    """The shared world (build_world): this test's own copy of it. None in a test that
+    commits: a fixture built on the world then builds its rows for that test alone (the
+    digests' ledger of tests/test_notify_email.py, which tests/test_job_locks.py asks for)."""
+    return copy.deepcopy(_world_run.world) if _world_run is not None else None

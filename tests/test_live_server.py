@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
+pytestmark = pytest.mark.slow  # a real server, answering 96 requests sent at once
+
 
 def test_requests_at_once_are_each_answered_whole(live_board, suite, token):
     with ThreadPoolExecutor(max_workers=8) as pool:

@@ -16,24 +16,10 @@ from ledger.tiers import tier_rule_add
 from runs.ingest import report_ingest, signals_ingest
 from runs.models import Measurement, NodeVerdict, ReasonRollup, Report, VerdictBatch
 from tests.helpers import body, measurement, record
-from tests.world import people_world
+from tests.world import module_world
 
 LOCK = "tests/test_auth.py::test_lock_5"
 SPARE = "tests/test_auth.py::test_spare"
-
-
-def build_world():
-    """This module's shared world (tests/world.py): the suite and its forty known nodes, one
-    quarantined, built once for a run of the tests that ask for it."""
-    world = people_world()
-    add_quarantined(world.suite, world.today)
-    return world
-
-
-@pytest.fixture
-def quarantined(world):
-    """Forty known tier-2 nodes, one of them (LOCK) in the served ledger."""
-    return world.suite
 
 
 def add_quarantined(suite, today):
@@ -42,6 +28,11 @@ def add_quarantined(suite, today):
     report_ingest(suite=suite, body=body(rows), actor="ci")
     quarantine_create(suite=suite, nodeid=LOCK, owner="@finley", evidence="ci/run-1",
                       expires=today + timedelta(days=10), actor="@finley", today=today)
+    return suite
+
+
+# quarantined: the suite with forty known tier-2 nodes, one of them (LOCK) in the served ledger.
+build_world, quarantined = module_world("quarantined", add_quarantined)
 
 
 def admin_url(model, action, *args):

@@ -11,22 +11,9 @@ from flakeboard import rules
 from ledger.quarantine import quarantine_create
 from runs.ingest import report_ingest, signals_ingest
 from tests.helpers import body, measurement, record, upload_summary
-from tests.world import people_world
+from tests.world import module_world
 
 HTMX = {"HX-Request": "true"}
-
-
-def build_world():
-    """This module's shared world (tests/world.py): the suite and its verdict batch, built once
-    for a run of the tests that ask for it."""
-    world = people_world()
-    world.batch = add_batch(world.suite, world.today)
-    return world
-
-
-@pytest.fixture
-def batch(world):
-    return world.batch
 
 
 def add_batch(suite, today):
@@ -47,6 +34,9 @@ def add_batch(suite, today):
     ]
     return signals_ingest(suite=suite, body=body({"records": records, "patch": "patch-42",
                                                   "commit": "c0ffee"}), actor="ci").upload
+
+
+build_world, batch = module_world("batch", add_batch)
 
 
 def rows(html) -> dict[str, str]:

@@ -14,29 +14,20 @@ from ledger.ledger_file import import_ledger
 from runs.ingest import report_ingest, signals_ingest
 from runs.wire import UploadInvalid
 from tests.helpers import body, measurement, record
-from tests.world import people_world
+from tests.world import module_world
 
 NODE = "tests/test_pay.py::test_refund_retry"
 LONG = rules.EVIDENCE_MAX_LENGTH
 
 
-def build_world():
-    """This module's shared world (tests/world.py): the suite and its forty known nodes, built
-    once for a run of the tests that ask for it."""
-    world = people_world()
-    add_wide(world.suite)
-    return world
-
-
-@pytest.fixture
-def wide(world):
-    """40 known nodes, so that one new entry stays under the 5% cap."""
-    return world.suite
-
-
-def add_wide(suite):
+def add_wide(suite, today):
     rows = [measurement(f"tests/test_many.py::test_{i}") for i in range(40)]
     report_ingest(suite=suite, body=body(rows), actor="ci")
+    return suite
+
+
+# wide: the suite with 40 known nodes, so that one new entry stays under the 5% cap.
+build_world, wide = module_world("wide", add_wide)
 
 
 def by_form(client, suite, today, **fields) -> bool:

@@ -7,7 +7,6 @@ import csv
 import io
 from datetime import datetime, time, timedelta
 
-import pytest
 from django.urls import reverse
 from django.utils import timezone
 
@@ -19,7 +18,7 @@ from junit.ingest import junit_ingest
 from tests.junit_files import junit_xml
 from tests.test_node_diagnoses import RESET, SEEDED, case, measured
 from tests.test_trends import page_charts
-from tests.world import people_world
+from tests.world import module_world
 
 SEEDED_NODE, EXTERNAL_NODE = "tests/test_a.py::test_seeded", "tests/test_a.py::test_external"
 
@@ -32,21 +31,6 @@ def flake(suite, nodeid, day, *, message="assert 1 == 2", commit=None):
                  query={"commit": commit or f"c{day}", "branch": "main", "job": "py3.12"})
 
 
-def build_world():
-    """This module's shared world (tests/world.py): the suite and two weeks of flaky tests,
-    built once for a run of the tests that ask for it."""
-    world = people_world()
-    world.weeks = add_weeks(world.suite, world.today)
-    return world
-
-
-@pytest.fixture
-def weeks(world):
-    """The week of today and the one before: the seeded test flaky on two days of each,
-    the external one on today alone."""
-    return world.weeks
-
-
 def add_weeks(suite, today):
     this_week = bucket_start(today, "week")
     days = [this_week - timedelta(days=7), this_week - timedelta(days=6), this_week, today]
@@ -57,6 +41,11 @@ def add_weeks(suite, today):
     measured(suite, SEEDED_NODE, n=20, fails=3, classification="flaky",
              experiments={"seeded": SEEDED})
     return this_week - timedelta(days=7), this_week
+
+
+# weeks: the week of today and the one before: the seeded test flaky on two days of each, the
+# external one on today alone.
+build_world, weeks = module_world("weeks", add_weeks)
 
 
 def column(chart, category) -> list[int]:

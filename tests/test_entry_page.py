@@ -3,7 +3,6 @@ re-renders) and from the entry page (its body re-renders), with htmx or without 
 
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from django.urls import reverse
 
 from ledger.models import AuditEvent, QuarantineEntry
@@ -11,23 +10,10 @@ from ledger.quarantine import quarantine_clear, quarantine_create, quarantine_re
 from ledger.tiers import tier_rule_add
 from runs.ingest import report_ingest
 from tests.helpers import body, field_errors, measurement, node_page
-from tests.world import people_world
+from tests.world import module_world
 
 NODE = "tests/test_pay.py::test_refund_retry"
 HTMX = {"HX-Request": "true"}
-
-
-def build_world():
-    """This module's shared world (tests/world.py): the suite and its quarantined entry, built
-    once for a run of the tests that ask for it."""
-    world = people_world()
-    world.entry = add_entry(world.suite, world.today)
-    return world
-
-
-@pytest.fixture
-def entry(world):
-    return world.entry
 
 
 def add_entry(suite, today):
@@ -39,6 +25,9 @@ def add_entry(suite, today):
         evidence="https://ci.example.com/runs/88213", actor="@finley", today=today, n=200,
         fails=5, reported_upper95=0.0537, seed_base=9137, note="Flaky under load.",
     )
+
+
+build_world, entry = module_world("entry", add_entry)
 
 
 def url(name, suite, entry):

@@ -13,7 +13,7 @@ from ledger.models import AuditEvent, QuarantineEntry
 from ledger.quarantine import quarantine_clear
 from ledger.tiers import tier_rule_add
 from tests.helpers import quarantined
-from tests.world import people_world
+from tests.world import module_world
 
 NODES = {
     "tests/test_pay.py::test_refund": 5,
@@ -23,22 +23,12 @@ NODES = {
 REASON = "Still flaky under load; the fix is in review 812."
 
 
-def build_world():
-    """This module's shared world (tests/world.py): the suite and its three open entries, built
-    once for a run of the tests that ask for it."""
-    world = people_world()
-    world.entries = add_entries(world.suite, world.today)
-    return world
-
-
-@pytest.fixture
-def entries(world):
-    """Three open entries, on the evidence ci/run-100, ci/run-101 and ci/run-102."""
-    return world.entries
-
-
 def add_entries(suite, today):
     return list(quarantined(suite, today, NODES).values())
+
+
+# entries: three open entries, on the evidence ci/run-100, ci/run-101 and ci/run-102.
+build_world, entries = module_world("entries", add_entries)
 
 
 def renew(suite, today, ids, **overrides):

@@ -12,7 +12,7 @@ from django.urls import reverse
 from ledger.models import AuditEvent, QuarantineEntry
 from ledger.quarantine import quarantine_clear
 from tests.helpers import quarantined
-from tests.world import people_world
+from tests.world import module_world
 
 NODES = {
     "tests/test_pay.py::test_refund": 5,
@@ -21,21 +21,11 @@ NODES = {
 }
 
 
-def build_world():
-    """This module's shared world (tests/world.py): the suite and its three open entries, built
-    once for a run of the tests that ask for it."""
-    world = people_world()
-    world.entries = add_entries(world.suite, world.today)
-    return world
-
-
-@pytest.fixture
-def entries(world):
-    return world.entries
-
-
 def add_entries(suite, today):
     return list(quarantined(suite, today, NODES).values())
+
+
+build_world, entries = module_world("entries", add_entries)
 
 
 def bulk_url(suite):

@@ -13,23 +13,10 @@ from django.urls import reverse
 from ledger.quarantine import quarantine_create
 from runs.ingest import report_ingest
 from tests.helpers import body, measurement
-from tests.world import people_world
+from tests.world import module_world
 
 HTMX = {"HX-Request": "true"}
 NODES = ("tests/test_pay.py::test_refund_retry", "tests/test_cart.py::test_total")
-
-
-def build_world():
-    """This module's shared world (tests/world.py): the suite and its quarantined entries, built
-    once for a run of the tests that ask for it."""
-    world = people_world()
-    world.entries = add_entries(world.suite, world.today)
-    return world
-
-
-@pytest.fixture
-def entries(world):
-    return world.entries
 
 
 def add_entries(suite, today):
@@ -43,6 +30,9 @@ def add_entries(suite, today):
         )
         for nodeid in NODES
     ]
+
+
+build_world, entries = module_world("entries", add_entries)
 
 
 def htmx_from(suite, query=""):

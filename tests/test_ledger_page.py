@@ -12,7 +12,7 @@ from ledger.quarantine import quarantine_clear, quarantine_create
 from ledger.tiers import tier_rule_add
 from runs.ingest import report_ingest
 from tests.helpers import body, measurement
-from tests.world import people_world
+from tests.world import module_world
 
 ACTIVE = "tests/test_pay.py::test_active"
 EXPIRING = "tests/test_pay.py::test_expiring"
@@ -28,20 +28,6 @@ def quarantine(suite, today, nodeid, *, days=20, owner="@finley", evidence="ci/r
     )
 
 
-def build_world():
-    """This module's shared world (tests/world.py): the suite and an entry in each state, built
-    once for a run of the tests that ask for it."""
-    world = people_world()
-    world.entries = add_entries(world.suite, world.today)
-    return world
-
-
-@pytest.fixture
-def entries(world):
-    """One entry in each state."""
-    return world.entries
-
-
 def add_entries(suite, today):
     suite.max_quarantined_share = 1.0
     suite.save()
@@ -55,6 +41,10 @@ def add_entries(suite, today):
     quarantine_clear(entry=made["cleared"], note="fixed", actor="@finley")
     tier_rule_add(suite=suite, glob="tests/test_contract.py::*", tier=1, actor="@lea")
     return made
+
+
+# entries: one entry in each state.
+build_world, entries = module_world("entries", add_entries)
 
 
 def row_ids(response) -> list[int]:

@@ -6,7 +6,6 @@ import re
 from datetime import UTC, datetime, timedelta
 from html import unescape as html_unescape
 
-import pytest
 from django.urls import reverse
 
 from flakeboard import rules
@@ -15,24 +14,9 @@ from ledger.tiers import tier_rule_add
 from runs.ingest import report_ingest, signals_ingest
 from tests.helpers import body, measurement, node_page, record
 from tests.test_flaky_page import flake
-from tests.world import people_world
+from tests.world import module_world
 
 NODE = "tests/unit/test_pay.py::TestRefund::test_retry[eu-west]"
-
-
-def build_world():
-    """This module's shared world (tests/world.py): the suite and the node's history in it,
-    built once for a run of the tests that ask for it."""
-    world = people_world()
-    world.history = add_history(world.suite, world.today)
-    return world
-
-
-@pytest.fixture
-def history(world):
-    """The node's five days of reports and batches, and its entries: the old one cleared,
-    the current one open."""
-    return world.history
 
 
 def add_history(suite, today):
@@ -50,6 +34,11 @@ def add_history(suite, today):
     current = quarantine_create(suite=suite, nodeid=NODE, owner="@finley", evidence="ci/run-2",
                                 expires=today + timedelta(days=20), actor="@finley", today=today)
     return {"old": old, "current": current}
+
+
+# history: the node's five days of reports and batches, and its entries: the old one cleared, the
+# current one open.
+build_world, history = module_world("history", add_history)
 
 
 def node_url(suite, nodeid=NODE):

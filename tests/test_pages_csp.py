@@ -11,22 +11,9 @@ from django.urls import NoReverseMatch, reverse
 from ledger.quarantine import quarantine_create
 from runs.ingest import report_ingest, signals_ingest
 from tests.helpers import body, measurement, record, suite_pages
-from tests.world import people_world
+from tests.world import module_world
 
 NODE = "tests/test_pay.py::test_refund_retry"
-
-
-def build_world():
-    """This module's shared world (tests/world.py): the suite and its pages, built once for a
-    run of the tests that ask for it."""
-    world = people_world()
-    world.pages = add_pages(world.suite, world.today)
-    return world
-
-
-@pytest.fixture
-def pages(world):
-    return world.pages
 
 
 def add_pages(suite, today):
@@ -39,6 +26,9 @@ def add_pages(suite, today):
     entry = quarantine_create(suite=suite, nodeid=NODE, owner="@finley", evidence="ci/run-1",
                               expires=today + timedelta(days=9), actor="@finley", today=today)
     return suite_pages(suite, entry=entry, report=report, batch=batch, node=NODE)
+
+
+build_world, pages = module_world("pages", add_pages)
 
 
 def inline_code(html: str) -> list[str]:

@@ -21,27 +21,13 @@ from runs.ingest import report_ingest, signals_ingest
 from runs.models import Measurement, NodeVerdict, ReasonRollup, Report, VerdictBatch
 from runs.trend_counts import reason_counts, share_over_time
 from tests.helpers import body, measurement, record
-from tests.world import people_world
+from tests.world import module_world
 
 AGES = (0, 399, 400, 450)  # days ago; 400 days kept: 0 and 399 stay
 
 
 def at(today, days_ago: int) -> datetime:
     return datetime.combine(today - timedelta(days=days_ago), time(12), tzinfo=UTC)
-
-
-def build_world():
-    """This module's shared world (tests/world.py): the suite and its history, built once
-    for a run of the tests that ask for it."""
-    world = people_world()
-    world.history = add_history(world.suite, world.today)
-    return world
-
-
-@pytest.fixture
-def history(world):
-    """A report and a batch at each age, two rows each; their ids by age."""
-    return world.history
 
 
 def add_history(suite, today):
@@ -53,6 +39,10 @@ def add_history(suite, today):
         batch = signals_ingest(suite=suite, body=body(signals), actor="ci", now=at(today, age))
         uploads[age] = (report.upload.pk, batch.upload.pk)
     return uploads
+
+
+# history: a report and a batch at each age, two rows each; their ids by age.
+build_world, history = module_world("history", add_history)
 
 
 def prune_command(*args) -> str:

@@ -13,28 +13,13 @@ from ledger.models import AuditEvent, QuarantineEntry
 from ledger.quarantine import quarantine_create
 from runs.ingest import report_ingest
 from tests.helpers import body, field_errors, measurement
-from tests.world import people_world
+from tests.test_bounds import add_wide
+from tests.world import module_world
 
 NODE = "tests/test_pay.py::test_refund_retry"
 
-
-def build_world():
-    """This module's shared world (tests/world.py): the suite and its forty known nodes, built
-    once for a run of the tests that ask for it."""
-    world = people_world()
-    add_wide(world.suite)
-    return world
-
-
-@pytest.fixture
-def wide(world):
-    """40 known nodes: one entry is 2.5% of the test set, under the 5% cap."""
-    return world.suite
-
-
-def add_wide(suite):
-    rows = [measurement(f"tests/test_many.py::test_{i}") for i in range(40)]
-    report_ingest(suite=suite, body=body(rows), actor="ci")
+# wide: 40 known nodes, so that one entry is 2.5% of the test set, under the 5% cap.
+build_world, wide = module_world("wide", add_wide)
 
 
 def new_url(suite, **params):

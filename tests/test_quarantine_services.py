@@ -9,7 +9,7 @@ from ledger.models import AuditEvent, QuarantineEntry
 from ledger.quarantine import quarantine_clear, quarantine_create, quarantine_renew
 from runs.ingest import report_ingest
 from tests.helpers import body, measurement
-from tests.world import people_world
+from tests.world import module_world
 
 NODE = "tests/test_ingest.py::test_stream_backpressure"
 
@@ -35,23 +35,15 @@ def codes(exc: ValidationError) -> dict[str, list[str]]:
     return {field: [e.code for e in errors] for field, errors in exc.error_dict.items()}
 
 
-def build_world():
-    """This module's shared world (tests/world.py): the suite and its hundred known nodes, built
-    once for a run of the tests that ask for it."""
-    world = people_world()
-    add_wide_suite(world.suite, world.today)
-    return world
-
-
-@pytest.fixture
-def wide_suite(world):
-    """A suite with a large test set, so the share cap is not in the way."""
-    return world.suite
-
-
 def add_wide_suite(suite, today):
     nodes = [measurement(f"tests/test_many.py::test_{i}") for i in range(100)]
     report_ingest(suite=suite, body=body(nodes), actor="ci")
+    return suite
+
+
+# wide_suite: a suite with a large test set (a hundred known nodes), so the share cap is not in the
+# way.
+build_world, wide_suite = module_world("wide_suite", add_wide_suite)
 
 
 def test_create_stores_server_bound_and_audit_event(wide_suite, today):

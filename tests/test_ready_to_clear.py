@@ -25,7 +25,7 @@ from runs.ingest import report_ingest, signals_ingest
 from tests.api_http import new_token
 from tests.helpers import body, measurement, node_page, record
 from tests.junit_files import junit_xml
-from tests.world import people_world
+from tests.world import module_world
 
 NODE = "tests/test_pay.py::test_refund_retry"
 OTHER = "tests/test_pay.py::test_refund_partial"
@@ -33,20 +33,6 @@ HTMX = {"HX-Request": "true"}
 NUMBERS = {"max_upper_rate": 0.02, "min_runs": 200, "max_quarantined_share": 0.5,
            "max_quarantine_days": 30}  # the policy, as the entry fixture leaves it
 COMMITS = itertools.count()  # each upload a new commit: the same body is stored once
-
-
-def build_world():
-    """This module's shared world (tests/world.py): the suite and its entry, built once for
-    a run of the tests that ask for it."""
-    world = people_world()
-    world.entry = add_entry(world.suite, world.today)
-    return world
-
-
-@pytest.fixture
-def entry(world):
-    """A quarantined node of a suite of forty-two, measured before it was quarantined."""
-    return world.entry
 
 
 def add_entry(suite, today):
@@ -57,6 +43,10 @@ def add_entry(suite, today):
     return quarantine_create(suite=suite, nodeid=NODE, owner="@finley", n=200, fails=7,
                              expires=today + timedelta(days=5), evidence="ci/run-1",
                              actor="@finley", today=today)
+
+
+# entry: a quarantined node of a suite of forty-two, measured before it was quarantined.
+build_world, entry = module_world("entry", add_entry)
 
 
 def measure(suite, *fails: int, nodeid: str = NODE) -> list[int]:

@@ -13,7 +13,7 @@ from ledger.quarantine import quarantine_create
 from ledger.tiers import tier_rule_add
 from runs.ingest import report_ingest
 from tests.helpers import body, measurement, upload_summary
-from tests.world import people_world
+from tests.world import module_world
 
 FLAKY = "tests/test_pay.py::test_refund_retry"
 PROPERTY = "tests/test_properties.py::test_roundtrip"
@@ -23,19 +23,6 @@ HTMX = {"HX-Request": "true"}
 
 def clean_rows(k):
     return [measurement(f"tests/test_many.py::test_{i:03}") for i in range(k)]
-
-
-def build_world():
-    """This module's shared world (tests/world.py): the suite and its report, built once for a
-    run of the tests that ask for it."""
-    world = people_world()
-    world.report = add_report(world.suite, world.today)
-    return world
-
-
-@pytest.fixture
-def report(world):
-    return world.report
 
 
 def add_report(suite, today):
@@ -52,6 +39,9 @@ def add_report(suite, today):
     return report_ingest(suite=suite, body=body({"measurements": rows, "commit": "abc123",
                                                  "branch": "main", "evidence": "ci/run-2"}),
                          actor="ci").upload
+
+
+build_world, report = module_world("report", add_report)
 
 
 def row_html(html, nodeid) -> str:

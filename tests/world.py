@@ -86,6 +86,24 @@ def people_world(*people: str, suites: tuple[str, ...] = ("suite",)) -> SimpleNa
         **made)
 
 
+def module_world(name: str, add) -> tuple:
+    """A module's own world and its fixture, as ``build_world, <name> = module_world(name,
+    add)``: the world is the suite (``people_world()``) holding ``add(suite, today)`` as
+    ``name``, built once for a run of the module's tests that ask for it, and the fixture
+    ``name`` gives it to a test. The data its tests only read, or change and see undone."""
+
+    def build_world() -> SimpleNamespace:
+        world = people_world()
+        setattr(world, name, add(world.suite, world.today))
+        return world
+
+    @pytest.fixture(name=name)
+    def built(world):
+        return getattr(world, name)
+
+    return build_world, built
+
+
 def build_world() -> SimpleNamespace:
     """The suite with one of everything a caller may ask for: a report, a verdict batch
     (of a patch), an open entry, a tier rule; the people, each with a session signed in;

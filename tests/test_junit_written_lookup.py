@@ -4,11 +4,9 @@ every known node, each written as pytest would, found before."""
 
 from __future__ import annotations
 
-import importlib
 from collections import defaultdict
 from datetime import timedelta
 
-from django.apps import apps
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -95,13 +93,3 @@ def test_every_way_of_making_a_node_keeps_its_written_key(suite, today):
     assert len(kept) == 3
     assert kept == {nodeid: node_written_key(nodeid) for nodeid in kept}
 
-
-def test_the_migration_fills_the_key_of_the_nodes_there_are(suite, today):
-    ids = [f"tests/unit/test_{i}.py::TestA::test_x[{i}]" for i in range(5)]
-    nodes_create(suite, ids, [], seen=today)
-    Node.objects.filter(suite=suite).update(written_key="")
-    migration = importlib.import_module("ledger.migrations.0023_node_written_key")
-    migration.BATCH = 2  # more than one batch
-    migration.fill_written_keys(apps, None)
-    kept = dict(Node.objects.filter(suite=suite).values_list("nodeid", "written_key"))
-    assert kept == {nodeid: node_written_key(nodeid) for nodeid in ids}

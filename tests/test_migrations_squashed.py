@@ -32,6 +32,9 @@ OLD = {
         "0018_token_default_branch_only",
         "0019_trust_policy",
         "0020_suite_measure_budget",
+        "0021_entry_ticket",
+        "0022_suite_junit_summary_day",
+        "0023_node_written_key",
     ],
     "runs": [
         "0001_initial",
@@ -46,12 +49,17 @@ OLD = {
         "0010_new_test_reasons",
         "0011_measurement_stated_tier",
         "0012_impact_map",
+        "0013_batch_infrastructure",
+        "0014_measurement_experiments",
+        "0015_failure_signature",
     ],
     "junit": [
         "0001_initial",
         "0002_flaky_days_index",
         "0003_node_first_commit_of_junit",
         "0004_file_test_set_untrusted",
+        "0005_one_signature_reason",
+        "0006_node_summary",
     ],
     "notify": ["0001_initial", "0002_webhooks"],
 }

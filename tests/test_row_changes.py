@@ -129,7 +129,7 @@ def test_with_listen_url_off_every_call_reads_the_rows(raw):
 
 @on_postgres
 def test_without_the_triggers_every_call_reads_the_rows(raw, caplog):
-    migration = import_module("ledger.migrations.0001_squashed_0020_suite_measure_budget")
+    migration = import_module("ledger.migrations.0001_squashed_0023_node_written_key")
     changes.stop_listening()
     with connection.cursor() as cursor:
         cursor.execute("DROP TRIGGER flakeboard_apitoken_rows ON ledger_apitoken")

@@ -1,3 +1,5 @@
+"""The notification tables as their migrations 0001 and 0002 left them."""
+
 import django.db.models.deletion
 from django.db import migrations, models
 
@@ -9,7 +11,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('ledger', '0001_squashed_0020_suite_measure_budget'),
+        ('ledger', '0001_squashed_0023_node_written_key'),
     ]
 
     operations = [

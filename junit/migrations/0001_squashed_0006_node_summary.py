@@ -1,15 +1,19 @@
+"""The JUnit tables as their migrations 0001 to 0006 left them. The summaries that 0006
+built for the suites with rollups are left out: this migration runs only on a database that
+has none of the tables yet."""
+
 import django.db.models.deletion
 from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
 
-    replaces = [('junit', '0001_initial'), ('junit', '0002_flaky_days_index'), ('junit', '0003_node_first_commit_of_junit'), ('junit', '0004_file_test_set_untrusted')]
+    replaces = [('junit', '0001_initial'), ('junit', '0002_flaky_days_index'), ('junit', '0003_node_first_commit_of_junit'), ('junit', '0004_file_test_set_untrusted'), ('junit', '0005_one_signature_reason'), ('junit', '0006_node_summary')]
 
     initial = True
 
     dependencies = [
-        ('ledger', '0001_squashed_0020_suite_measure_budget'),
+        ('ledger', '0001_squashed_0023_node_written_key'),
     ]
 
     operations = [
@@ -35,14 +39,16 @@ class Migration(migrations.Migration):
                 ('flaky_in_file', models.PositiveIntegerField(default=0, help_text='Tests that both passed and failed within this file.')),
                 ('failing_share', models.FloatField(default=0.0, help_text='Of the tests that ran.')),
                 ('infrastructure_share', models.FloatField(help_text="The suite's share at upload.")),
-                ('infrastructure_reason', models.CharField(blank=True, choices=[('error_outside_tests', 'error_outside_tests'), ('failing_share', 'failing_share')], help_text='Set when the file is an infrastructure failure, left out of detection.', max_length=30)),
+                ('infrastructure_reason', models.CharField(blank=True, choices=[('error_outside_tests', 'error_outside_tests'), ('failing_share', 'failing_share'), ('one_signature', 'one_signature')], help_text='Set when the file is an infrastructure failure, left out of detection.', max_length=30)),
+                ('test_set_untrusted', models.BooleanField(default=False, help_text='Stated the default branch with a token not kept for it: stored as evidence, left out of the test set.')),
                 ('newly_flaky', models.JSONField(blank=True, default=list)),
                 ('differs_by_job', models.JSONField(blank=True, default=list)),
-                ('test_set_untrusted', models.BooleanField(default=False, help_text='Stated the default branch with a token not kept for it: stored as evidence, left out of the test set.')),
                 ('suite', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='junit_files', to='ledger.suite')),
             ],
             options={
                 'ordering': ['-created_at', '-id'],
+                'indexes': [models.Index(fields=['suite', '-created_at'], name='junit_suite_recent'), models.Index(fields=['suite', 'commit'], name='junit_suite_commit'), models.Index(fields=['day'], name='junit_day')],
+                'constraints': [models.UniqueConstraint(fields=('suite', 'digest'), name='junit_once_per_digest')],
             },
         ),
         migrations.CreateModel(
@@ -64,6 +70,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 'ordering': ['position'],
+                'indexes': [models.Index(fields=['file', 'position'], name='caseresult_file_pos'), models.Index(fields=['node', '-day'], name='caseresult_node_recent')],
             },
         ),
         migrations.CreateModel(
@@ -79,6 +86,29 @@ class Migration(migrations.Migration):
                 ('node', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='ledger.node')),
                 ('suite', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='ledger.suite')),
             ],
+            options={
+                'indexes': [models.Index(fields=['node', 'day'], name='nodeday_node_day'), models.Index(condition=models.Q(('flaky_failures__gt', 0)), fields=['suite', 'day'], name='nodeday_flaky_days'), models.Index(condition=models.Q(('flaky_failures__gt', 0)), fields=['node', 'day'], name='nodeday_flaky_node_days')],
+                'constraints': [models.UniqueConstraint(fields=('suite', 'day', 'branch', 'node'), name='one_node_day_per_branch')],
+            },
+        ),
+        migrations.CreateModel(
+            name='NodeSummary',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('runs', models.PositiveIntegerField(default=0)),
+                ('failures', models.PositiveIntegerField(default=0)),
+                ('flaky_failures', models.PositiveIntegerField(default=0)),
+                ('flaky_commits', models.PositiveIntegerField(default=0)),
+                ('first_flaky', models.DateField(blank=True, null=True)),
+                ('last_flaky', models.DateField(blank=True, null=True)),
+                ('spark', models.JSONField(default=list, help_text='Flaky failures a day, oldest first.')),
+                ('node', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='ledger.node')),
+                ('suite', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='ledger.suite')),
+            ],
+            options={
+                'indexes': [models.Index(condition=models.Q(('flaky_failures__gt', 0)), fields=['suite', '-flaky_failures', '-flaky_commits', 'node'], name='summary_ranking'), models.Index(condition=models.Q(('flaky_failures__gt', 0)), fields=['suite', 'last_flaky'], name='summary_last_flaky')],
+                'constraints': [models.UniqueConstraint(fields=('node',), name='one_summary_per_node')],
+            },
         ),
         migrations.CreateModel(
             name='SignatureDay',
@@ -91,6 +121,24 @@ class Migration(migrations.Migration):
                 ('node', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='ledger.node')),
                 ('suite', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='ledger.suite')),
             ],
+            options={
+                'indexes': [models.Index(fields=['suite', 'day'], name='signatureday_suite_day')],
+                'constraints': [models.UniqueConstraint(fields=('node', 'day', 'branch', 'signature'), name='one_signature_day')],
+            },
+        ),
+        migrations.CreateModel(
+            name='SignatureSummary',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('signature', models.CharField(blank=True, max_length=200)),
+                ('failures', models.PositiveIntegerField(default=0)),
+                ('node', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='ledger.node')),
+                ('suite', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='ledger.suite')),
+            ],
+            options={
+                'indexes': [models.Index(fields=['suite'], name='signaturesummary_suite')],
+                'constraints': [models.UniqueConstraint(fields=('node', 'signature'), name='one_signature_summary')],
+            },
         ),
         migrations.CreateModel(
             name='JobOutcome',
@@ -109,53 +157,5 @@ class Migration(migrations.Migration):
                 'indexes': [models.Index(fields=['last_day'], name='joboutcome_last_day')],
                 'constraints': [models.UniqueConstraint(fields=('suite', 'commit', 'job', 'node'), name='one_job_outcome_per_node')],
             },
-        ),
-        migrations.AddIndex(
-            model_name='junitfile',
-            index=models.Index(fields=['suite', '-created_at'], name='junit_suite_recent'),
-        ),
-        migrations.AddIndex(
-            model_name='junitfile',
-            index=models.Index(fields=['suite', 'commit'], name='junit_suite_commit'),
-        ),
-        migrations.AddIndex(
-            model_name='junitfile',
-            index=models.Index(fields=['day'], name='junit_day'),
-        ),
-        migrations.AddConstraint(
-            model_name='junitfile',
-            constraint=models.UniqueConstraint(fields=('suite', 'digest'), name='junit_once_per_digest'),
-        ),
-        migrations.AddIndex(
-            model_name='caseresult',
-            index=models.Index(fields=['file', 'position'], name='caseresult_file_pos'),
-        ),
-        migrations.AddIndex(
-            model_name='caseresult',
-            index=models.Index(fields=['node', '-day'], name='caseresult_node_recent'),
-        ),
-        migrations.AddIndex(
-            model_name='nodeday',
-            index=models.Index(fields=['node', 'day'], name='nodeday_node_day'),
-        ),
-        migrations.AddIndex(
-            model_name='nodeday',
-            index=models.Index(condition=models.Q(('flaky_failures__gt', 0)), fields=['suite', 'day'], name='nodeday_flaky_days'),
-        ),
-        migrations.AddIndex(
-            model_name='nodeday',
-            index=models.Index(condition=models.Q(('flaky_failures__gt', 0)), fields=['node', 'day'], name='nodeday_flaky_node_days'),
-        ),
-        migrations.AddConstraint(
-            model_name='nodeday',
-            constraint=models.UniqueConstraint(fields=('suite', 'day', 'branch', 'node'), name='one_node_day_per_branch'),
-        ),
-        migrations.AddIndex(
-            model_name='signatureday',
-            index=models.Index(fields=['suite', 'day'], name='signatureday_suite_day'),
-        ),
-        migrations.AddConstraint(
-            model_name='signatureday',
-            constraint=models.UniqueConstraint(fields=('node', 'day', 'branch', 'signature'), name='one_signature_day'),
         ),
     ]

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from .b6_measure import CLIENT, tools_python
+from .b6_measure import client_bench, measure_command, tools_python
 from .measure import TIMES, Row, fmt_seconds, progress, repeats, scaled
 
 ID = "B11"
@@ -97,17 +97,15 @@ def measured(command: list[str], project: Path) -> Measured:
 
 
 def run(scale: float, backend: str, workdir) -> list[Row]:
-    workdir = Path(workdir) / "b11"
-    workers = os.cpu_count() or 1
+    workdir, workers, full = client_bench(ID, workdir, scale)
     runs = scaled(scale, RUNS, 20)
     what = (f"measure's diagnosis (seeds replayed, CPU load) of 4 targets {TIMES} {runs} runs, "
             f"{workers} workers, against measure --no-diagnose")
-    python = tools_python(ID, workdir, TOOLS, scale >= 1)
+    python = tools_python(ID, workdir, TOOLS, full)
     project = make_project(workdir / "project")
     rounds = repeats(scale, 3)
     progress(f"{ID}: measure --exact with and without its experiments, {rounds} rounds")
-    command = [str(python), str(CLIENT), "measure", "flake_targets.txt", "--runs", str(runs),
-               "--workers", str(workers), "--exact", "--output", str(workdir / "report.json")]
+    command = measure_command(python, runs, workers, workdir / "report.json", "--exact")
     alone, diagnosed = [], []
     for _ in range(rounds):
         alone.append(measured([*command, "--no-diagnose"], project).seconds)

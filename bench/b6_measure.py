@@ -23,6 +23,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from flakeboard.rules import plural
 
@@ -144,6 +145,28 @@ def tools_python(bench_id: str, workdir: Path, tools: list[str], full: bool) -> 
     return make_tools(workdir / "venv", tools)
 
 
+class ClientBench(NamedTuple):
+    """Where a benchmark of the client works (a folder of its own below the run's), the
+    workers its commands run on (one per CPU), and whether the run is full (a smoke run's
+    scale is under 1)."""
+
+    workdir: Path
+    workers: int
+    full: bool
+
+
+def client_bench(bench_id: str, workdir, scale: float) -> ClientBench:
+    return ClientBench(Path(workdir) / bench_id.lower(), os.cpu_count() or 1, scale >= 1)
+
+
+def measure_command(python: Path, runs: int, workers: int, output: Path,
+                    *options: str) -> list[str]:
+    """The client's measure of the project's flake_targets.txt: ``runs`` runs a target on
+    ``workers`` workers, the report written to ``output``."""
+    return [str(python), str(CLIENT), "measure", "flake_targets.txt", "--runs", str(runs),
+            "--workers", str(workers), "--output", str(output), *options]
+
+
 # Runs the command given and prints the largest RSS (KiB) of any process under it.
 RSS_WRAPPER = ("import resource, subprocess, sys; code = subprocess.call(sys.argv[1:]); "
                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
@@ -179,9 +202,8 @@ def script_fails(python: Path, project: Path, targets: list[str],
 
 def measure_fails(python: Path, project: Path, runs: int, workers: int, out: Path):
     # The script diagnoses nothing: neither does measure here (B11 times its diagnosis).
-    seconds, rss, _ = timed([str(python), str(CLIENT), "measure", "flake_targets.txt",
-                             "--runs", str(runs), "--workers", str(workers), "--exact",
-                             "--no-diagnose", "--output", str(out)], project, TERM="dumb")
+    seconds, rss, _ = timed(measure_command(python, runs, workers, out, "--exact",
+                                            "--no-diagnose"), project, TERM="dumb")
     report = json.loads(out.read_text())
     return seconds, rss, {row["nodeid"]: row["fails"] for row in report}
 
@@ -189,16 +211,13 @@ def measure_fails(python: Path, project: Path, runs: int, workers: int, out: Pat
 def fresh_seconds(python: Path, project: Path, runs: int, out: Path) -> float:
     """measure --fresh on one worker, as the script runs: a process per run, one at a
     time (its collection and checks included)."""
-    seconds, _, _ = timed([str(python), str(CLIENT), "measure", "flake_targets.txt",
-                           "--fresh", "--runs", str(runs), "--workers", "1", "--exact",
-                           "--no-diagnose", "--output", str(out)], project, TERM="dumb")
+    seconds, _, _ = timed(measure_command(python, runs, 1, out, "--fresh", "--exact",
+                                          "--no-diagnose"), project, TERM="dumb")
     return seconds
 
 
 def run(scale: float, backend: str, workdir) -> list[Row]:
-    workdir = Path(workdir) / "b6"
-    workers = os.cpu_count() or 1
-    full = scale >= 1
+    workdir, workers, full = client_bench(ID, workdir, scale)
     # A smoke run installs nothing (it may have no network): the board's own interpreter,
     # which has pytest (its other plugins not loaded), two targets and no plugin baselines.
     script_runs = SCRIPT_RUNS if full else 1

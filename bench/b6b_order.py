@@ -23,7 +23,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from .b6_measure import CLIENT, tools_python
+from .b6_measure import client_bench, measure_command, tools_python
 from .measure import TIMES, Row, fmt_seconds, progress, unavailable
 
 ID = "B6b"
@@ -84,9 +84,8 @@ def timed_run(command: list[str], cwd: Path, **env) -> tuple[float, str]:
 def named_by_measure(python: Path, project: Path, targets: list[str], workers: int):
     """measure's wall seconds, and the test and role it named for each target."""
     (project / "flake_targets.txt").write_text("\n".join(targets) + "\n")
-    seconds, said = timed_run([str(python), str(CLIENT), "measure", "flake_targets.txt",
-                               "--runs", str(RUNS), "--workers", str(workers),
-                               "--output", str(project / "report.json")], project)
+    seconds, said = timed_run(measure_command(python, RUNS, workers, project / "report.json"),
+                              project)
     named = {}
     for line in said.splitlines():
         found = NAMED.search(line)
@@ -106,9 +105,7 @@ def found_by_detect_test_pollution(python: Path, project: Path) -> tuple[float, 
 
 
 def run(scale: float, backend: str, workdir) -> list[Row]:
-    workdir = Path(workdir) / "b6b"
-    workers = os.cpu_count() or 1
-    full = scale >= 1
+    workdir, workers, full = client_bench(ID, workdir, scale)
     per_module = PER_MODULE if full else 10
     python = tools_python(ID, workdir, TOOLS, full)
     if not full:

@@ -35,7 +35,7 @@ from flakeboard.rules import plural
 from ledger.tiers import tier_rule_add
 
 from . import data
-from .b6_measure import CLIENT, tools_python
+from .b6_measure import CLIENT, client_bench, tools_python
 from .call_log import write_calls
 from .measure import TIMES, Row, fmt_seconds, progress, repeats, routable, scaled, unavailable
 from .server import Gunicorn
@@ -142,9 +142,7 @@ def call_phases(log: Path, nodes: list[str]) -> list[tuple[str, float]]:
 
 
 def run(scale: float, backend: str, workdir) -> list[Row]:
-    workdir = Path(workdir) / "b6c"
-    workers = os.cpu_count() or 1
-    full = scale >= 1
+    workdir, workers, full = client_bench(ID, workdir, scale)
     # 20 new of 70 is under the guard's share (30%): every new test is measured.
     existing, new_count = scaled(scale, EXISTING, 5), scaled(scale, NEW, 2)
     what = (f"the guard's added time, a PR adding {new_count} fast tests to {existing} "

@@ -20,14 +20,13 @@ run of each (it compiles the project), in rounds that alternate them.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 from pathlib import Path
 
 from django.db import connections
 
 from . import data
-from .b6_measure import CLIENT, tools_python
+from .b6_measure import CLIENT, client_bench, tools_python
 from .b6b_order import timed_run
 from .measure import TIMES, Row, fmt_seconds, progress, repeats, routable, scaled, unavailable
 from .pr_scenario import CALL_LOG_ENV, FILES, PER_FILE, make_scenario
@@ -90,9 +89,7 @@ def call_phases(log: Path) -> dict[str, float]:
 
 
 def run(scale: float, backend: str, workdir) -> list[Row]:
-    workdir = Path(workdir) / "b6d"
-    workers = os.cpu_count() or 1
-    full = scale >= 1
+    workdir, workers, full = client_bench(ID, workdir, scale)
     files, per_file = scaled(scale, FILES, 8), scaled(scale, PER_FILE, 5)
     what = (f"gate --measure on a PR to {files * per_file} tests in {files} files under "
             f"-n 2 (1 failed, 2 new, 1 file of {per_file} edited)")

@@ -11,13 +11,12 @@ Both run in one fresh virtual environment holding pytest at its pinned version.
 
 from __future__ import annotations
 
-import os
 import statistics
 import subprocess
 import textwrap
 from pathlib import Path
 
-from .b6_measure import CLIENT, timed, tools_python
+from .b6_measure import client_bench, measure_command, timed, tools_python
 from .call_log import write_calls
 from .measure import TIMES, Row, fmt_seconds, progress, repeats, scaled
 
@@ -95,12 +94,11 @@ def import_seconds(python: Path, project: Path) -> float:
 
 
 def run(scale: float, backend: str, workdir) -> list[Row]:
-    workdir = Path(workdir) / "b6e"
-    workers = os.cpu_count() or 1
+    workdir, workers, full = client_bench(ID, workdir, scale)
     runs = scaled(scale, RUNS, 20)
     what = (f"measure with a 0.5 s import, 4 targets {TIMES} {runs} runs, {workers} workers, "
             f"against the limit (call phases ÷ workers + one import)")
-    python = tools_python(ID, workdir, TOOLS, scale >= 1)
+    python = tools_python(ID, workdir, TOOLS, full)
     project, targets = make_project(workdir / "project")
     imported = import_seconds(python, project)
     rounds = repeats(scale, 3)
@@ -109,9 +107,8 @@ def run(scale: float, backend: str, workdir) -> list[Row]:
     for rnd in range(rounds):
         log = workdir / f"calls-{rnd}.log"
         # Its start-up, not the diagnosis of its flaky targets (B11 times that).
-        took, _, _ = timed([str(python), str(CLIENT), "measure", "flake_targets.txt", "--runs",
-                            str(runs), "--workers", str(workers), "--exact", "--no-diagnose",
-                            "--output", str(workdir / "report.json")], project,
+        took, _, _ = timed(measure_command(python, runs, workers, workdir / "report.json",
+                                           "--exact", "--no-diagnose"), project,
                            B6E_CALL_LOG=str(log), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", TERM="dumb")
         logged = [line.split("\t") for line in log.read_text().splitlines()]
         seconds.append(took)

@@ -59,6 +59,14 @@ def make_known(suite, *rows, steady: int = 40) -> None:
     report_ingest(suite=suite, body=body([*filler, *rows]), actor="ci")
 
 
+def record_sleeps(monkeypatch, command: str) -> list[float]:
+    """The sleeps of a management command's backoff (``command``, its module), recorded
+    instead of slept."""
+    slept: list[float] = []
+    monkeypatch.setattr(f"{command}.Command.sleep", staticmethod(slept.append))
+    return slept
+
+
 def quarantined(suite, today, expiring_in: dict[str, int]) -> dict:
     """A suite of 80 steady nodes and the given flaky ones, each quarantined by @finley for
     its number of days, on the evidence ci/run-100, ci/run-101, ... in order; by node."""

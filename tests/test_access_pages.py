@@ -125,7 +125,39 @@ def page_request(method: str, action: str, w) -> Request:
     }
     if method == "GET":
         return Request(gets[action])
+    # The forms that post to a URL of the suite alone, by URL name: their data.
+    suite_posts = {
+        "ledger_bulk": {"action": "renew", "entry": [w.entry.pk], "expires": soon,
+                        "evidence": "ci/run-12", "note": "still flaky"},
+        "settings_policy": {"max_upper_rate": "3", "min_runs": "150",
+                            "max_quarantined_share": "10", "max_quarantine_days": "20",
+                            "note": "tuned"},
+        "settings_fixture_pin": {"fixture_manifest": "sha256:" + "0f1e" * 16,
+                                 "fixture_seed": "7"},
+        "settings_badge": {"public_badge": "on"},
+        "settings_auto_clear": {"auto_clear": "on"},
+        "settings_junit": {"junit_infrastructure_share": "70"},
+        "settings_new_tests": {"new_test_runs": "20", "new_test_share": "25"},
+        "settings_measure_budget": {"measure_budget": "120"},
+        "settings_test_set": {"default_branch": "trunk"},
+        "settings_codeowners": {"codeowners": "tests/ @finley\n"},
+        "settings_tier_rule_add": {"glob": "tests/test_golden.py::*", "tier": "1"},
+        "settings_member_set": {"username": w.viewer.username, "role": "owner"},
+        "settings_trust_policy_add": {"kind": "github", "repository": "acme/payments"},
+        "settings_token_create": {"name": "nightly", "scope": "read"},
+        "settings_webhook_save": {"url": "https://hooks.example.com/flakeboard",
+                                  "format": "json"},
+        "settings_webhook_remove": {},
+        "settings_webhook_test": {},
+        "settings_tracker_save": {"kind": "github", "project": "acme/payments",
+                                  "token": "github_pat_x", "labels": "flaky-test",
+                                  "on_new_entry": "on"},
+        "settings_tracker_remove": {},
+        "settings_tracker_test": {},
+        "flaky_measure": {"node": w.node, "marked": "1"},
+    }
     posts = {
+        **{name: Request(reverse(name, args=[s]), data) for name, data in suite_posts.items()},
         "entry_new": Request(gets["entry_new"], {
             "node": "tests/test_new.py::test_flaky", "owner": "@finley", "expires": soon,
             "evidence": "ci/run-9"}),
@@ -133,58 +165,18 @@ def page_request(method: str, action: str, w) -> Request:
             "expires": soon, "evidence": "ci/run-10", "owner": "", "note": "still flaky"}),
         "entry_clear": Request(gets["entry_clear"], {"note": "fixed"}),
         "entry_clear_ready": Request(reverse("entry_clear_ready", args=[s, w.entry.pk]), {}),
-        "ledger_bulk": Request(reverse("ledger_bulk", args=[s]), {
-            "action": "renew", "entry": [w.entry.pk], "expires": soon, "evidence": "ci/run-12",
-            "note": "still flaky"}),
-        "settings_policy": Request(reverse("settings_policy", args=[s]), {
-            "max_upper_rate": "3", "min_runs": "150", "max_quarantined_share": "10",
-            "max_quarantine_days": "20", "note": "tuned"}),
-        "settings_fixture_pin": Request(reverse("settings_fixture_pin", args=[s]), {
-            "fixture_manifest": "sha256:" + "0f1e" * 16, "fixture_seed": "7"}),
-        "settings_badge": Request(reverse("settings_badge", args=[s]), {"public_badge": "on"}),
-        "settings_auto_clear": Request(reverse("settings_auto_clear", args=[s]), {
-            "auto_clear": "on"}),
-        "settings_junit": Request(reverse("settings_junit", args=[s]), {
-            "junit_infrastructure_share": "70"}),
-        "settings_new_tests": Request(reverse("settings_new_tests", args=[s]), {
-            "new_test_runs": "20", "new_test_share": "25"}),
-        "settings_measure_budget": Request(reverse("settings_measure_budget", args=[s]), {
-            "measure_budget": "120"}),
-        "settings_test_set": Request(reverse("settings_test_set", args=[s]), {
-            "default_branch": "trunk"}),
-        "settings_codeowners": Request(reverse("settings_codeowners", args=[s]), {
-            "codeowners": "tests/ @finley\n"}),
-        "settings_tier_rule_add": Request(reverse("settings_tier_rule_add", args=[s]), {
-            "glob": "tests/test_golden.py::*", "tier": "1"}),
         "settings_tier_rule_remove": Request(
             reverse("settings_tier_rule_remove", args=[s, w.rule.pk]), {}),
-        "settings_member_set": Request(reverse("settings_member_set", args=[s]), {
-            "username": w.viewer.username, "role": "owner"}),
         "settings_member_remove": Request(
             reverse("settings_member_remove", args=[s, w.viewer_membership.pk]), {}),
-        "settings_trust_policy_add": Request(reverse("settings_trust_policy_add", args=[s]), {
-            "kind": "github", "repository": "acme/payments"}),
         "settings_trust_policy_remove": Request(reverse(
             "settings_trust_policy_remove", args=[s, trusted_ci(w, action)]), {}),
-        "settings_token_create": Request(reverse("settings_token_create", args=[s]), {
-            "name": "nightly", "scope": "read"}),
         "settings_token_revoke": Request(
             reverse("settings_token_revoke", args=[s, w.read_token.pk]), {}),
         "admin:entry_add": Request(gets["admin:entry_add"], {
             "suite": str(w.suite.pk), "nodeid": "tests/test_admin.py::test_flaky",
             "owner": "@finley", "expires": soon, "evidence": "ci/run-11", "note": "",
             "n": "200", "fails": "3", "seed_base": ""}),
-        "settings_webhook_save": Request(reverse("settings_webhook_save", args=[s]), {
-            "url": "https://hooks.example.com/flakeboard", "format": "json"}),
-        "settings_webhook_remove": Request(reverse("settings_webhook_remove", args=[s]), {}),
-        "settings_webhook_test": Request(reverse("settings_webhook_test", args=[s]), {}),
-        "settings_tracker_save": Request(reverse("settings_tracker_save", args=[s]), {
-            "kind": "github", "project": "acme/payments", "token": "github_pat_x",
-            "labels": "flaky-test", "on_new_entry": "on"}),
-        "settings_tracker_remove": Request(reverse("settings_tracker_remove", args=[s]), {}),
-        "settings_tracker_test": Request(reverse("settings_tracker_test", args=[s]), {}),
-        "flaky_measure": Request(reverse("flaky_measure", args=[s]), {
-            "node": w.node, "marked": "1"}),
         "logout": Request(reverse("logout"), {}),
     }
     if action == "entry_clear_ready":

@@ -70,14 +70,19 @@ def test_passing_is_no_expired_no_violation_and_the_share_within_its_cap(
 FLAKY = "tests/test_flaky.py::test_{}"
 
 
-@pytest.fixture
-def known(suite):
-    """Forty known nodes and a cap with room for four entries."""
-    suite.max_quarantined_share = 0.1
+def forty_known(suite, *, cap: float):
+    """The suite, knowing FLAKY's forty nodes (0 to 39), with ``cap`` for its share cap."""
+    suite.max_quarantined_share = cap
     suite.save()
     report_ingest(suite=suite, body=body([measurement(FLAKY.format(i)) for i in range(40)]),
                   actor="ci")
     return suite
+
+
+@pytest.fixture
+def known(suite):
+    """Forty known nodes and a cap with room for four entries."""
+    return forty_known(suite, cap=0.1)
 
 
 def quarantine(suite, i, today, days=10):

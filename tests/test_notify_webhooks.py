@@ -18,10 +18,9 @@ from django.core.management import CommandError, call_command
 from flakeboard.email_url import mailer
 from notify.models import Delivery, Webhook, WebhookPost
 from notify.webhooks import send_test, webhook_set
-from runs.ingest import report_ingest
-from tests.helpers import body, measurement
+from tests.helpers import record_sleeps
 from tests.local_server import serving
-from tests.test_gate_status import FLAKY, quarantine
+from tests.test_gate_status import FLAKY, forty_known, quarantine
 from tests.world import people_world
 from web.outbound import Refused, is_public, post
 
@@ -84,21 +83,14 @@ def items(settings, world):
 
 
 def add_items(suite, today):
-    suite.max_quarantined_share = 0.5
-    suite.save()
-    report_ingest(suite=suite, body=body([measurement(FLAKY.format(i)) for i in range(40)]),
-                  actor="ci")
+    forty_known(suite, cap=0.5)
     return {"expiring": quarantine(suite, 1, today, days=3),
             "expired": quarantine(suite, 2, today, days=-2)}
 
 
 @pytest.fixture
 def sleeps(monkeypatch):
-    """The backoff's sleeps, recorded instead of slept."""
-    slept: list[float] = []
-    monkeypatch.setattr("notify.management.commands.notify.Command.sleep",
-                        staticmethod(slept.append))
-    return slept
+    return record_sleeps(monkeypatch, "notify.management.commands.notify")
 
 
 def hook(suite, url, fmt="json") -> str:

@@ -12,10 +12,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from ledger.quarantine import quarantine_create
-from runs.ingest import report_ingest
-from tests.helpers import body, measurement
+from tests.helpers import record_sleeps
 from tests.local_server import serving
-from tests.test_gate_status import FLAKY
+from tests.test_gate_status import FLAKY, forty_known
 from tests.tracker_server import FakeTracker
 from tests.world import people_world
 from trackers.services import TrackerFields, tracker_set
@@ -32,7 +31,7 @@ def build_world():
     """A tracker module's shared world (tests/world.py): the suite with its forty known
     nodes, built once for a run of the tests that ask for it."""
     world = people_world()
-    world.known = add_known(world.suite)
+    world.known = forty_known(world.suite, cap=0.5)
     return world
 
 
@@ -42,15 +41,7 @@ def known(settings, world, suite):
     (tests/test_trackers_race.py) makes its own."""
     settings.WEBHOOKS_ALLOW_PRIVATE_IPS = True
     settings.BASE_URL = "https://board.example"
-    return world.known if world is not None else add_known(suite)
-
-
-def add_known(suite):
-    suite.max_quarantined_share = 0.5
-    suite.save()
-    report_ingest(suite=suite, body=body([measurement(FLAKY.format(i)) for i in range(40)]),
-                  actor="ci")
-    return suite
+    return world.known if world is not None else forty_known(suite, cap=0.5)
 
 
 @pytest.fixture(params=["github", "gitlab", "jira"])
@@ -62,10 +53,7 @@ def fake(request):
 
 @pytest.fixture
 def sleeps(monkeypatch):
-    slept: list[float] = []
-    monkeypatch.setattr("trackers.management.commands.sync_trackers.Command.sleep",
-                        staticmethod(slept.append))
-    return slept
+    return record_sleeps(monkeypatch, "trackers.management.commands.sync_trackers")
 
 
 def set_tracker(suite, fake, **switches):

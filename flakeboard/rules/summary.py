@@ -8,7 +8,7 @@ window; a later day starts a new summary, rebuilt from the days' rollups."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import date
 
 from .windows import DayWindow
@@ -31,12 +31,15 @@ class DayCounts:
     flaky_commits: int = 0
 
 
+# What a day adds and a summary sums.
+COUNTS = tuple(f.name for f in fields(DayCounts))
+
+
 @dataclass(frozen=True)
-class SummaryCounts:
-    runs: int = 0
-    failures: int = 0
-    flaky_failures: int = 0
-    flaky_commits: int = 0
+class SummaryCounts(DayCounts):
+    """The window's days' counts summed, its first and last day with flaky failures, and
+    its flaky failures a day (oldest first)."""
+
     first_flaky: date | None = None
     last_flaky: date | None = None
     spark: tuple[int, ...] = field(default=(0,) * SUMMARY_DAYS)
@@ -53,9 +56,7 @@ def summary_added(summary: SummaryCounts, counts: DayCounts, *, day: date,
     flaky = counts.flaky_failures > 0
     first, last = summary.first_flaky, summary.last_flaky
     return SummaryCounts(
-        runs=summary.runs + counts.runs, failures=summary.failures + counts.failures,
-        flaky_failures=summary.flaky_failures + counts.flaky_failures,
-        flaky_commits=summary.flaky_commits + counts.flaky_commits,
+        **{name: getattr(summary, name) + getattr(counts, name) for name in COUNTS},
         first_flaky=min(first, day) if flaky and first else day if flaky else first,
         last_flaky=max(last, day) if flaky and last else day if flaky else last,
         spark=tuple(spark),

@@ -91,6 +91,13 @@ class Board:
         suite_nav = self.page.get_by_role("navigation", name="Suite")
         self.follow(suite_nav.get_by_role("link", name=name))
 
+    def settings_section(self, slug: str, section: str):
+        """Go to the suite's settings through the navigation bar of its overview; one
+        section of the page, by its id."""
+        self.goto(f"/suites/{slug}/")
+        self.nav("Settings")
+        return self.page.locator(f"#{section}")
+
     def submit(self, button, *, in_place: bool = False) -> None:
         """Press a form's button and check the board answered the POST without an error.
         A plain form leads to the next page; an htmx form (``in_place``) swaps its answer in."""

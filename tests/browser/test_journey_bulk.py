@@ -10,29 +10,22 @@ from playwright.sync_api import expect
 
 from ledger.models import AuditEvent, QuarantineEntry
 from tests.conftest import PASSWORD
-from tests.helpers import quarantined
 
 from .board import PHONE
+from .conftest import EXPIRING, LATER
 
 pytestmark = pytest.mark.browser
 
-FIRST = "tests/test_cache.py::test_evicts_under_pressure"
-SECOND = "tests/test_queue.py::test_drains_on_shutdown"
-LATER = "tests/test_search.py::test_ranks_stably"
+FIRST, SECOND = EXPIRING
 EVIDENCE = "https://ci.example.com/runs/5150"
 REASON = "Still flaky under load; the fix is in review 812."
-
-
-@pytest.fixture
-def entries(suite, owner, today):
-    return quarantined(suite, today, {FIRST: 3, SECOND: 5, LATER: 20})
 
 
 def _tile(page, name):
     return page.get_by_role("region", name="Ledger at a glance").get_by_role("link", name=name)
 
 
-def test_owner_renews_two_rows_then_clears_a_page(board, suite, owner, entries, today):
+def test_owner_renews_two_rows_then_clears_a_page(board, suite, owner, owner_ledger, today):
     page = board.page
     board.sign_in(owner.username, PASSWORD)
     board.goto(f"/suites/{suite.slug}/ledger/")
@@ -78,5 +71,5 @@ def test_owner_renews_two_rows_then_clears_a_page(board, suite, owner, entries, 
     assert sorted(e.node.nodeid for e in renewed) == [FIRST, SECOND]
     assert list(AuditEvent.objects.filter(action="renew").values_list("note", flat=True)) == [
         REASON, REASON]
-    assert QuarantineEntry.objects.get(pk=entries[LATER].pk).cleared_note == (
+    assert QuarantineEntry.objects.get(pk=owner_ledger[LATER].pk).cleared_note == (
         "The test was deleted.")

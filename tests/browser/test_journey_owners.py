@@ -16,6 +16,8 @@ from tests.conftest import PASSWORD
 from tests.helpers import quarantined
 from tests.test_notify_webhooks import receiver  # noqa: F401 (a fixture)
 
+from .conftest import OWNER_LEDGER
+
 pytestmark = pytest.mark.browser
 
 MARKER = "window.__sameDocument"
@@ -25,10 +27,7 @@ PRIYAS = "tests/test_refunds.py::test_partial_refund"
 @pytest.fixture
 def entries(suite, today):
     """@finley's three entries (two expiring within 7 days) and @priya's one."""
-    made = quarantined(suite, today, {
-        "tests/test_cache.py::test_evicts": 3, "tests/test_queue.py::test_drains": 5,
-        "tests/test_search.py::test_ranks": 20, PRIYAS: 2,
-    })
+    made = quarantined(suite, today, {**OWNER_LEDGER, PRIYAS: 2})
     QuarantineEntry.objects.filter(pk=made[PRIYAS].pk).update(owner="@priya")
     return made
 
@@ -82,9 +81,7 @@ def test_lead_sets_a_webhook_and_sends_a_test(
     settings.WEBHOOKS_ALLOW_PRIVATE_IPS = True  # the receiver is on 127.0.0.1
     page = board.page
     board.sign_in(lead.username, PASSWORD)
-    board.goto(f"/suites/{suite.slug}/")
-    board.nav("Settings")
-    section = page.locator("#webhook-section")
+    section = board.settings_section(suite.slug, "webhook-section")
     expect(section).to_contain_text("No webhook")
     page.evaluate(f"{MARKER} = true")
     navigations = len(board.navigations)

@@ -9,21 +9,15 @@ from playwright.sync_api import expect
 
 from ledger.models import AuditEvent, QuarantineEntry
 from tests.conftest import PASSWORD
-from tests.helpers import quarantined
+
+from .conftest import EXPIRING
 
 pytestmark = pytest.mark.browser
 
-RENEWED = "tests/test_cache.py::test_evicts_under_pressure"
-CLEARED = "tests/test_queue.py::test_drains_on_shutdown"
-LATER = "tests/test_search.py::test_ranks_stably"
+RENEWED, CLEARED = EXPIRING
 NEW_EVIDENCE = "https://ci.example.com/runs/4242"
 NOTE = "Fixed the drain race in review 812."
 MARKER = "window.__sameDocument"
-
-
-@pytest.fixture
-def entries(suite, owner, today):
-    return quarantined(suite, today, {RENEWED: 3, CLEARED: 5, LATER: 20})
 
 
 def _filter_state(board, label, value):
@@ -47,8 +41,8 @@ def _expect_history(page, node, change, *shown):
         expect(history.nth(2)).to_contain_text(text)
 
 
-def test_owner_renews_and_clears_entries_in_place(board, suite, owner, entries, today):
-    renewed, cleared = entries[RENEWED], entries[CLEARED]
+def test_owner_renews_and_clears_entries_in_place(board, suite, owner, owner_ledger, today):
+    renewed, cleared = owner_ledger[RENEWED], owner_ledger[CLEARED]
     page = board.page
     board.sign_in(owner.username, PASSWORD)
     board.goto(f"/suites/{suite.slug}/ledger/")

@@ -44,9 +44,7 @@ def test_lead_sets_a_github_tracker_and_finds_the_issue_on_the_entry(
     make_known(suite, measurement(FLAKY, fails=8), steady=40)
     page = board.page
     board.sign_in(lead.username, PASSWORD)
-    board.goto(f"/suites/{suite.slug}/")
-    board.nav("Settings")
-    section = page.locator("#tracker-section")
+    section = board.settings_section(suite.slug, "tracker-section")
     expect(section).to_contain_text("No tracker")
     section.get_by_label("Tracker", exact=True).select_option(label="GitHub Issues")
     section.get_by_label("Repository or project").fill("acme/shop")

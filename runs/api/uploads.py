@@ -9,7 +9,6 @@ fail on it with curl alone.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import Annotated
 
 import orjson
@@ -64,15 +63,16 @@ def upload(
     query: dict,
 ) -> HttpResponse:
     """Both endpoints' one frame: a write token of the suite, the body, the ingest service
-    (``report_ingest`` or ``signals_ingest``) and the answer made of its outcome, with the
-    exit-code header; 201 with the Location of a stored upload, 200 for a dry run or a
-    duplicate."""
+    (``report_ingest`` or ``signals_ingest``, told what the token vouches for) and the
+    answer made of its outcome, with the exit-code header; 201 with the Location of a
+    stored upload, 200 for a dry run or a duplicate."""
     suite = suite_for_token(request, slug, Scope.WRITE)
     body = raw_json_body(request)
     with as_refusal():
         outcome = ingest(
             suite=suite, body=body, actor=request.auth.label, dry_run=dry_run, query=query,
-            now=timezone.now(),
+            now=timezone.now(), credential=credential_of(request.auth),
+            signed=signed_of(request.auth),
         )
     answer = on_the_board(request, answer_of(outcome), schema)
     stored = not (outcome.duplicate or outcome.dry_run)
@@ -140,11 +140,8 @@ def upload_report(
     evidence: Annotated[str, Query(description=EVIDENCE)] = "",
 ):
     return upload(
-        request, suite, answer_of=report_answer,
-        ingest=partial(report_ingest, credential=credential_of(request.auth),
-                       signed=signed_of(request.auth)),
-        schema=ReportAnswer, dry_run=dry_run,
-        query={"commit": commit, "branch": branch, "evidence": evidence},
+        request, suite, ingest=report_ingest, answer_of=report_answer, schema=ReportAnswer,
+        dry_run=dry_run, query={"commit": commit, "branch": branch, "evidence": evidence},
     )
 
 
@@ -181,9 +178,6 @@ def upload_verdicts(
     evidence: Annotated[str, Query(description=EVIDENCE)] = "",
 ):
     return upload(
-        request, suite, answer_of=batch_answer,
-        ingest=partial(signals_ingest, credential=credential_of(request.auth),
-                       signed=signed_of(request.auth)),
-        schema=BatchAnswer, dry_run=dry_run,
-        query={"patch": patch, "commit": commit, "evidence": evidence},
+        request, suite, ingest=signals_ingest, answer_of=batch_answer, schema=BatchAnswer,
+        dry_run=dry_run, query={"patch": patch, "commit": commit, "evidence": evidence},
     )

@@ -76,20 +76,27 @@ VERDICT_COLUMNS = (
 )
 
 
-def _received(kind: str, parse, names: tuple[str, ...], body: bytes, query: dict | None,
-              signed: rules.SignedFacts | None = None):
+def _received(kind: str, parse, *, names: tuple[str, ...], facts: tuple[str, ...],
+              suite: Suite, body: bytes, query: dict | None, credential: rules.Credential,
+              signed: rules.SignedFacts | None):
     """The upload parsed whole (a bare list takes the metadata ``names`` from the query),
-    and its digest: the same body with the same metadata is stored once. A verified CI
-    token's run and attempt are metadata too, so a re-run of the job is a new attempt
-    even when its body is the same (``rules.SignedFacts.origin``)."""
+    its ``facts`` as its credential vouches for them (``ledger.trust.vouched``: refused
+    where it does not), and its digest: the same body with the same metadata is stored
+    once. A verified CI token's run and attempt are metadata too, so a re-run of the job
+    is a new attempt even when its body is the same (``rules.SignedFacts.origin``)."""
     query = {k: v for k, v in (query or {}).items() if k in names}
     parsed = parse(body, query, settings.UPLOAD_MAX_RECORDS)
+    vouched_facts, found = vouched(suite, credential, signed,
+                                   {name: getattr(parsed, name) for name in facts})
+    if found:
+        raise UploadInvalid("validation_failed", found)
     # One commit in any spelling is one upload's metadata (``rules.commits``).
     meta = {k: rules.canonical_commit(v) if k == "commit" and isinstance(v, str) else v
             for k, v in query.items()}
     if signed is not None:
         meta["signed_run"] = signed.origin
-    return parsed, upload_digest(kind, body, meta)
+    return (parsed.model_copy(update={name: vouched_facts[name] for name in facts}),
+            upload_digest(kind, body, meta))
 
 
 def _judging(locked: Suite, stated: dict[str, int | None], today: date, commit: str, also=()):
@@ -112,13 +119,10 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
     """Ingest a flake-report.json (a bare list, or the envelope form). ``credential`` is
     what vouches for its branch, and ``signed`` a verified CI token's facts, which win
     over the report's (``ledger.trust.vouched``)."""
-    parsed, digest = _received("report", parse_report, ("commit", "branch", "evidence"),
-                               body, query, signed)
-    facts, found = vouched(suite, credential, signed,
-                           {"branch": parsed.branch, "commit": parsed.commit})
-    if found:
-        raise UploadInvalid("validation_failed", found)
-    parsed = parsed.model_copy(update=facts)
+    parsed, digest = _received(
+        "report", parse_report, names=("commit", "branch", "evidence"),
+        facts=("branch", "commit"), suite=suite, body=body, query=query,
+        credential=credential, signed=signed)
     now = now or timezone.now()
     today = now.date()
 
@@ -241,12 +245,9 @@ def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None 
     batch states no branch; with a verified CI token (``signed``) its commit is the
     signed one, as a report's is (``ledger.trust.vouched``), and a re-run of the job is
     the gate's next attempt, never a replay."""
-    parsed, digest = _received("signals", parse_signals, ("patch", "commit", "evidence"),
-                               body, query, signed)
-    facts, found = vouched(suite, credential, signed, {"commit": parsed.commit})
-    if found:
-        raise UploadInvalid("validation_failed", found)
-    parsed = parsed.model_copy(update={"commit": facts["commit"]})
+    parsed, digest = _received(
+        "signals", parse_signals, names=("patch", "commit", "evidence"), facts=("commit",),
+        suite=suite, body=body, query=query, credential=credential, signed=signed)
     now = now or timezone.now()
     today = now.date()
 

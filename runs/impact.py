@@ -144,11 +144,14 @@ def tests_executing(suite: Suite, paths: list[str]) -> dict[str, list[str]]:
     return {node: sorted(found[node]) for node in sorted(found)}
 
 
-def impact_summary(suite: Suite) -> dict | None:
-    """The suite's map as the answers describe it: its commit, when it was recorded and its
-    size; None when the suite has none."""
-    stored = ImpactMap.objects.filter(suite=suite).first()
-    if stored is None:
-        return None
+def map_described(stored: ImpactMap) -> dict:
+    """A stored map as the answers describe it: its commit, when it was recorded and its
+    size."""
     return {"commit": stored.commit, "recorded_at": stored.recorded_at, "nodes": stored.nodes,
             "paths": stored.paths}
+
+
+def impact_summary(suite: Suite) -> dict | None:
+    """The suite's map as the answers describe it; None when the suite has none."""
+    stored = ImpactMap.objects.filter(suite=suite).first()
+    return None if stored is None else map_described(stored)

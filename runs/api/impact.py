@@ -19,7 +19,14 @@ from web.api.bodies import raw_json_body
 from web.api.errors import ErrorOut
 from web.api.openapi import json_body
 
-from ..impact import impact_map_set, impact_summary, parse_impact, path_problem, tests_executing
+from ..impact import (
+    impact_map_set,
+    impact_summary,
+    map_described,
+    parse_impact,
+    path_problem,
+    tests_executing,
+)
 
 router = Router(tags=["impact"])
 ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 413: ErrorOut, 415: ErrorOut,
@@ -75,8 +82,7 @@ def impact_put(request, suite: str):
     with as_refusal():
         upload = parse_impact(raw_json_body(request), settings.UPLOAD_MAX_RECORDS)
     stored = impact_map_set(suite=suite, upload=upload, now=timezone.now())
-    return {"suite": suite.slug, "commit": stored.commit, "recorded_at": stored.recorded_at,
-            "nodes": stored.nodes, "paths": stored.paths}
+    return {"suite": suite.slug, **map_described(stored)}
 
 
 def parse_paths(body: bytes, max_paths: int) -> list[str]:

@@ -1,4 +1,5 @@
-"""A suite's settings: policy numbers, the fixture pin and its members.
+"""A suite's settings: policy numbers, the fixture pin, its members, and the removal of a
+connection to a service outside the board (its webhook, its issue tracker).
 
 Each change is checked against the bounds the model declares, stored, and written to the
 audit trail in one transaction. A policy change also bumps the ledger revision, since it
@@ -8,6 +9,7 @@ changes what the gate decides and what the full ledger view reports.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from numbers import Integral, Real
 
 from django.contrib.auth import get_user_model
@@ -195,6 +197,22 @@ def default_branch_set(*, suite: Suite, actor: str, branch: str) -> Suite:
     _check_bounds(suite, values)
     return _update(suite=suite, values=values, actor=actor, note="default branch",
                    bump=False)
+
+
+def connection_remove(*, suite: Suite, model: type[models.Model], actor: str,
+                      shown: Callable[[models.Model], dict], note: str) -> bool:
+    """Remove the suite's row of ``model``, of which a suite has at most one (its webhook,
+    its issue tracker), audited with what it was as ``shown`` gives it (never a secret);
+    False when the suite has none."""
+    with transaction.atomic():
+        lock_suite(suite.pk)
+        row = model.objects.filter(suite=suite).first()
+        if row is None:
+            return False
+        record_event(suite=suite, action=AuditEvent.Action.SETTINGS, actor=actor,
+                     before=shown(row), note=note)
+        row.delete()
+    return True
 
 
 def _other_leads(suite: Suite, membership: Membership) -> bool:

@@ -7,11 +7,15 @@ takes the focus; without JavaScript they go back to the settings page with a mes
 from __future__ import annotations
 
 from django import forms
-from django.core.exceptions import ValidationError
 from django.utils import timezone
-from django.views.decorators.cache import never_cache
 
-from ledger.access import actor_label, for_leads
+from ledger.access import actor_label
+from ledger.views.connections import (
+    connection_removal,
+    connection_save,
+    connection_test,
+    section_page,
+)
 from web.pages import SettingsSection
 
 from .models import Webhook, WebhookPost
@@ -44,43 +48,25 @@ def _context(suite, form) -> dict:
 SECTION = SettingsSection("notify/webhook.html", "webhook", _context)
 
 
-@for_leads("GET")
-def webhook(request, suite):
-    return SECTION.render(request, suite)
+webhook = section_page(SECTION)
 
 
-@for_leads("POST")
-@never_cache
-def webhook_save(request, suite):
-    form = WebhookForm(request.POST)
-    if form.is_valid():
-        try:
-            saved, secret = webhook_set(suite=suite, url=form.cleaned_data["url"],
-                                        webhook_format=form.cleaned_data["format"],
-                                        actor=actor_label(request.user))
-        except ValidationError as exc:
-            form.add_error("url", exc)
-        else:
-            if secret is None:
-                return SECTION.done(request, suite, f"Webhook saved: {shown_url(saved.url)} "
-                                        f"({saved.get_format_display()}).")
-            # Shown in this response only, never again.
-            return SECTION.render(request, suite, new_secret=secret)
-    return SECTION.render(request, suite, form=form)
+@connection_save(SECTION, WebhookForm, field="url")
+def webhook_save(request, suite, data):
+    saved, secret = webhook_set(suite=suite, url=data["url"], webhook_format=data["format"],
+                                actor=actor_label(request.user))
+    if secret is None:
+        return f"Webhook saved: {shown_url(saved.url)} ({saved.get_format_display()})."
+    # Shown in this response only, never again.
+    return SECTION.render(request, suite, new_secret=secret)
 
 
-@for_leads("POST")
-def webhook_delete(request, suite):
-    removed = webhook_remove(suite=suite, actor=actor_label(request.user))
-    return SECTION.done(request, suite, "Webhook removed." if removed else "No webhook to remove.")
+webhook_delete = connection_removal(SECTION, webhook_remove, what="webhook")
 
 
-@for_leads("POST")
-def webhook_test(request, suite):
-    webhook = Webhook.objects.filter(suite=suite).select_related("suite").first()
-    if webhook is None:
-        return SECTION.done(request, suite, "Set a webhook first.", ok=False)
+@connection_test(SECTION, Webhook, what="webhook")
+def webhook_test(request, webhook) -> tuple[bool, str]:
     posted = send_test(webhook, timezone.now().date(), actor=actor_label(request.user))
     if posted.ok:
-        return SECTION.done(request, suite, f"Test delivery sent: HTTP {posted.response_code}.")
-    return SECTION.done(request, suite, f"Test delivery failed: {posted.error}.", ok=False)
+        return True, f"Test delivery sent: HTTP {posted.response_code}."
+    return False, f"Test delivery failed: {posted.error}."

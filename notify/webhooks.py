@@ -19,6 +19,7 @@ from django.utils import timezone
 from ledger.audit import record_event
 from ledger.locks import lock_suite
 from ledger.models import AuditEvent, Suite
+from ledger.settings_services import connection_remove
 from web.outbound import Answer as Posted
 from web.outbound import Refused, check_url, post, with_retries
 
@@ -37,6 +38,11 @@ def shown_url(url: str) -> str:
     audit trail and the log say."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}/…"
+
+
+def _shown(webhook: Webhook) -> dict:
+    """The webhook as the audit trail holds it: never its secret, nor its URL's path."""
+    return {"webhook": shown_url(webhook.url), "format": webhook.format}
 
 
 def _checked_url(url: str) -> str:
@@ -60,7 +66,7 @@ def webhook_set(*, suite: Suite, url: str, webhook_format: str, actor: str
     with transaction.atomic():
         lock_suite(suite.pk)
         webhook = Webhook.objects.filter(suite=suite).first()
-        before = {"webhook": shown_url(webhook.url), "format": webhook.format} if webhook else {}
+        before = _shown(webhook) if webhook else {}
         secret = None
         if webhook is None:
             secret = secrets.token_urlsafe(32)
@@ -69,22 +75,14 @@ def webhook_set(*, suite: Suite, url: str, webhook_format: str, actor: str
         webhook.url, webhook.format = url, webhook_format
         webhook.save()
         record_event(suite=suite, action=AuditEvent.Action.SETTINGS, actor=actor,
-                     before=before, after={"webhook": shown_url(url), "format": webhook.format},
+                     before=before, after=_shown(webhook),
                      note="webhook replaced" if before else "webhook set")
     return webhook, secret
 
 
 def webhook_remove(*, suite: Suite, actor: str) -> bool:
-    with transaction.atomic():
-        lock_suite(suite.pk)
-        webhook = Webhook.objects.filter(suite=suite).first()
-        if webhook is None:
-            return False
-        webhook.delete()
-        record_event(suite=suite, action=AuditEvent.Action.SETTINGS, actor=actor,
-                     before={"webhook": shown_url(webhook.url), "format": webhook.format},
-                     note="webhook removed")
-    return True
+    return connection_remove(suite=suite, model=Webhook, actor=actor, shown=_shown,
+                             note="webhook removed")
 
 
 def _post_with_retries(url: str, body: bytes, headers: dict, sleep) -> Posted:

@@ -124,6 +124,15 @@ def test_removing_the_webhook_is_audited(lead_client, suite):
     assert AuditEvent.objects.filter(note="webhook removed", actor="@lea").exists()
 
 
+def test_without_a_webhook_the_test_and_the_removal_say_there_is_none(lead_client, suite):
+    htmx = {"HX-Request": "true"}
+    tested = lead_client.post(reverse("settings_webhook_test", args=["acme"]), headers=htmx)
+    assert '<p class="notice failed"' in tested.text and "Set a webhook first." in tested.text
+    removed = lead_client.post(reverse("settings_webhook_remove", args=["acme"]), headers=htmx)
+    assert "No webhook to remove." in removed.text
+    assert not AuditEvent.objects.filter(suite=suite, action=AuditEvent.Action.SETTINGS).exists()
+
+
 def test_with_htmx_each_action_answers_the_section_with_its_notice_focused(
     lead_client, suite, settings, receiver  # noqa: F811
 ):

@@ -13,6 +13,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
+from ledger.models import AuditEvent
 from tests import trackers_setup
 from tests.api_http import new_token
 from tests.trackers_setup import PROJECTS, TOKEN, quarantined, sync_trackers
@@ -65,6 +66,28 @@ def test_test_the_connection_makes_one_harmless_read_and_says_what_it_found(
     found = {"github": "repository acme/shop", "gitlab": "project acme/shop",
              "jira": "account Flake Bot"}[fake.kind]
     assert f"Connected: found {found}." in answer.text
+
+
+@github
+def test_a_failed_test_and_the_removal_are_said_in_the_section_and_audited(
+        client_for, lead, known, fake):
+    client = client_for(lead)
+
+    def post(name) -> str:
+        return client.post(reverse(name, args=[known.slug]), headers={"HX-Request": "true"}).text
+
+    assert "Set a tracker first." in post("settings_tracker_test")
+    assert "No tracker to remove." in post("settings_tracker_remove")
+    save(client, known, fake)
+    fake.fail_next = [401]
+    failed = post("settings_tracker_test")
+    assert '<p class="notice failed"' in failed and "The connection failed: HTTP 401" in failed
+    removed = post("settings_tracker_remove")
+    assert "Tracker removed." in removed and "No tracker: entries get no issue." in removed
+    assert not Tracker.objects.exists()
+    [event] = AuditEvent.objects.filter(suite=known, note="tracker removed")
+    assert event.actor == "@lea" and event.before["tracker"] == "GitHub Issues acme/shop at " \
+        f"{fake.site}"
 
 
 @github

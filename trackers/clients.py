@@ -42,6 +42,8 @@ def answer_json(answer: Answer) -> dict:
 class Client:
     """What every kind does: one harmless read, open, comment, close, read the state."""
 
+    key_field = ""  # the field of a created issue's answer that names it
+
     def __init__(self, tracker: Tracker, *, sleep=time.sleep):
         self.tracker = tracker
         self.site = tracker.site.rstrip("/")
@@ -61,48 +63,87 @@ class Client:
             lambda: exchange(method, self.site + path, body=body, headers=headers,
                              max_bytes=MAX_ANSWER, user_agent=USER_AGENT), self.sleep)
 
+    def page(self, key: str, found: dict) -> str:
+        """The created issue's web address, from its key and the answer's fields."""
+        raise NotImplementedError
 
-class GitHub(Client):
+    def opened(self, answer: Answer) -> tuple[Answer, Opened | None]:
+        """What ``open`` answers: the issue the tracker created, or None when it refused it
+        (or answered no key)."""
+        found = answer_json(answer)
+        if not answer.ok or self.key_field not in found:
+            return answer, None
+        key = str(found[self.key_field])
+        return answer, Opened(key, self.page(key, found))
+
+
+class ProjectIssues(Client):
+    """GitHub's and GitLab's issues: under the repository's (the project's) path, each named
+    by a number, its web address a field of the answer, closed when its state says so. The
+    connection's test reads the repository itself."""
+
+    page_field = ""  # the answer's field holding the issue's web address
+    notes = ""  # where an issue's comments are posted, under its path
+    # What the test reads, and the field of its answer that names it.
+    checked, name_field = "", ""
+
+    @property
+    def project(self) -> str:
+        """The repository's (the project's) path on the API."""
+        raise NotImplementedError
+
+    @property
+    def issues(self) -> str:
+        return f"{self.project}/issues"
+
+    def check(self) -> tuple[Answer, str]:
+        answer = self.call("GET", self.project)
+        return answer, f"{self.checked} {answer_json(answer).get(self.name_field, '?')}"
+
+    def page(self, key: str, found: dict) -> str:
+        return web_url(found.get(self.page_field))
+
+    def comment(self, key: str, text: str) -> Answer:
+        return self.call("POST", f"{self.issues}/{key}/{self.notes}", {"body": text})
+
+    def is_closed(self, key: str) -> tuple[Answer, bool]:
+        answer = self.call("GET", f"{self.issues}/{key}")
+        return answer, answer_json(answer).get("state") == "closed"
+
+
+class GitHub(ProjectIssues):
     """GitHub REST v3: a repository "owner/name", a fine-grained token."""
+
+    key_field, page_field, notes = "number", "html_url", "comments"
+    checked, name_field = "repository", "full_name"
 
     def auth(self):
         return {"Authorization": f"Bearer {self._token}",
                 "Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
 
     @property
-    def repo(self) -> str:
+    def project(self) -> str:
         return "/repos/" + "/".join(quote(part, safe="") for part in
                                     self.tracker.project.split("/", 1))
 
-    def check(self) -> tuple[Answer, str]:
-        answer = self.call("GET", self.repo)
-        return answer, f"repository {answer_json(answer).get('full_name', '?')}"
-
     def open(self, title: str, body: str, assignee: str | None) -> tuple[Answer, Opened | None]:
         payload = {"title": title, "body": body, "labels": self.tracker.label_list}
-        answer = self.call("POST", f"{self.repo}/issues",
+        answer = self.call("POST", self.issues,
                            {**payload, "assignees": [assignee]} if assignee else payload)
         if answer.response_code == 422 and assignee:  # a handle GitHub cannot assign
-            answer = self.call("POST", f"{self.repo}/issues", payload)
-        found = answer_json(answer)
-        if not answer.ok or "number" not in found:
-            return answer, None
-        return answer, Opened(str(found["number"]), web_url(found.get("html_url")))
-
-    def comment(self, key: str, text: str) -> Answer:
-        return self.call("POST", f"{self.repo}/issues/{key}/comments", {"body": text})
+            answer = self.call("POST", self.issues, payload)
+        return self.opened(answer)
 
     def close(self, key: str) -> Answer:
-        return self.call("PATCH", f"{self.repo}/issues/{key}",
+        return self.call("PATCH", f"{self.issues}/{key}",
                          {"state": "closed", "state_reason": "completed"})
 
-    def is_closed(self, key: str) -> tuple[Answer, bool]:
-        answer = self.call("GET", f"{self.repo}/issues/{key}")
-        return answer, answer_json(answer).get("state") == "closed"
 
-
-class GitLab(Client):
+class GitLab(ProjectIssues):
     """GitLab REST v4: a project id or path, a project access token."""
+
+    key_field, page_field, notes = "iid", "web_url", "notes"
+    checked, name_field = "project", "path_with_namespace"
 
     def auth(self):
         return {"PRIVATE-TOKEN": self._token}
@@ -111,28 +152,13 @@ class GitLab(Client):
     def project(self) -> str:
         return "/api/v4/projects/" + quote(self.tracker.project, safe="")
 
-    def check(self) -> tuple[Answer, str]:
-        answer = self.call("GET", self.project)
-        return answer, f"project {answer_json(answer).get('path_with_namespace', '?')}"
-
     def open(self, title: str, body: str, assignee: str | None) -> tuple[Answer, Opened | None]:
         # GitLab assigns by user id, which a handle does not give: the body names the owner.
-        answer = self.call("POST", f"{self.project}/issues", {
-            "title": title, "description": body, "labels": ",".join(self.tracker.label_list)})
-        found = answer_json(answer)
-        if not answer.ok or "iid" not in found:
-            return answer, None
-        return answer, Opened(str(found["iid"]), web_url(found.get("web_url")))
-
-    def comment(self, key: str, text: str) -> Answer:
-        return self.call("POST", f"{self.project}/issues/{key}/notes", {"body": text})
+        return self.opened(self.call("POST", self.issues, {
+            "title": title, "description": body, "labels": ",".join(self.tracker.label_list)}))
 
     def close(self, key: str) -> Answer:
-        return self.call("PUT", f"{self.project}/issues/{key}", {"state_event": "close"})
-
-    def is_closed(self, key: str) -> tuple[Answer, bool]:
-        answer = self.call("GET", f"{self.project}/issues/{key}")
-        return answer, answer_json(answer).get("state") == "closed"
+        return self.call("PUT", f"{self.issues}/{key}", {"state_event": "close"})
 
 
 def adf(text: str) -> dict:
@@ -144,6 +170,8 @@ def adf(text: str) -> dict:
 
 class Jira(Client):
     """Jira Cloud REST v3: a site, a project key, an issue type, an e-mail and API token."""
+
+    key_field = "key"
 
     def auth(self):
         pair = f"{self.tracker.email}:{self._token}".encode()
@@ -159,11 +187,10 @@ class Jira(Client):
             "project": {"key": self.tracker.project}, "summary": title[:255],
             "issuetype": {"name": self.tracker.issue_type or "Bug"},
             "labels": self.tracker.label_list, "description": adf(body)}})
-        found = answer_json(answer)
-        if not answer.ok or "key" not in found:
-            return answer, None
-        key = str(found["key"])
-        return answer, Opened(key, f"{self.site}/browse/{quote(key)}")
+        return self.opened(answer)
+
+    def page(self, key: str, found: dict) -> str:
+        return f"{self.site}/browse/{quote(key)}"
 
     def comment(self, key: str, text: str) -> Answer:
         return self.call("POST", f"/rest/api/3/issue/{quote(key)}/comment", {"body": adf(text)})

@@ -13,6 +13,7 @@ from django.utils import timezone
 from ledger.audit import record_event
 from ledger.locks import lock_suite
 from ledger.models import AuditEvent, Suite
+from ledger.settings_services import connection_remove
 from web.outbound import Refused, check_url
 
 from .clients import SITES, client_for
@@ -111,15 +112,8 @@ def tracker_set(*, suite: Suite, fields: TrackerFields, token: str, actor: str) 
 
 
 def tracker_remove(*, suite: Suite, actor: str) -> bool:
-    with transaction.atomic():
-        lock_suite(suite.pk)
-        tracker = Tracker.objects.filter(suite=suite).first()
-        if tracker is None:
-            return False
-        record_event(suite=suite, action=AuditEvent.Action.SETTINGS, actor=actor,
-                     before=shown(tracker), note="tracker removed")
-        tracker.delete()
-    return True
+    return connection_remove(suite=suite, model=Tracker, actor=actor, shown=shown,
+                             note="tracker removed")
 
 
 def tracker_test(tracker: Tracker, *, actor: str, sleep=time.sleep) -> tuple[bool, str]:

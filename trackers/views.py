@@ -8,10 +8,14 @@ password field that is never filled in again: once saved it is never shown."""
 from __future__ import annotations
 
 from django import forms
-from django.core.exceptions import ValidationError
-from django.views.decorators.cache import never_cache
 
-from ledger.access import actor_label, for_leads
+from ledger.access import actor_label
+from ledger.views.connections import (
+    connection_removal,
+    connection_save,
+    connection_test,
+    section_page,
+)
 from web.pages import SettingsSection
 
 from .models import Tracker, TrackerJob
@@ -66,41 +70,22 @@ def _context(suite, form) -> dict:
 SECTION = SettingsSection("trackers/tracker.html", "tracker", _context)
 
 
-@for_leads("GET")
-def tracker(request, suite):
-    return SECTION.render(request, suite)
+tracker = section_page(SECTION)
 
 
-@for_leads("POST")
-@never_cache
-def tracker_save(request, suite):
-    form = TrackerForm(request.POST)
-    if form.is_valid():
-        data = dict(form.cleaned_data)
-        token = data.pop("token")
-        try:
-            saved = tracker_set(suite=suite, fields=TrackerFields(**data), token=token,
-                                actor=actor_label(request.user))
-        except ValidationError as exc:
-            form.add_error(None, exc)
-        else:
-            return SECTION.done(request, suite, f"Tracker saved: {saved.get_kind_display()} "
-                                    f"{saved.project}.")
-    return SECTION.render(request, suite, form=form)
+@connection_save(SECTION, TrackerForm)
+def tracker_save(request, suite, data):
+    data = dict(data)
+    token = data.pop("token")
+    saved = tracker_set(suite=suite, fields=TrackerFields(**data), token=token,
+                        actor=actor_label(request.user))
+    return f"Tracker saved: {saved.get_kind_display()} {saved.project}."
 
 
-@for_leads("POST")
-def tracker_delete(request, suite):
-    removed = tracker_remove(suite=suite, actor=actor_label(request.user))
-    return SECTION.done(request, suite, "Tracker removed." if removed else "No tracker to remove.")
+tracker_delete = connection_removal(SECTION, tracker_remove, what="tracker")
 
 
-@for_leads("POST")
-def tracker_check(request, suite):
-    tracker = Tracker.objects.filter(suite=suite).select_related("suite").first()
-    if tracker is None:
-        return SECTION.done(request, suite, "Set a tracker first.", ok=False)
+@connection_test(SECTION, Tracker, what="tracker")
+def tracker_check(request, tracker) -> tuple[bool, str]:
     ok, said = tracker_test(tracker, actor=actor_label(request.user))
-    if ok:
-        return SECTION.done(request, suite, f"Connected: found {said}.")
-    return SECTION.done(request, suite, f"The connection failed: {said}.", ok=False)
+    return ok, (f"Connected: found {said}." if ok else f"The connection failed: {said}.")

@@ -3,7 +3,9 @@
 fuzz"``) then skips the import of the browser journeys, the API fuzzing (whose schema is
 built at import) and the real-process modules, and the assertion rewriting of each, in every
 worker. A module is left out only when its module-level ``pytestmark`` alone decides the
-expression false, whatever marks its tests add: the lane's tests are the same ones."""
+expression false, whatever marks its tests add: the lane's tests are the same ones. A folder
+all of whose test modules are left out is not entered either, so its conftest.py is not
+imported (the browser journeys' imports Playwright)."""
 
 from __future__ import annotations
 
@@ -40,13 +42,20 @@ def left_out(markexpr: str, marks: set[str]) -> bool:
     return True
 
 
+def module_left_out(path: Path, markexpr: str) -> bool:
+    marks = module_marks(path.read_text(encoding="utf-8"))
+    return marks is not None and left_out(markexpr, marks)
+
+
 def pytest_ignore_collect(collection_path: Path, config) -> bool | None:
     markexpr = config.getoption("markexpr", "")
-    if not markexpr or collection_path.suffix != ".py" or not collection_path.is_file():
+    if not markexpr:
         return None
-    if not collection_path.name.startswith("test_"):
+    if collection_path.is_dir():
+        modules = sorted(collection_path.rglob("test_*.py"))
+        if modules and all(module_left_out(module, markexpr) for module in modules):
+            return True
         return None
-    marks = module_marks(collection_path.read_text(encoding="utf-8"))
-    if marks is None:
+    if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
         return None
-    return True if left_out(markexpr, marks) else None
+    return True if module_left_out(collection_path, markexpr) else None

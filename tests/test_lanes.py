@@ -3,7 +3,7 @@ whose module-level marks alone deselect every test they hold."""
 
 import pytest
 
-from tests.lanes import left_out, module_marks
+from tests.lanes import left_out, module_marks, pytest_ignore_collect
 
 FAST = "not slow and not browser and not fuzz and not wide"
 
@@ -43,3 +43,26 @@ def test_the_fast_lane_of_the_makefile_is_the_expression_tested_here():
 
     makefile = (settings.BASE_DIR / "Makefile").read_text(encoding="utf-8")
     assert f'-m "{FAST}"' in makefile
+
+
+class Config:
+    def __init__(self, markexpr: str):
+        self.markexpr = markexpr
+
+    def getoption(self, name, default=None):
+        return self.markexpr if name == "markexpr" else default
+
+
+def test_a_folder_is_left_out_only_when_every_test_module_in_it_is(tmp_path):
+    folder = tmp_path / "journeys"
+    (folder / "deeper").mkdir(parents=True)
+    (folder / "conftest.py").write_text("import pytest\n")
+    (folder / "test_a.py").write_text("import pytest\n\npytestmark = pytest.mark.browser\n")
+    (folder / "deeper" / "test_b.py").write_text("import pytest\n\npytestmark = pytest.mark.slow\n")
+    assert pytest_ignore_collect(folder, Config(FAST)) is True
+    assert pytest_ignore_collect(folder, Config("")) is None
+    assert pytest_ignore_collect(folder, Config("browser")) is None
+    (folder / "deeper" / "test_c.py").write_text("def test_c():\n    pass\n")
+    assert pytest_ignore_collect(folder, Config(FAST)) is None
+    (tmp_path / "empty").mkdir()
+    assert pytest_ignore_collect(tmp_path / "empty", Config(FAST)) is None

@@ -139,6 +139,57 @@ def update_rows(model, attnames: Sequence[str], rows: list[tuple]) -> None:
                            rows)
 
 
+def _unique_over(model, attnames: Sequence[str]) -> list[str]:
+    """The columns of ``model``'s unique constraint whose fields are all among ``attnames``."""
+    meta = model._meta
+    named = set(attnames)
+    for constraint in meta.constraints:
+        columns = [meta.get_field(name).column for name in getattr(constraint, "fields", ())]
+        if (columns and getattr(constraint, "condition", None) is None
+                and {meta.get_field(name).attname for name in constraint.fields} <= named):
+            return columns
+    raise ValueError(f"{model.__name__}: no unique constraint over {sorted(named)}")
+
+
+def counts_added(model, *, fixed: dict, key: Sequence[str], counts: Sequence[str],
+                 rows: Sequence[tuple]) -> None:
+    """Add counts to ``model``'s rows, each found by ``fixed`` and its key (``model``'s
+    unique constraint over them), and insert the rows there are not. ``rows`` are tuples of
+    the values of ``key`` then of ``counts``; ``fixed`` holds the values every row has
+    (the other columns of an inserted row). No row is read first: one
+    ``INSERT … ON CONFLICT … DO UPDATE``, run for every row on SQLite, and sent as an
+    array a column on PostgreSQL."""
+    if not rows:
+        return
+    quote = connection.ops.quote_name
+    meta = model._meta
+    table = quote(meta.db_table)
+    columns = ", ".join(quote(c) for c in columns_of(model, (*fixed, *key, *counts)))
+    target = ", ".join(quote(c) for c in _unique_over(model, (*fixed, *key)))
+    adds = ", ".join(f"{quote(column)} = {table}.{quote(column)} + excluded.{quote(column)}"
+                     for column in (meta.get_field(name).column for name in counts))
+    conflict = f"ON CONFLICT ({target}) DO UPDATE SET {adds}"
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            def cast(name):
+                return f"%s::{meta.get_field(name).db_type(connection)}"
+
+            constants = ", ".join(cast(name) for name in fixed)
+            arrays = ", ".join(f"{cast(name)}[]" for name in (*key, *counts))
+            # Names from the model's own meta, quoted, and its columns' types; the values
+            # are parameters.
+            cursor.execute(
+                f"INSERT INTO {table} ({columns}) SELECT {constants}, v.* "  # noqa: S608
+                f"FROM unnest({arrays}) AS v {conflict}",
+                [*fixed.values(), *(list(column) for column in zip(*rows, strict=True))])
+            return
+        marks = ", ".join(["%s"] * (len(fixed) + len(key) + len(counts)))
+        constants = tuple(fixed.values())
+        cursor.executemany(
+            f"INSERT INTO {table} ({columns}) VALUES ({marks}) {conflict}",  # noqa: S608
+            [constants + row for row in rows])
+
+
 class _CyclePause:
     """Counts the ingests in this process that pause the cycle collector, so that the last
     to end restores it as the first found it, whatever the threads' order."""

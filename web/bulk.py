@@ -171,7 +171,8 @@ def counts_added(model, *, fixed: dict, key: Sequence[str], counts: Sequence[str
     (the other columns of an inserted row). No row is read first: one
     ``INSERT … ON CONFLICT … DO UPDATE``, run for every row on SQLite, and sent as an
     array a column on PostgreSQL; or, when no row has the fixed values that lead the
-    constraint (one probe of its index), ``insert_plain``."""
+    constraint (one probe of its index), ``insert_plain``. The caller holds the lock its
+    rows' writers take (the suite's), so no row comes between the probe and the insert."""
     if not rows:
         return
     unique = _unique_over(model, (*fixed, *key))

@@ -70,9 +70,10 @@ gain the file's counts in one INSERT … ON CONFLICT DO UPDATE (a plain insert f
 day's first file), and a later day moves the summary by the days that left and joined its
 window instead of summing 30 days of rollups again. What is left is the rows: a
 10,000-test file writes four rows a test (its result, its job's counts, its day's rollup,
-its summary), each with its indexes. On SQLite their executemany and the commit (a WAL
-checkpoint most times) are about half of the time, reading the file (parse_junit) about
-a fifth, finding the nodes about a tenth. On PostgreSQL the commit is a quarter or more:
+its summary), each with its indexes. On SQLite their executemany and the commit (a file
+writes 5,000 to 7,000 pages to the WAL, past wal_autocheckpoint's 1,000, so each commit
+checkpoints) are about half of the time, reading the file (parse_junit) about a fifth,
+finding the nodes about a tenth. On PostgreSQL the commit is a quarter or more:
 the foreign keys of the 20,000 to 30,000 rows inserted are checked there, a query a key
 (with the checks off, tried by hand, the commit took 5 ms instead of 250); the server's
 writing of the rows and their indexes is most of the rest. The next remedies are fewer and

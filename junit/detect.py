@@ -20,16 +20,15 @@ day, so its cost follows the file's size, never the history's. The rules are
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 from datetime import date
-from operator import add
 
 from django.db import connection
 from django.db.models import Q
 
 from flakeboard.rules.summary import DayCounts
 from ledger.models import Suite
-from web.bulk import insert_plain, plain_rows, update_rows
+from web.bulk import counts_added, insert_plain, plain_rows, update_rows
 
 from .models import JobOutcome, NodeDay, SignatureDay
 from .rules import CaseOutcome, CommitFinding, commit_finding, is_flaky
@@ -59,21 +58,6 @@ class Findings:
 
 def _rows(queryset, *names) -> list[tuple]:
     return list(plain_rows(queryset.values_list(*names), CHUNK))
-
-
-def _add_counts(model, *, fixed: dict, key: tuple, counts: tuple, existing: dict,
-                added: dict) -> None:
-    """Add ``added`` ({key values: counts}) to ``model``'s rows. ``existing`` holds the rows
-    there are ({key values: (pk, *counts)}); the others are inserted, with ``fixed``."""
-    updates, inserts = [], []
-    for values, more in added.items():
-        if values in existing:
-            pk, *before = existing[values]
-            updates.append((*map(add, before, more), pk))
-        else:
-            inserts.append((*fixed.values(), *values, *more))
-    update_rows(model, counts, updates)
-    insert_plain(model, (*fixed, *key, *counts), inserts)
 
 
 def _job_outcomes(upload: FileContext, results: dict[int, CaseOutcome]):
@@ -140,33 +124,18 @@ def _add_day(upload: FileContext, ran: dict[int, CaseOutcome], jobs: dict,
     failures and flaky commits, and its failures by signature."""
     fixed = {"suite_id": upload.suite.pk, "day": connection.ops.adapt_datefield_value(
         upload.day), "branch": upload.branch}
-    day_rows = NodeDay.objects.filter(suite=upload.suite, day=upload.day, branch=upload.branch)
     added = {node: DayCounts(r.passes + r.failures, r.failures, jobs[node][3],
                              int(node in newly)) for node, r in ran.items()}
-    _add_counts(
-        NodeDay, fixed=fixed, key=("node_id",), counts=DAY_COUNTS,
-        existing={(node,): rest for node, *rest in _rows(day_rows, "node_id", "pk",
-                                                        *DAY_COUNTS)},
-        added={(node,): astuple(counts) for node, counts in added.items()},
-    )
+    counts_added(NodeDay, fixed=fixed, key=("node_id",), counts=DAY_COUNTS, rows=[
+        (node, c.runs, c.failures, c.flaky_failures, c.flaky_commits)
+        for node, c in added.items()])
     failing = defaultdict(int)
     for node, r in ran.items():
         if r.failures:
             failing[node, signatures[node]] += r.failures
-    if failing:
-        _add_signatures(upload, fixed, failing)
+    counts_added(SignatureDay, fixed=fixed, key=("node_id", "signature"),
+                 counts=("failures",), rows=[(*k, count) for k, count in failing.items()])
     summary_add(upload.suite, upload.day, added, failing)
-
-
-def _add_signatures(upload: FileContext, fixed: dict, failing: dict) -> None:
-    signature_rows = SignatureDay.objects.filter(
-        suite=upload.suite, day=upload.day, branch=upload.branch)
-    _add_counts(
-        SignatureDay, fixed=fixed, key=("node_id", "signature"), counts=("failures",),
-        existing={(node, sig): rest for node, sig, *rest in _rows(
-            signature_rows, "node_id", "signature", "pk", "failures")},
-        added={k: (count,) for k, count in failing.items()},
-    )
 
 
 def detect(upload: FileContext, results: dict[int, CaseOutcome],

@@ -7,9 +7,11 @@ It is of one day, the suite's ``junit_summary_day``, and equals the rollups (``N
 
 - each upload adds its counts in its own transaction, under the suite's lock (called
   where ``junit.detect`` writes the day's rollups), when its day is in the window;
-- an upload of a later day, the daily prune (``prune_junit``) and ``rebuild_rollups``
-  rebuild it from the rollups for their day: a window that slides loses days, and the
-  rollups keep them;
+- an upload of a later day moves it to that day: the rollups of the days that left the
+  window are taken off and those of the days that joined it added (all of it rebuilt when
+  the two windows share no day);
+- the daily prune (``prune_junit``) and ``rebuild_rollups`` rebuild it from the rollups
+  for their day: a window that slides loses days, and the rollups keep them;
 - a page reads it only when it is of today; otherwise it sums the rollups, as before.
 """
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from datetime import date
+from datetime import date, timedelta
 
 from django.db import connection, transaction
 from django.db.models import Max, Min, Q, Sum
@@ -26,19 +28,23 @@ from flakeboard.rules.summary import (
     SUMMARY_DAYS,
     DayCounts,
     SummaryCounts,
+    counts_moved,
     summary_added,
+    summary_moved,
     summary_window,
 )
 from ledger.locks import lock_suite
 from ledger.models import Suite
 from ledger.predicates import window_q
-from web.bulk import insert_plain, update_rows
+from web.bulk import counts_added, insert_plain, one_parameter, plain_rows, update_rows
 
 from .models import NodeDay, NodeSummary, SignatureDay, SignatureSummary
 
 COUNTS = ("runs", "failures", "flaky_failures", "flaky_commits")
 SUMMARY_FIELDS = (*COUNTS, "first_flaky", "last_flaky", "spark")
 CHUNK = 5000
+# A summary's columns beyond its runs and failures while it holds no flaky failure.
+NO_FLAKY_DAYS = {"first_flaky": None, "last_flaky": None, "spark": json.dumps([0] * SUMMARY_DAYS)}
 
 
 def summary_day(suite_id: int) -> date | None:
@@ -130,25 +136,33 @@ def summary_add(suite: Suite, day: date, added: dict[int, DayCounts],
                 failing: dict[tuple[int, str], int]) -> None:
     """Add an upload's counts of ``day`` ({node: its counts}, {(node, signature):
     failures}) to the summary, written after the day's rollups, in their transaction. A
-    day later than the summary's rebuilds it for that day; one before its window adds
-    nothing. ``suite`` is as the upload's lock read it: its summary day is the stored
-    one, and follows a rebuild here."""
+    later day moves the summary to that day (its rollups, the upload's among them, read
+    for the days that joined the window), or rebuilds it when the windows share no day;
+    a day before its window adds nothing. ``suite`` is as the upload's lock read it: its
+    summary day is the stored one, and follows a move here."""
     suite_id, as_of = suite.pk, suite.junit_summary_day
     if as_of is None or day > as_of:
-        summary_rebuild(suite_id, day)
+        if as_of is not None and summary_window().contains(as_of, day):
+            _moved(suite_id, as_of, day)
+            Suite.objects.filter(pk=suite_id).update(junit_summary_day=day)
+        else:
+            summary_rebuild(suite_id, day)
         suite.junit_summary_day = day
         return
     if not summary_window().contains(day, as_of):
         return
-    nodes = list(added)
-    before = {}
-    for start in range(0, len(nodes), CHUNK):
-        for pk, node, *values in NodeSummary.objects.filter(
-                node_id__in=nodes[start:start + CHUNK]).values_list(
-                "pk", "node_id", *SUMMARY_FIELDS):
-            before[node] = (pk, SummaryCounts(*values[:-1], tuple(values[-1])))
+    # A test with no flaky failure here keeps its spark and its flaky days: its counts are
+    # added where they are stored. The others' rows are read and written whole.
+    flaky = {node: counts for node, counts in added.items()
+             if counts.flaky_failures or counts.flaky_commits}
+    counts_added(NodeSummary, key=("node_id",), counts=("runs", "failures"), fixed={
+        "suite_id": suite_id, "flaky_failures": 0, "flaky_commits": 0, **NO_FLAKY_DAYS},
+        rows=[(node, counts.runs, counts.failures) for node, counts in added.items()
+              if node not in flaky])
+    before = _summaries(NodeSummary.objects.filter(
+        node_id__in=one_parameter(flaky, "bigint"))) if flaky else {}
     updates, inserts = [], []
-    for node, counts in added.items():
+    for node, counts in flaky.items():
         pk, summary = before.get(node, (None, SummaryCounts()))
         summary = summary_added(summary, counts, day=day, as_of=as_of)
         if pk is None:
@@ -157,22 +171,116 @@ def summary_add(suite: Suite, day: date, added: dict[int, DayCounts],
             updates.append((*_plain(summary), pk))
     update_rows(NodeSummary, SUMMARY_FIELDS, updates)
     insert_plain(NodeSummary, ("suite_id", "node_id", *SUMMARY_FIELDS), inserts)
-    _signatures_add(suite_id, failing)
+    counts_added(SignatureSummary, fixed={"suite_id": suite_id}, key=("node_id", "signature"),
+                 counts=("failures",), rows=[(*key, count) for key, count in failing.items()])
 
 
-def _signatures_add(suite_id: int, failing: dict[tuple[int, str], int]) -> None:
-    if not failing:
+def _summaries(rows) -> dict[int, tuple[int, SummaryCounts]]:
+    """Stored summaries (a NodeSummary queryset), by node: (primary key, summary)."""
+    return {node: (pk, SummaryCounts(*values[:-1], tuple(values[-1])))
+            for pk, node, *values in rows.values_list("pk", "node_id", *SUMMARY_FIELDS)}
+
+
+def _sums(days) -> dict[int, tuple[int, ...]]:
+    """NodeDay rows (a queryset) summed by node: {node: its COUNTS}."""
+    rows = days.values("node_id").annotate(*(Sum(name) for name in COUNTS)).order_by(
+        ).values_list("node_id", *(f"{name}__sum" for name in COUNTS))
+    return {node: tuple(sums) for node, *sums in plain_rows(rows, CHUNK)}
+
+
+def _moved(suite_id: int, as_of: date, today: date) -> None:
+    """Move the summary of ``as_of`` to ``today``, a later day whose window holds
+    ``as_of``: only the rollups of the days that left the window and of those that joined
+    it are read (``summary_moved``), not the window's every day. A test keeps its row
+    while it has a day in the window, as a rebuild would."""
+    one = timedelta(days=1)
+    first_before, _ = summary_window().bounds(as_of)
+    first_now, _ = summary_window().bounds(today)
+    days = NodeDay.objects.filter(suite_id=suite_id)
+    gone_days, new_days = (first_before, first_now - one), (as_of + one, today)
+    left = _sums(days.filter(day__range=gone_days))
+    joined = _sums(days.filter(day__range=new_days))
+    joined_flaky = defaultdict(dict)
+    for node, day, flaky in days.filter(day__range=new_days, flaky_failures__gt=0).values_list(
+            "node_id", "day").annotate(Sum("flaky_failures")).order_by():
+        joined_flaky[node][day] = flaky
+    # A test with flaky days, before or now, has its spark moved: its row read and written
+    # whole. The others (no flaky day before or now) only change their counts.
+    sparked = _summaries(NodeSummary.objects.filter(suite_id=suite_id, flaky_failures__gt=0))
+    whole = sparked.keys() | joined_flaky.keys()
+    stored = {node: (pk, tuple(counts)) for node, pk, *counts in plain_rows(
+        NodeSummary.objects.filter(node_id__in=one_parameter(
+            sorted((left.keys() | joined.keys()) - sparked.keys()), "bigint")).values_list(
+            "node_id", "pk", *COUNTS), CHUNK)}
+    # A test that ran on a day that left and on none that joined may have no day left.
+    maybe_gone = [node for node in left.keys() - joined.keys()
+                  if node in stored or node in sparked]
+    kept = {node for (node,) in plain_rows(days.filter(
+        window_q("day", summary_window(), today), node_id__in=one_parameter(
+            maybe_gone, "bigint")).values_list("node_id").distinct(), CHUNK)
+            } if maybe_gone else set()
+    none = (0,) * len(COUNTS)
+    updates, inserts, whole_updates, gone = [], [], [], []
+    for node in left.keys() | joined.keys() | whole:
+        if node in left and node not in joined and node not in kept:
+            gone.append(node)
+            continue
+        moved = {"left": left.get(node, none), "joined": joined.get(node, none)}
+        if node in sparked:
+            pk, summary = sparked[node]
+        else:
+            pk, counts = stored.get(node, (None, none))
+            if node not in whole:
+                counts = counts_moved(counts, **moved)
+                if pk is None:
+                    inserts.append((suite_id, node, *counts, *NO_FLAKY_DAYS.values()))
+                else:
+                    updates.append((*counts, pk))
+                continue
+            summary = SummaryCounts(*counts)
+        summary = summary_moved(summary, as_of=as_of, today=today, **moved,
+                                joined_flaky=joined_flaky.get(node, {}))
+        if pk is None:
+            inserts.append((suite_id, node, *_plain(summary)))
+        else:
+            whole_updates.append((*_plain(summary), pk))
+    if gone:
+        NodeSummary.objects.filter(node_id__in=one_parameter(gone, "bigint")).delete()
+    update_rows(NodeSummary, COUNTS, updates)
+    update_rows(NodeSummary, SUMMARY_FIELDS, whole_updates)
+    insert_plain(NodeSummary, ("suite_id", "node_id", *SUMMARY_FIELDS), inserts)
+    _signatures_moved(suite_id, gone_days, new_days)
+
+
+def _signatures_moved(suite_id: int, gone_days: tuple, new_days: tuple) -> None:
+    """SignatureSummary moved with NodeSummary: the failures of the days that left taken
+    off, of those that joined added; a signature left with none is deleted."""
+    days = SignatureDay.objects.filter(suite_id=suite_id)
+    change = defaultdict(int)
+    for span, sign in ((gone_days, -1), (new_days, 1)):
+        for node, sig, count in days.filter(day__range=span).values_list(
+                "node_id", "signature").annotate(Sum("failures")).order_by():
+            change[node, sig] += sign * count
+    change = {key: count for key, count in change.items() if count}
+    if not change:
         return
-    nodes = sorted({node for node, _ in failing})
-    existing = {(node, sig): (pk, count) for pk, node, sig, count in
-                SignatureSummary.objects.filter(node_id__in=nodes).values_list(
-                    "pk", "node_id", "signature", "failures")}
-    update_rows(SignatureSummary, ("failures",), [
-        (existing[key][1] + count, existing[key][0]) for key, count in failing.items()
-        if key in existing])
-    insert_plain(SignatureSummary, ("suite_id", "node_id", "signature", "failures"), [
-        (suite_id, node, sig, count) for (node, sig), count in failing.items()
-        if (node, sig) not in existing])
+    stored = {(node, sig): (pk, count) for pk, node, sig, count in
+              SignatureSummary.objects.filter(node_id__in=one_parameter(
+                  sorted({node for node, _ in change}), "bigint"))
+              .values_list("pk", "node_id", "signature", "failures")}
+    updates, inserts, gone = [], [], []
+    for key, count in change.items():
+        pk, before = stored.get(key, (None, 0))
+        if pk is None:
+            inserts.append((suite_id, *key, count))
+        elif before + count:
+            updates.append((before + count, pk))
+        else:
+            gone.append(pk)
+    if gone:
+        SignatureSummary.objects.filter(pk__in=gone).delete()
+    update_rows(SignatureSummary, ("failures",), updates)
+    insert_plain(SignatureSummary, ("suite_id", "node_id", "signature", "failures"), inserts)
 
 
 def summary_node_merged(into: int) -> None:

@@ -1,6 +1,7 @@
 """The mechanics of large uploads (``web.bulk``): the cycle collector paused for an ingest
 and restored as it was found, whatever the order in which overlapping ingests end; and rows
-read without the ORM's converters; and rows updated each with its own values."""
+read without the ORM's converters; rows updated each with its own values; and counts added
+to the rows there are, the others inserted."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from datetime import date
 
 import pytest
 
-from junit.models import JobOutcome
+from junit.models import CaseResult, JobOutcome, NodeDay
 from ledger.models import Node
 from runs.ingest import signals_ingest
 from runs.wire import UploadInvalid
@@ -111,3 +112,35 @@ def test_update_rows_keeps_text_as_it_is_and_none_as_null(suite):
     texts = ['{"a,b}', "it's \\ NULL", None, ""]
     update_rows(Node, ("first_commit",), list(zip(texts, pks, strict=True)))
     assert list(Node.objects.order_by("nodeid").values_list("first_commit", flat=True)) == texts
+
+
+def test_counts_added_adds_to_the_rows_there_are_and_inserts_the_others(suite):
+    """Each row found by its fixed values and key gains the counts; a row of another key,
+    or of other fixed values, is inserted with them; the rows not named stay as they were."""
+    signals_ingest(suite=suite, body=body([record(f"t.py::t{i}") for i in range(3)]),
+                   actor="ci")
+    first, second, third = Node.objects.order_by("nodeid").values_list("pk", flat=True)
+    day = date(2026, 12, 1)
+    NodeDay.objects.create(suite=suite, node_id=first, day=day, branch="main", runs=5,
+                           failures=1, flaky_failures=1, flaky_commits=1)
+    NodeDay.objects.create(suite=suite, node_id=third, day=day, branch="main", runs=7)
+    fixed = {"suite_id": suite.pk, "day": day, "branch": "main"}
+    counts = ("runs", "failures", "flaky_failures", "flaky_commits")
+    bulk.counts_added(NodeDay, fixed=fixed, key=("node_id",), counts=counts,
+                      rows=[(first, 2, 2, 1, 0), (second, 3, 0, 0, 0)])
+    bulk.counts_added(NodeDay, fixed={**fixed, "branch": "it's {a,b}"}, key=("node_id",),
+                      counts=counts, rows=[(first, 1, 0, 0, 0)])
+    assert sorted(NodeDay.objects.values_list("node_id", "branch", *counts)) == sorted([
+        (first, "main", 7, 3, 2, 1), (second, "main", 3, 0, 0, 0),
+        (third, "main", 7, 0, 0, 0), (first, "it's {a,b}", 1, 0, 0, 0)])
+
+
+def test_counts_added_needs_a_unique_constraint_over_its_columns():
+    """A table whose rows no unique constraint tells apart (a file's results) has no row
+    to add to."""
+    fixed = {"suite_id": 1, "file_id": 1, "day": date(2026, 12, 1), "position": 0,
+             "outcome": "passed", "attempts": 1, "duration": None, "message": "",
+             "signature": ""}
+    with pytest.raises(ValueError, match="no unique constraint"):
+        bulk.counts_added(CaseResult, fixed=fixed, key=("node_id",),
+                          counts=("passes", "failures"), rows=[(1, 1, 0)])

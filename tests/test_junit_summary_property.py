@@ -6,6 +6,7 @@ each node's passive history."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
@@ -14,6 +15,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from junit.ingest import junit_ingest
+from junit.models import NodeSummary, SignatureSummary
 from junit.prune import prune_junit
 from junit.selectors import Window, flaky_nodes, flaky_ranking, flaky_rows, passive_history
 from junit.summary import rebuild_summary
@@ -140,3 +142,58 @@ def test_a_page_of_another_day_sums_the_rollups(suite):
     (row,) = flaky_ranking(suite, Window(later))
     assert row["last_flaky"] == on(40).date() and row["flaky_failures"] == 1
     assert flaky_nodes(suite, Window(later)).model.__name__ == "NodeDay"
+
+
+def stored_summary(suite: Suite) -> tuple[list, list]:
+    """The suite's summary rows as stored, without their primary keys."""
+    return (sorted(NodeSummary.objects.filter(suite=suite).values_list(
+                "node_id", "runs", "failures", "flaky_failures", "flaky_commits",
+                "first_flaky", "last_flaky", "spark")),
+            sorted(SignatureSummary.objects.filter(suite=suite).values_list(
+                "node_id", "signature", "failures")))
+
+
+def rebuilt_summary(suite: Suite) -> tuple[list, list]:
+    """What rebuilding the summary from the rollups, of its own day, would store."""
+    with rolled_back():
+        rebuild_summary(suite, Suite.objects.get(pk=suite.pk).junit_summary_day)
+        return stored_summary(suite)
+
+
+def day_file(day: int) -> bytes:
+    """A day's file of six tests: some not run that day, some skipped, failing (with one
+    of the messages) or failing and then passing on a rerun (flaky)."""
+    r = random.Random(day)
+    cases = []
+    for name in [*NAMES, "test_4", "test_5"]:
+        roll = r.random()
+        if roll < 0.2:
+            continue  # not in the file: a test that stops running leaves the window
+        message = r.choice(MESSAGES)
+        if roll < 0.45:
+            cases += [("tests.test_a", name, "failed", message),
+                      ("tests.test_a", name, "passed")]
+        elif roll < 0.6:
+            cases.append(("tests.test_a", name, "failed", message))
+        elif roll < 0.7:
+            cases.append(("tests.test_a", name, "skipped"))
+        else:
+            cases.append(("tests.test_a", name, "passed"))
+    return junit_xml(*cases)
+
+
+def test_a_summary_moved_day_by_day_stores_what_a_rebuild_would(suite):
+    """A later day's upload moves the summary by the days that left its window and those
+    that joined it: the rows it stores are those a rebuild from the rollups stores, over
+    days one apart, a window apart and more, a second file of a day, another branch, and
+    a day already in the window or before it."""
+    uploads = [(0, "main"), (1, "main"), (1, "feature"), (3, "main"), (10, "main"),
+               (2, "main"), (29, "feature"), (30, "main"), (31, "main"), (31, "main"),
+               (45, "main"), (9, "main"), (46, "feature"), (60, "main"), (75, "main"),
+               (76, "main"), (120, "main"), (121, "main")]
+    for step, (day, branch) in enumerate(uploads):
+        junit_ingest(suite=suite, body=day_file(step), actor="ci", now=on(day),
+                     query={"commit": f"c{step}", "branch": branch, "job": f"j{step % 2}"})
+        moved = stored_summary(suite)
+        assert moved == rebuilt_summary(suite), (step, day)
+        assert moved[0], "the summary holds the tests of the window"

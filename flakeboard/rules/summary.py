@@ -4,12 +4,13 @@ failures a day (oldest first). The flaky-tests page, the targets file, the overv
 tile and a node's page read it instead of adding up the days (``junit.summary``).
 
 The summary is of one day: a day's counts are added to it when the day falls in its
-window; a later day starts a new summary, rebuilt from the days' rollups."""
+window; a later day moves it, taking off the days that left the window and adding those
+that joined it, or rebuilds it from the days' rollups when no day is left in common."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from datetime import date
+from datetime import date, timedelta
 
 from .windows import DayWindow
 
@@ -59,5 +60,32 @@ def summary_added(summary: SummaryCounts, counts: DayCounts, *, day: date,
         **{name: getattr(summary, name) + getattr(counts, name) for name in COUNTS},
         first_flaky=min(first, day) if flaky and first else day if flaky else first,
         last_flaky=max(last, day) if flaky and last else day if flaky else last,
+        spark=tuple(spark),
+    )
+
+
+def counts_moved(counts: tuple[int, ...], left: tuple[int, ...],
+                 joined: tuple[int, ...]) -> tuple[int, ...]:
+    """A window's sums (in COUNTS order) moved: the days that left it taken off, the days
+    that joined it added."""
+    return tuple(c - gone + came for c, gone, came in zip(counts, left, joined, strict=True))
+
+
+def summary_moved(summary: SummaryCounts, *, as_of: date, today: date, left: tuple[int, ...],
+                  joined: tuple[int, ...], joined_flaky: dict[date, int]) -> SummaryCounts:
+    """``summary`` (of the window ending ``as_of``) moved to the window ending ``today``, a
+    later day within SUMMARY_DAYS: the sums (in COUNTS order) of the days that left the
+    window taken off (``left``) and of those that joined it added (``joined``), with the
+    flaky failures of each joined day (``joined_flaky``). The first and last flaky days
+    are the spark's."""
+    shift = (today - as_of).days
+    spark = [*summary.spark[shift:], *(0,) * shift]
+    for day, flaky in joined_flaky.items():
+        spark[SUMMARY_DAYS - 1 - (today - day).days] += flaky
+    flaky_days = [today - timedelta(days=SUMMARY_DAYS - 1 - i) for i, n in enumerate(spark) if n]
+    return SummaryCounts(
+        *counts_moved(tuple(getattr(summary, name) for name in COUNTS), left, joined),
+        first_flaky=flaky_days[0] if flaky_days else None,
+        last_flaky=flaky_days[-1] if flaky_days else None,
         spark=tuple(spark),
     )

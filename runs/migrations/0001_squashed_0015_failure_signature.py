@@ -8,11 +8,16 @@ from django.db import migrations, models
 REASONS = [('clean', 'clean'), ('property_fail', 'property_fail'), ('property_not_run', 'property_not_run'), ('frozen_node', 'frozen_node'), ('fixture_drifted', 'fixture_drifted'), ('fixture_missing', 'fixture_missing'), ('within_budget', 'within_budget'), ('quarantined', 'quarantined'), ('quarantine_expired', 'quarantine_expired'), ('over_budget', 'over_budget'), ('too_few_runs', 'too_few_runs'), ('tier_violation', 'tier_violation'), ('new_test_flaky', 'new_test_flaky'), ('new_test_clean', 'new_test_clean'), ('quarantine_cap_exceeded', 'quarantine_cap_exceeded'), ('no_evidence', 'no_evidence')]
 
 
+def create_model(name, *fields, **options):
+    """The model ``name``: the ``id`` Django adds to a model without a key, ``fields``, and its Meta ``options``."""
+    fields = [('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')), *fields]
+    return migrations.CreateModel(name=name, fields=fields, options=options)
+
+
 def upload(*fields):
     """A report's or a batch's columns (``runs.models.Upload``): what its answer was judged
     against, the body and who sent it, and the answer, then the kind's own ``fields``."""
     return [
-        ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
         ('ledger_revision', models.PositiveBigIntegerField(blank=True, null=True)),
         ('policy', models.JSONField(blank=True, default=dict, help_text="The policy's numbers.")),
         ('policy_hash', models.CharField(blank=True, max_length=16)),
@@ -34,7 +39,6 @@ def upload_row(*fields, node, parent):
     reason, flags and entry, the kind's own ``fields``, its node (``related_name`` ``node``)
     and its report or batch, ``parent``."""
     return [
-        ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
         ('created_at', models.DateTimeField()),
         ('reason', models.CharField(choices=REASONS, max_length=40)),
         ('flags', models.JSONField(blank=True, default=list)),
@@ -58,20 +62,17 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.CreateModel(
-            name='ImpactMap',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('commit', models.CharField(blank=True, max_length=200)),
-                ('recorded_at', models.DateTimeField()),
-                ('nodes', models.PositiveIntegerField(help_text='How many tests the map holds.')),
-                ('paths', models.PositiveIntegerField(help_text='How many distinct source files it names.')),
-                ('suite', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='impact_map', to='ledger.suite')),
-            ],
+        create_model(
+            'ImpactMap',
+            ('commit', models.CharField(blank=True, max_length=200)),
+            ('recorded_at', models.DateTimeField()),
+            ('nodes', models.PositiveIntegerField(help_text='How many tests the map holds.')),
+            ('paths', models.PositiveIntegerField(help_text='How many distinct source files it names.')),
+            ('suite', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='impact_map', to='ledger.suite')),
         ),
-        migrations.CreateModel(
-            name='Report',
-            fields=upload(
+        create_model(
+            'Report',
+            *upload(
                 ('branch', models.CharField(blank=True, max_length=200)),
                 ('selected_total', models.PositiveIntegerField(blank=True, null=True)),
                 ('status', models.CharField(choices=[('OK', 'OK'), ('WARN', 'WARN'), ('FAIL', 'FAIL')], max_length=4)),
@@ -87,16 +88,14 @@ class Migration(migrations.Migration):
                 ('warn_count', models.PositiveIntegerField(default=0)),
                 ('suite', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='reports', to='ledger.suite')),
             ),
-            options={
-                'ordering': ['-created_at', '-id'],
-                'abstract': False,
-                'indexes': [models.Index(fields=['suite', '-created_at'], name='report_suite_recent'), models.Index(fields=['suite', 'commit'], name='report_suite_commit')],
-                'constraints': [models.UniqueConstraint(fields=('suite', 'digest'), name='report_once_per_digest')],
-            },
+            ordering=['-created_at', '-id'],
+            abstract=False,
+            indexes=[models.Index(fields=['suite', '-created_at'], name='report_suite_recent'), models.Index(fields=['suite', 'commit'], name='report_suite_commit')],
+            constraints=[models.UniqueConstraint(fields=('suite', 'digest'), name='report_once_per_digest')],
         ),
-        migrations.CreateModel(
-            name='Measurement',
-            fields=upload_row(
+        create_model(
+            'Measurement',
+            *upload_row(
                 ('position', models.PositiveIntegerField(help_text='Row index in the uploaded report.')),
                 ('n', models.PositiveIntegerField()),
                 ('fails', models.PositiveIntegerField()),
@@ -112,15 +111,13 @@ class Migration(migrations.Migration):
                 node='measurements',
                 parent=('report', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='measurements', to='runs.report')),
             ),
-            options={
-                'ordering': ['position'],
-                'abstract': False,
-                'indexes': [models.Index(fields=['report', 'position'], name='measurement_report_pos'), models.Index(fields=['node', '-created_at'], name='measurement_node_recent')],
-            },
+            ordering=['position'],
+            abstract=False,
+            indexes=[models.Index(fields=['report', 'position'], name='measurement_report_pos'), models.Index(fields=['node', '-created_at'], name='measurement_node_recent')],
         ),
-        migrations.CreateModel(
-            name='VerdictBatch',
-            fields=upload(
+        create_model(
+            'VerdictBatch',
+            *upload(
                 ('patch', models.CharField(blank=True, max_length=200)),
                 ('verdict', models.CharField(choices=[('accept', 'accept'), ('hold', 'hold'), ('reject', 'reject')], max_length=6)),
                 ('record_count', models.PositiveIntegerField(default=0)),
@@ -135,17 +132,15 @@ class Migration(migrations.Migration):
                 ('infrastructure_signature', models.CharField(blank=True, db_default='', default='', help_text='The one failure signature that made this attempt an infrastructure failure (empty: none did).', max_length=200)),
                 ('suite', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='batches', to='ledger.suite')),
             ),
-            options={
-                'verbose_name_plural': 'verdict batches',
-                'ordering': ['-created_at', '-id'],
-                'abstract': False,
-                'indexes': [models.Index(fields=['suite', '-created_at'], name='batch_suite_recent'), models.Index(fields=['suite', 'commit', 'patch', '-attempt'], name='batch_suite_attempts')],
-                'constraints': [models.UniqueConstraint(fields=('suite', 'digest'), name='batch_once_per_digest')],
-            },
+            verbose_name_plural='verdict batches',
+            ordering=['-created_at', '-id'],
+            abstract=False,
+            indexes=[models.Index(fields=['suite', '-created_at'], name='batch_suite_recent'), models.Index(fields=['suite', 'commit', 'patch', '-attempt'], name='batch_suite_attempts')],
+            constraints=[models.UniqueConstraint(fields=('suite', 'digest'), name='batch_once_per_digest')],
         ),
-        migrations.CreateModel(
-            name='NodeVerdict',
-            fields=upload_row(
+        create_model(
+            'NodeVerdict',
+            *upload_row(
                 ('position', models.PositiveIntegerField()),
                 ('property_check', models.CharField(max_length=8)),
                 ('fixture_lock', models.CharField(max_length=8)),
@@ -164,37 +159,25 @@ class Migration(migrations.Migration):
                 node='verdicts',
                 parent=('batch', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='verdicts', to='runs.verdictbatch')),
             ),
-            options={
-                'ordering': ['position'],
-                'abstract': False,
-                'indexes': [models.Index(fields=['batch', 'position'], name='verdict_batch_pos'), models.Index(fields=['node', '-created_at'], name='verdict_node_recent'), models.Index(condition=models.Q(('flipped', True)), fields=['suite', 'node'], name='verdict_flipped')],
-            },
+            ordering=['position'],
+            abstract=False,
+            indexes=[models.Index(fields=['batch', 'position'], name='verdict_batch_pos'), models.Index(fields=['node', '-created_at'], name='verdict_node_recent'), models.Index(condition=models.Q(('flipped', True)), fields=['suite', 'node'], name='verdict_flipped')],
         ),
-        migrations.CreateModel(
-            name='ImpactPath',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('node', models.CharField(max_length=1000)),
-                ('path', models.CharField(max_length=1000)),
-                ('path_key', ledger.models.KeyField(editable=False, max_length=32, source='path')),
-                ('suite', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='ledger.suite')),
-            ],
-            options={
-                'indexes': [models.Index(fields=['suite', 'path_key'], name='impact_suite_path')],
-            },
+        create_model(
+            'ImpactPath',
+            ('node', models.CharField(max_length=1000)),
+            ('path', models.CharField(max_length=1000)),
+            ('path_key', ledger.models.KeyField(editable=False, max_length=32, source='path')),
+            ('suite', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='ledger.suite')),
+            indexes=[models.Index(fields=['suite', 'path_key'], name='impact_suite_path')],
         ),
-        migrations.CreateModel(
-            name='ReasonRollup',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('day', models.DateField()),
-                ('source', models.CharField(choices=[('verdicts', 'Verdict batches'), ('reports', 'Flake reports')], max_length=8)),
-                ('reason', models.CharField(choices=REASONS, max_length=40)),
-                ('count', models.PositiveBigIntegerField(default=0)),
-                ('suite', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='ledger.suite')),
-            ],
-            options={
-                'constraints': [models.UniqueConstraint(fields=('suite', 'source', 'day', 'reason'), name='one_rollup_per_key')],
-            },
+        create_model(
+            'ReasonRollup',
+            ('day', models.DateField()),
+            ('source', models.CharField(choices=[('verdicts', 'Verdict batches'), ('reports', 'Flake reports')], max_length=8)),
+            ('reason', models.CharField(choices=REASONS, max_length=40)),
+            ('count', models.PositiveBigIntegerField(default=0)),
+            ('suite', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='ledger.suite')),
+            constraints=[models.UniqueConstraint(fields=('suite', 'source', 'day', 'reason'), name='one_rollup_per_key')],
         ),
     ]

@@ -15,20 +15,10 @@ from django.db import transaction
 from pydantic import TypeAdapter, ValidationError
 
 from flakeboard import rules
-from ledger import messages
+from ledger import messages, refusals
 from ledger.locks import lock_suite
 from ledger.models import Suite, text_key
-from ledger.refusals import (
-    MAX_ERRORS,
-    Code,
-    UploadInvalid,
-    WireProblem,
-    kind_of,
-    load_json,
-    problems,
-    refuse_too_many,
-    shown,
-)
+from ledger.refusals import Code, UploadInvalid, WireProblem, kind_of, shown
 from ledger.wire import Commit
 
 from .models import ImpactMap, ImpactPath
@@ -80,7 +70,7 @@ def node_problems(row: int, node: str, paths: object) -> list[WireProblem]:
 def parse_impact(body: bytes, max_nodes: int) -> ImpactUpload:
     """The upload, whole: ``{"commit": ..., "map": {node: [path, ...]}}``; UploadInvalid
     naming each refused node (its index in the map as the row) and field."""
-    data = load_json(body)
+    data = refusals.load_json(body)
     if not isinstance(data, dict) or not isinstance(data.get("map"), dict):
         got = kind_of(data.get("map")) if isinstance(data, dict) else kind_of(data)
         raise UploadInvalid("validation_failed", [WireProblem(
@@ -93,14 +83,14 @@ def parse_impact(body: bytes, max_nodes: int) -> ImpactUpload:
         commit = CommitField.validate_python(data.get("commit") or "")
     except ValidationError as exc:
         commit = ""
-        found += [WireProblem(p.code, p.message, None, "commit") for p in problems(exc)]
+        found += [WireProblem(p.code, p.message, None, "commit") for p in refusals.problems(exc)]
     impact = data["map"]
-    refuse_too_many(list(impact), "nodes", max_nodes, "map")
+    refusals.refuse_too_many(list(impact), "nodes", max_nodes, "map")
     pairs = 0
     for row, (node, paths) in enumerate(impact.items()):
         found += node_problems(row, node, paths)
         pairs += len(paths) if isinstance(paths, list) else 0
-        if len(found) >= MAX_ERRORS:
+        if len(found) >= refusals.MAX_ERRORS:
             break
     if found:
         raise UploadInvalid("validation_failed", found)

@@ -78,22 +78,38 @@ def _batch_summary(request, batch: VerdictBatch) -> dict:
             "reason_counts": batch.reason_counts}
 
 
-def _one(model, suite, pk: int, what: str):
+def _stored_answer(request, slug: str, pk: int, *, model, what: str, answer_of, schema):
+    """The stored answer of the suite's upload ``pk`` of ``model``, as its upload answered it;
+    404 naming ``what`` when the suite has none."""
+    suite = suite_for_token(request, slug, Scope.READ)
     upload = model.objects.filter(suite=suite, pk=pk).first()
     if upload is None:
         raise ApiError(404, "not_found", f"This suite has no {what} {pk}.")
     upload.suite = suite
-    return upload
+    return answered(200, on_the_board(request, answer_of(stored_outcome(upload)), schema), schema)
+
+
+def _listing_description(kind: str, other: str) -> str:
+    """A list endpoint's description: a page of ``kind`` summaries, filtered by commit or
+    ``other``."""
+    return (f"A page of {kind} summaries, newest first, optionally only of one commit or "
+            f"{other}. `next` is the following page's address (null on the last). " + READ)
+
+
+def _stored_description(kind: str, later: str) -> str:
+    """A stored upload's description: its answer until ``later`` (a later upload judged with
+    it) or the ledger changes it."""
+    return ("The stored result, as its upload answered it: `duplicate` true, `repeats_attempt` "
+            f"its attempt. Uploading its body again answers the same until a later {later} or "
+            f"a change of the ledger judges it otherwise. 404 for an id of no {kind} of this "
+            "suite. " + READ)
 
 
 @router.get(
     "/suites/{suite}/reports",
     response={200: ReportPage, **READ_ERRORS},
     summary="The suite's flake reports, newest first",
-    description=(
-        "A page of report summaries, newest first, optionally only of one commit or "
-        "branch. `next` is the following page's address (null on the last). " + READ
-    ),
+    description=_listing_description("report", "branch"),
 )
 def reports(
     request,
@@ -111,10 +127,7 @@ def reports(
     "/suites/{suite}/verdicts",
     response={200: BatchPage, **READ_ERRORS},
     summary="The suite's verdict batches, newest first",
-    description=(
-        "A page of batch summaries, newest first, optionally only of one commit or "
-        "patch. `next` is the following page's address (null on the last). " + READ
-    ),
+    description=_listing_description("batch", "patch"),
 )
 def verdicts(
     request,
@@ -133,17 +146,11 @@ def verdicts(
     response={200: ReportAnswer, **ONE_ERRORS},
     url_name="report",
     summary="One report's answer, as its upload answered it",
-    description=(
-        "The stored result, as its upload answered it: `duplicate` true, `repeats_attempt` "
-        "its attempt. Uploading its body again answers the same until a later report at "
-        "its commit or a change of the ledger judges it otherwise. 404 for an id of no "
-        "report of this suite. " + READ
-    ),
+    description=_stored_description("report", "report at its commit"),
 )
 def report(request, suite: str, id: int):
-    upload = _one(Report, suite_for_token(request, suite, Scope.READ), id, "report")
-    answer = on_the_board(request, report_answer(stored_outcome(upload)), ReportAnswer)
-    return answered(200, answer, ReportAnswer)
+    return _stored_answer(request, suite, id, model=Report, what="report",
+                          answer_of=report_answer, schema=ReportAnswer)
 
 
 @router.get(
@@ -151,14 +158,8 @@ def report(request, suite: str, id: int):
     response={200: BatchAnswer, **ONE_ERRORS},
     url_name="batch",
     summary="One verdict batch's answer, as its upload answered it",
-    description=(
-        "The stored result, as its upload answered it: `duplicate` true, `repeats_attempt` "
-        "its attempt. Uploading its body again answers the same until a later attempt at "
-        "its patch and commit or a change of the ledger judges it otherwise. 404 for an id "
-        "of no batch of this suite. " + READ
-    ),
+    description=_stored_description("batch", "attempt at its patch and commit"),
 )
 def batch(request, suite: str, id: int):
-    upload = _one(VerdictBatch, suite_for_token(request, suite, Scope.READ), id, "batch")
-    answer = on_the_board(request, batch_answer(stored_outcome(upload)), BatchAnswer)
-    return answered(200, answer, BatchAnswer)
+    return _stored_answer(request, suite, id, model=VerdictBatch, what="batch",
+                          answer_of=batch_answer, schema=BatchAnswer)

@@ -16,7 +16,7 @@ from ledger.api.auth import Scope, suite_for_token
 from ledger.api.refusing import as_refusal
 from ledger.refusals import Code, UploadInvalid, WireProblem, load_list
 from web.api.bodies import raw_json_body
-from web.api.errors import ErrorOut
+from web.api.errors import BODY_ERRORS
 from web.api.openapi import json_body
 
 from ..impact import (
@@ -29,8 +29,6 @@ from ..impact import (
 )
 
 router = Router(tags=["impact"])
-ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 413: ErrorOut, 415: ErrorOut,
-          422: ErrorOut}
 
 
 class ImpactMapOut(Schema):
@@ -66,7 +64,7 @@ class ImpactStored(ImpactMapOut):
 
 @router.put(
     "/suites/{suite}/impact",
-    response={200: ImpactStored, **ERRORS},
+    response={200: ImpactStored, **BODY_ERRORS},
     summary="Replace the suite's impact map",
     description=(
         "`{\"commit\": ..., \"map\": {node id: [path, ...]}}`: the source files each test "
@@ -97,7 +95,7 @@ def parse_paths(body: bytes, max_paths: int) -> list[str]:
 
 @router.post(
     "/suites/{suite}/impact/nodes",
-    response={200: ImpactNodesAnswer, **ERRORS},
+    response={200: ImpactNodesAnswer, **BODY_ERRORS},
     summary="The tests that execute these files",
     description=(
         "A JSON list of paths (relative to the repository's root, as `git diff` names "

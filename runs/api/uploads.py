@@ -20,7 +20,7 @@ from ledger.api.auth import Scope, suite_for_token
 from ledger.api.refusing import as_refusal
 from ledger.trust import credential_of, signed_of
 from web.api.bodies import raw_json_body
-from web.api.errors import ErrorOut
+from web.api.errors import BODY_ERRORS
 from web.api.openapi import json_body
 
 from ..ingest import report_ingest, signals_ingest
@@ -32,10 +32,6 @@ from .schemas import BatchAnswer, ReportAnswer
 router = Router(tags=["uploads"])
 
 EXIT_CODE_HEADER = "Flakeboard-Exit-Code"
-UPLOAD_ERRORS = {
-    400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 413: ErrorOut, 415: ErrorOut, 422: ErrorOut,
-}
-
 ANSWER_HEADERS = {
     EXIT_CODE_HEADER: {
         "description": "The answer's exit_code, for scripts that read headers only.",
@@ -48,8 +44,15 @@ STORED_HEADERS = {
 }
 DOCUMENTED_HEADERS = {200: {"headers": ANSWER_HEADERS}, 201: {"headers": STORED_HEADERS}}
 ROWS_KEY = {ReportAnswer: "measurements", BatchAnswer: "records"}
-DRY_RUN = "Evaluate and answer, store nothing."
-EVIDENCE = "For a bare list: a CI run reference or an http(s) URL."
+DryRun = Annotated[bool, Query(description="Evaluate and answer, store nothing.")]
+Evidence = Annotated[str, Query(description="For a bare list: a CI run reference or an "
+                                            "http(s) URL.")]
+
+
+def upload_body(body_type, description: str) -> dict:
+    """``openapi_extra`` of an upload endpoint: its body, and the exit-code header (with the
+    Location of a stored upload) on its answers."""
+    return json_body(body_type, description=description, responses=DOCUMENTED_HEADERS)
 
 
 def upload(
@@ -112,7 +115,7 @@ def answered(status: int, answer: dict, schema: type[ReportAnswer | BatchAnswer]
 
 @router.post(
     "/suites/{suite}/reports",
-    response={200: ReportAnswer, 201: ReportAnswer, **UPLOAD_ERRORS},
+    response={200: ReportAnswer, 201: ReportAnswer, **BODY_ERRORS},
     summary="Upload flake-report.json and gate it",
     description=(
         "The bare list the budget script writes (commit, branch and evidence then come "
@@ -125,19 +128,17 @@ def answered(status: int, answer: dict, schema: type[ReportAnswer | BatchAnswer]
         "answered with its measurements pooled over every report at the commit now). "
         "Needs a write token."
     ),
-    openapi_extra=json_body(
-        ReportUpload,
-        description="A flake report: the bare list the budget script writes, or the envelope.",
-        responses=DOCUMENTED_HEADERS,
+    openapi_extra=upload_body(
+        ReportUpload, "A flake report: the bare list the budget script writes, or the envelope."
     ),
 )
 def upload_report(
     request,
     suite: str,
-    dry_run: Annotated[bool, Query(description=DRY_RUN)] = False,
+    dry_run: DryRun = False,
     commit: Annotated[str, Query(description="For a bare list: the commit measured.")] = "",
     branch: Annotated[str, Query(description="For a bare list: the branch.")] = "",
-    evidence: Annotated[str, Query(description=EVIDENCE)] = "",
+    evidence: Evidence = "",
 ):
     return upload(
         request, suite, ingest=report_ingest, answer_of=report_answer, schema=ReportAnswer,
@@ -147,7 +148,7 @@ def upload_report(
 
 @router.post(
     "/suites/{suite}/verdicts",
-    response={200: BatchAnswer, 201: BatchAnswer, **UPLOAD_ERRORS},
+    response={200: BatchAnswer, 201: BatchAnswer, **BODY_ERRORS},
     summary="Upload signal records and arbitrate them",
     description=(
         "A bare list of signal records (patch, commit and evidence then come from the "
@@ -163,19 +164,15 @@ def upload_report(
         "OIDC token: its signed sha is then the commit, and a re-run of its job a new "
         "attempt, never a duplicate."
     ),
-    openapi_extra=json_body(
-        SignalsUpload,
-        description="Signal records: a bare list, or the envelope.",
-        responses=DOCUMENTED_HEADERS,
-    ),
+    openapi_extra=upload_body(SignalsUpload, "Signal records: a bare list, or the envelope."),
 )
 def upload_verdicts(
     request,
     suite: str,
-    dry_run: Annotated[bool, Query(description=DRY_RUN)] = False,
+    dry_run: DryRun = False,
     patch: Annotated[str, Query(description="For a bare list: the candidate patch.")] = "",
     commit: Annotated[str, Query(description="For a bare list: the commit.")] = "",
-    evidence: Annotated[str, Query(description=EVIDENCE)] = "",
+    evidence: Evidence = "",
 ):
     return upload(
         request, suite, ingest=signals_ingest, answer_of=batch_answer, schema=BatchAnswer,

@@ -32,6 +32,12 @@ class ErrorOut(Schema):
     details: list[ErrorDetail] = []
 
 
+# What an endpoint that reads a JSON body answers besides its own answers: not JSON (400), no
+# token or not the suite's (401, 403), too large or too many rows (413), not declared JSON
+# (415), not a valid body (422).
+BODY_ERRORS = dict.fromkeys((400, 401, 403, 413, 415, 422), ErrorOut)
+
+
 class ApiError(Exception):
     """An answer other than success, raised anywhere below a view."""
 

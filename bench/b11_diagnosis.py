@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from .b6_measure import client_bench, measure_command, tools_python
+from .b6_measure import measure_command, tools_bench
 from .measure import TIMES, Row, fmt_seconds, progress, repeats, scaled
 
 ID = "B11"
@@ -97,11 +97,10 @@ def measured(command: list[str], project: Path) -> Measured:
 
 
 def run(scale: float, backend: str, workdir) -> list[Row]:
-    workdir, workers, full = client_bench(ID, workdir, scale)
+    workdir, workers, _, python = tools_bench(ID, workdir, scale, TOOLS)
     runs = scaled(scale, RUNS, 20)
     what = (f"measure's diagnosis (seeds replayed, CPU load) of 4 targets {TIMES} {runs} runs, "
             f"{workers} workers, against measure --no-diagnose")
-    python = tools_python(ID, workdir, TOOLS, full)
     project = make_project(workdir / "project")
     rounds = repeats(scale, 3)
     progress(f"{ID}: measure --exact with and without its experiments, {rounds} rounds")

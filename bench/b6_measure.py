@@ -159,6 +159,23 @@ def client_bench(bench_id: str, workdir, scale: float) -> ClientBench:
     return ClientBench(Path(workdir) / bench_id.lower(), os.cpu_count() or 1, scale >= 1)
 
 
+class ToolsBench(NamedTuple):
+    """A ClientBench and the interpreter its commands run with (``tools_python``)."""
+
+    workdir: Path
+    workers: int
+    full: bool
+    python: Path
+
+
+def tools_bench(bench_id: str, workdir, scale: float, tools: list[str]) -> ToolsBench:
+    """The ClientBench of a benchmark that asks nothing of the board before it installs
+    ``tools``, and its interpreter. One that must first find the board's route it needs
+    (B6c, B6d) calls client_bench, then tools_python once the route is there."""
+    bench = client_bench(bench_id, workdir, scale)
+    return ToolsBench(*bench, tools_python(bench_id, bench.workdir, tools, bench.full))
+
+
 def measure_command(python: Path, runs: int, workers: int, output: Path,
                     *options: str) -> list[str]:
     """The client's measure of the project's flake_targets.txt: ``runs`` runs a target on
@@ -217,13 +234,12 @@ def fresh_seconds(python: Path, project: Path, runs: int, out: Path) -> float:
 
 
 def run(scale: float, backend: str, workdir) -> list[Row]:
-    workdir, workers, full = client_bench(ID, workdir, scale)
+    workdir, workers, full, python = tools_bench(ID, workdir, scale, TOOLS)
     # A smoke run installs nothing (it may have no network): the board's own interpreter,
     # which has pytest (its other plugins not loaded), two targets and no plugin baselines.
     script_runs = SCRIPT_RUNS if full else 1
     runs = RUNS if full else 3
     targets = TARGETS if full else TARGETS[:2]
-    python = tools_python(ID, workdir, TOOLS, full)
     if not full:
         os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     project = make_project(workdir / "project", targets)

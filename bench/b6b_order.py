@@ -23,7 +23,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from .b6_measure import client_bench, measure_command, tools_python
+from .b6_measure import measure_command, tools_bench
 from .measure import TIMES, Row, fmt_seconds, progress, unavailable
 
 ID = "B6b"
@@ -105,9 +105,8 @@ def found_by_detect_test_pollution(python: Path, project: Path) -> tuple[float, 
 
 
 def run(scale: float, backend: str, workdir) -> list[Row]:
-    workdir, workers, full = client_bench(ID, workdir, scale)
+    workdir, workers, full, python = tools_bench(ID, workdir, scale, TOOLS)
     per_module = PER_MODULE if full else 10
-    python = tools_python(ID, workdir, TOOLS, full)
     if not full:
         os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     project = make_project(workdir / "project", per_module)

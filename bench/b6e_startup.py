@@ -16,7 +16,7 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-from .b6_measure import client_bench, measure_command, timed, tools_python
+from .b6_measure import measure_command, timed, tools_bench
 from .call_log import write_calls
 from .measure import TIMES, Row, fmt_seconds, progress, repeats, scaled
 
@@ -94,11 +94,10 @@ def import_seconds(python: Path, project: Path) -> float:
 
 
 def run(scale: float, backend: str, workdir) -> list[Row]:
-    workdir, workers, full = client_bench(ID, workdir, scale)
+    workdir, workers, _, python = tools_bench(ID, workdir, scale, TOOLS)
     runs = scaled(scale, RUNS, 20)
     what = (f"measure with a 0.5 s import, 4 targets {TIMES} {runs} runs, {workers} workers, "
             f"against the limit (call phases ÷ workers + one import)")
-    python = tools_python(ID, workdir, TOOLS, full)
     project, targets = make_project(workdir / "project")
     imported = import_seconds(python, project)
     rounds = repeats(scale, 3)

@@ -21,14 +21,26 @@ from tests.measure_projects import clean_env, make_project, measure, report
 
 CLIENT = load_client()
 
-SETS_UP = """
+# A module whose test_sets_up sets READY, and one whose test_needs_setup needs it: the
+# state-setter that tests/test_ci_measure_ci_order.py builds on too.
+SETS_READY = """
     def test_first():
         pass
 
 
     def test_sets_up():
         os.environ["READY"] = "1"
+"""
+NEEDS_READY = """
+    def test_other():
+        pass
 
+
+    def test_needs_setup():
+        assert os.environ.get("READY"), "nothing set up"
+"""
+
+SETS_UP = SETS_READY + """
 
     def test_half_one():
         os.environ["HALF_ONE"] = "1"
@@ -42,14 +54,7 @@ SETS_UP = """
         os.environ["HALF_TWO"] = "1"
 """
 
-DEPENDS = """
-    def test_other():
-        pass
-
-
-    def test_needs_setup():
-        assert os.environ.get("READY"), "nothing set up"
-
+DEPENDS = NEEDS_READY + """
 
     def test_needs_neither_half():
         assert not (os.environ.get("HALF_ONE") and os.environ.get("HALF_TWO")), "both halves"

@@ -11,37 +11,23 @@ from junit.ingest import junit_ingest
 from tests.api_http import new_token
 from tests.junit_files import junit_xml
 from tests.measure_projects import make_project, measure
-from tests.test_ci_measure_cause import result_lines
+from tests.test_ci_measure_cause import NEEDS_READY, SETS_READY, result_lines
 
 pytestmark = pytest.mark.slow  # each test starts a real process
 
 # Collected first, the tests of test_a.py; CI ran test_z.py's first (a shuffled order, or
 # another rootdir's): only CI's order sets READY and POLLUTED before test_a.py's tests.
 MODULES = {
-    "tests/test_a.py": """
-        def test_other():
-            pass
+    "tests/test_a.py": NEEDS_READY + """
 
+    def test_victim():
+        assert not os.environ.get("POLLUTED"), "polluted"
+""",
+    "tests/test_z.py": SETS_READY + """
 
-        def test_needs_setup():
-            assert os.environ.get("READY"), "nothing set up"
-
-
-        def test_victim():
-            assert not os.environ.get("POLLUTED"), "polluted"
-    """,
-    "tests/test_z.py": """
-        def test_first():
-            pass
-
-
-        def test_sets_up():
-            os.environ["READY"] = "1"
-
-
-        def test_pollutes():
-            os.environ["POLLUTED"] = "1"
-    """,
+    def test_pollutes():
+        os.environ["POLLUTED"] = "1"
+""",
 }
 NEEDS, VICTIM = "tests/test_a.py::test_needs_setup", "tests/test_a.py::test_victim"
 SETTER, POLLUTER = "tests/test_z.py::test_sets_up", "tests/test_z.py::test_pollutes"

@@ -66,18 +66,6 @@ REFUSED = {
     "an unknown skip": (
         {"skipped": "timeout"}, "invalid_value", "skipped must be 'budget' or 'disabled'"),
     "not an object": ("seeded", "wrong_type", "must be an object (got a string)"),
-    "more seed fails than replays": (
-        {"seeded": {**SEEDED, "seed_fails": 5}}, "out_of_range",
-        "seeded.seed_fails must not exceed seed_runs (4; got 5)"),
-    "more control fails than replays": (
-        {"seeded": {**SEEDED, "control_fails": 5}}, "out_of_range",
-        "seeded.control_fails must not exceed control_runs (4; got 5)"),
-    "more fails under load than runs": (
-        {"load": {**LOAD, "load_fails": 101}}, "out_of_range",
-        "load.load_fails must not exceed load_n (100; got 101)"),
-    "more idle fails than runs": (
-        {"load": {**LOAD, "idle_fails": 101}}, "out_of_range",
-        "load.idle_fails must not exceed idle_n (100; got 101)"),
     "a negative count": (
         {"load": {**LOAD, "load_n": -1}}, "out_of_range", "load.load_n must be at least 0"),
     "a count that is no whole number": (
@@ -118,6 +106,21 @@ REFUSED = {
 def test_each_refusal_names_the_row_and_the_field(suite, experiments, code, says):
     rows = [measurement("tests/a.py::test_ok"), row(experiments)]
     assert_row_refused(suite, rows, "experiments", code, says)
+
+
+# Each experiment's count of failures, and the count of runs it may not exceed.
+FAILS_OF_RUNS = [("seeded", "seed_fails", "seed_runs"), ("seeded", "control_fails", "control_runs"),
+                 ("load", "load_fails", "load_n"), ("load", "idle_fails", "idle_n")]
+
+
+@pytest.mark.parametrize(("experiment", "fails", "runs"), FAILS_OF_RUNS)
+def test_fails_may_not_exceed_their_runs(suite, experiment, fails, runs):
+    given = EXPERIMENTS[experiment]
+    too_many = given[runs] + 1
+    rows = [measurement("tests/a.py::test_ok"), row({experiment: {**given, fails: too_many}})]
+    assert_row_refused(suite, rows, "experiments", "out_of_range",
+                       f"{experiment}.{fails} must not exceed {runs} ({given[runs]}; "
+                       f"got {too_many})")
 
 
 def test_the_api_document_describes_them():

@@ -18,52 +18,46 @@ from flakeboard import rules
 from flakeboard.rules import (
     SIGNIFICANCE,
     Category,
-    CiFacts,
-    Experiments,
-    JobFigures,
-    LoadBlock,
-    MeasuredFacts,
-    RatePair,
-    SeedReplay,
     diagnose,
     fisher_greater,
     names_network,
 )
 from tests.properties import PROPERTY
 
-SEEDED = SeedReplay(seeds=(9141, 9150), controls=(9137, 9138), seed_runs=4, seed_fails=4,
-                    control_runs=4, control_fails=0,
-                    command="python3 flakeboard_ci.py replay 'tests/x.py::test_y' --seed 9141")
-LOAD = LoadBlock(idle_n=100, idle_fails=2, load_n=100, load_fails=31,
-                 command="python3 flakeboard_ci.py replay 'tests/x.py::test_y' --stress")
+SEEDED = rules.SeedReplay(
+    seeds=(9141, 9150), controls=(9137, 9138), seed_runs=4, seed_fails=4, control_runs=4,
+    control_fails=0, command="python3 flakeboard_ci.py replay 'tests/x.py::test_y' --seed 9141")
+LOAD = rules.LoadBlock(idle_n=100, idle_fails=2, load_n=100, load_fails=31,
+                       command="python3 flakeboard_ci.py replay 'tests/x.py::test_y' --stress")
 RESET = ("ConnectionResetError: [Errno <n>] Connection reset by peer", 4)
-JOBS = (JobFigures("py3.13", 40, 6), JobFigures("py3.12", 40, 0), JobFigures("py3.11", 40, 0))
-CI_ONLY = RatePair(ci_runs=60, ci_failures=4, measured_runs=1000, measured_fails=0)
+JOBS = (rules.JobFigures("py3.13", 40, 6), rules.JobFigures("py3.12", 40, 0),
+        rules.JobFigures("py3.11", 40, 0))
+CI_ONLY = rules.RatePair(ci_runs=60, ci_failures=4, measured_runs=1000, measured_fails=0)
 
 
-def measured(classification=None, cause=None, **experiments) -> MeasuredFacts:
-    return MeasuredFacts(classification, cause, Experiments(**experiments) if experiments
-                         else None)
+def measured(classification=None, cause=None, **experiments) -> rules.MeasuredFacts:
+    return rules.MeasuredFacts(classification, cause,
+                               rules.Experiments(**experiments) if experiments else None)
 
 
 # --- a row per category ---------------------------------------------------------------------
 
 CATEGORIES = [
     # (measurement facts, CI facts, category, command, evidence holds)
-    (measured("order_dependent", "fails only after tests/a.py::test_p"), CiFacts(),
+    (measured("order_dependent", "fails only after tests/a.py::test_p"), rules.CiFacts(),
      Category.ORDER_DEPENDENT, None, "fails only after tests/a.py::test_p"),
-    (measured("flaky", seeded=SEEDED), CiFacts(), Category.SEEDED, SEEDED.command,
+    (measured("flaky", seeded=SEEDED), rules.CiFacts(), Category.SEEDED, SEEDED.command,
      "4/4 replays at its failing seeds (9141, 9150) failed, 0/4 at the control seeds"),
-    (measured("repeat_unsafe"), CiFacts(), Category.REPEAT_UNSAFE, None, "Repeat-unsafe"),
-    (measured("flaky", load=LOAD), CiFacts(), Category.TIMING, LOAD.command,
+    (measured("repeat_unsafe"), rules.CiFacts(), Category.REPEAT_UNSAFE, None, "Repeat-unsafe"),
+    (measured("flaky", load=LOAD), rules.CiFacts(), Category.TIMING, LOAD.command,
      "2/100 failed idle, 31/100 under CPU load (Fisher's exact p=0.0000)"),
-    (measured("flaky"), CiFacts(signatures=(RESET, ("AssertionError", 1))), Category.EXTERNAL,
-     None, "4/5 failures name the network or a service"),
-    (measured("flaky"), CiFacts(jobs=JOBS), Category.JOB_SPECIFIC, None,
+    (measured("flaky"), rules.CiFacts(signatures=(RESET, ("AssertionError", 1))),
+     Category.EXTERNAL, None, "4/5 failures name the network or a service"),
+    (measured("flaky"), rules.CiFacts(jobs=JOBS), Category.JOB_SPECIFIC, None,
      "6/40 flaky failures in CI job py3.13, 0/80 in the others"),
-    (measured("stable"), CiFacts(rates=CI_ONLY), Category.CI_ONLY, None,
+    (measured("stable"), rules.CiFacts(rates=CI_ONLY), Category.CI_ONLY, None,
      "4/60 failed in CI's JUnit"),
-    (measured("flaky"), CiFacts(), Category.UNKNOWN, None, None),
+    (measured("flaky"), rules.CiFacts(), Category.UNKNOWN, None, None),
 ]
 
 
@@ -86,7 +80,7 @@ def test_every_category_has_a_row() -> None:
 def test_evidence_lists_every_category_that_holds_strongest_first() -> None:
     diagnosis = diagnose(measured("order_dependent", "fails only after a", seeded=SEEDED,
                                   load=LOAD),
-                         CiFacts(jobs=JOBS, rates=CI_ONLY, signatures=(RESET,)))
+                         rules.CiFacts(jobs=JOBS, rates=CI_ONLY, signatures=(RESET,)))
     assert diagnosis.category is Category.ORDER_DEPENDENT
     assert [line.split(" ")[0] for line in diagnosis.evidence] == [
         "Order-dependent:", "4/4", "2/100", "4/4", "6/40", "4/60"]
@@ -105,18 +99,18 @@ def test_order_dependent_without_a_cause_says_what_it_is() -> None:
 def test_p_at_the_threshold_is_not_significant() -> None:
     # 1/1 under load, 0/99 idle: exactly one draw in a hundred puts the failure there.
     assert fisher_greater(1, 1, 0, 99) == SIGNIFICANCE
-    load = LoadBlock(idle_n=99, idle_fails=0, load_n=1, load_fails=1)
+    load = rules.LoadBlock(idle_n=99, idle_fails=0, load_n=1, load_fails=1)
     assert diagnose(measured("flaky", load=load)).category is Category.UNKNOWN
     # One more idle pass puts it just below.
-    load = LoadBlock(idle_n=100, idle_fails=0, load_n=1, load_fails=1)
+    load = rules.LoadBlock(idle_n=100, idle_fails=0, load_n=1, load_fails=1)
     assert diagnose(measured("flaky", load=load)).category is Category.TIMING
 
 
 @pytest.mark.parametrize("replay", [
-    SeedReplay((1,), (2,), seed_runs=2, seed_fails=1, control_runs=2, control_fails=0),
-    SeedReplay((1,), (2,), seed_runs=2, seed_fails=2, control_runs=2, control_fails=1),
-    SeedReplay((1,), (2,), seed_runs=0, seed_fails=0, control_runs=2, control_fails=0),
-    SeedReplay((1,), (2,), seed_runs=2, seed_fails=2, control_runs=0, control_fails=0),
+    rules.SeedReplay((1,), (2,), seed_runs=2, seed_fails=1, control_runs=2, control_fails=0),
+    rules.SeedReplay((1,), (2,), seed_runs=2, seed_fails=2, control_runs=2, control_fails=1),
+    rules.SeedReplay((1,), (2,), seed_runs=0, seed_fails=0, control_runs=2, control_fails=0),
+    rules.SeedReplay((1,), (2,), seed_runs=2, seed_fails=2, control_runs=0, control_fails=0),
 ], ids=["a seed passed once", "a control failed", "no replay", "no control"])
 def test_seeded_needs_every_replay_to_fail_and_every_control_to_pass(replay) -> None:
     diagnosis = diagnose(measured("flaky", seeded=replay))
@@ -125,40 +119,41 @@ def test_seeded_needs_every_replay_to_fail_and_every_control_to_pass(replay) -> 
 
 
 def test_equal_rates_under_load_are_not_timing() -> None:
-    load = LoadBlock(idle_n=100, idle_fails=10, load_n=100, load_fails=10)
+    load = rules.LoadBlock(idle_n=100, idle_fails=10, load_n=100, load_fails=10)
     assert diagnose(measured("flaky", load=load)).category is Category.UNKNOWN
 
 
 def test_job_specific_needs_three_flaky_failures_in_the_job() -> None:
-    jobs = (JobFigures("py3.13", 2, 2), JobFigures("py3.12", 500, 0))
+    jobs = (rules.JobFigures("py3.13", 2, 2), rules.JobFigures("py3.12", 500, 0))
     assert fisher_greater(2, 2, 0, 500) < SIGNIFICANCE
-    assert diagnose(None, CiFacts(jobs=jobs)).category is Category.UNKNOWN
-    jobs = (JobFigures("py3.13", 3, 3), JobFigures("py3.12", 500, 0))
-    assert diagnose(None, CiFacts(jobs=jobs)).category is Category.JOB_SPECIFIC
+    assert diagnose(None, rules.CiFacts(jobs=jobs)).category is Category.UNKNOWN
+    jobs = (rules.JobFigures("py3.13", 3, 3), rules.JobFigures("py3.12", 500, 0))
+    assert diagnose(None, rules.CiFacts(jobs=jobs)).category is Category.JOB_SPECIFIC
 
 
 def test_one_job_alone_is_not_job_specific() -> None:
-    diagnosis = diagnose(None, CiFacts(jobs=(JobFigures("py3.13", 40, 20),)))
+    diagnosis = diagnose(None, rules.CiFacts(jobs=(rules.JobFigures("py3.13", 40, 20),)))
     assert diagnosis.category is Category.UNKNOWN
 
 
 def test_two_jobs_tied_name_the_first_by_name() -> None:
-    jobs = (JobFigures("b", 10, 5), JobFigures("a", 10, 5), JobFigures("c", 400, 0))
-    diagnosis = diagnose(None, CiFacts(jobs=jobs))
+    jobs = (rules.JobFigures("b", 10, 5), rules.JobFigures("a", 10, 5),
+            rules.JobFigures("c", 400, 0))
+    diagnosis = diagnose(None, rules.CiFacts(jobs=jobs))
     assert diagnosis.category is Category.JOB_SPECIFIC
     assert diagnosis.evidence[0].startswith("5/10 flaky failures in CI job a, 5/410 in the")
 
 
 def test_ci_only_needs_disjoint_intervals() -> None:
-    overlapping = RatePair(ci_runs=60, ci_failures=4, measured_runs=100, measured_fails=2)
-    assert diagnose(None, CiFacts(rates=overlapping)).category is Category.UNKNOWN
-    assert diagnose(None, CiFacts(rates=CI_ONLY)).category is Category.CI_ONLY
+    overlapping = rules.RatePair(ci_runs=60, ci_failures=4, measured_runs=100, measured_fails=2)
+    assert diagnose(None, rules.CiFacts(rates=overlapping)).category is Category.UNKNOWN
+    assert diagnose(None, rules.CiFacts(rates=CI_ONLY)).category is Category.CI_ONLY
 
 
 def test_external_needs_most_failures_to_name_the_network() -> None:
-    half = CiFacts(signatures=(RESET, ("AssertionError: assert <n> == <n>", 4)))
+    half = rules.CiFacts(signatures=(RESET, ("AssertionError: assert <n> == <n>", 4)))
     assert diagnose(None, half).category is Category.UNKNOWN
-    assert diagnose(None, CiFacts(signatures=(RESET, ("", 9)))).category is Category.EXTERNAL
+    assert diagnose(None, rules.CiFacts(signatures=(RESET, ("", 9)))).category is Category.EXTERNAL
 
 
 @pytest.mark.parametrize(("text", "network"), [
@@ -190,11 +185,11 @@ def test_nothing_tried() -> None:
     ("disabled", "experiments skipped: --no-diagnose"),
 ])
 def test_unknown_says_what_was_tried_and_what_was_skipped(skipped, said) -> None:
-    overlapping = RatePair(ci_runs=60, ci_failures=1, measured_runs=100, measured_fails=1)
+    overlapping = rules.RatePair(ci_runs=60, ci_failures=1, measured_runs=100, measured_fails=1)
     diagnosis = diagnose(
-        measured("flaky", load=LoadBlock(100, 3, 100, 4), skipped=skipped),
-        CiFacts(jobs=(JobFigures("", 10, 1),), rates=overlapping,
-                signatures=(("AssertionError", 1),)))
+        measured("flaky", load=rules.LoadBlock(100, 3, 100, 4), skipped=skipped),
+        rules.CiFacts(jobs=(rules.JobFigures("", 10, 1),), rates=overlapping,
+                      signatures=(("AssertionError", 1),)))
     assert diagnosis.category is Category.UNKNOWN
     assert diagnosis.tried == ("CPU load", "CI jobs", "CI against measured rate",
                                "failure signatures", said)
@@ -207,8 +202,8 @@ def test_experiments_from_the_wire() -> None:
             "load": {"idle_n": 100, "idle_fails": 2, "load_n": 100, "load_fails": 31,
                      "command": LOAD.command},
             "skipped": "budget"}
-    assert Experiments.from_wire(wire) == Experiments(SEEDED, LOAD, "budget")
-    assert Experiments.from_wire(None) is None
+    assert rules.Experiments.from_wire(wire) == rules.Experiments(SEEDED, LOAD, "budget")
+    assert rules.Experiments.from_wire(None) is None
 
 
 def test_answer_is_the_contracts_object() -> None:
@@ -266,42 +261,42 @@ counts = st.integers(0, 60)
 @st.composite
 def seed_replays(draw):
     runs, controls = draw(counts), draw(counts)
-    return SeedReplay((1,), (2,), runs, draw(st.integers(0, runs)), controls,
-                      draw(st.integers(0, controls)), draw(st.none() | st.just("replay")))
+    return rules.SeedReplay((1,), (2,), runs, draw(st.integers(0, runs)), controls,
+                            draw(st.integers(0, controls)), draw(st.none() | st.just("replay")))
 
 
 @st.composite
 def load_blocks(draw):
     idle, load = draw(counts), draw(counts)
-    return LoadBlock(idle, draw(st.integers(0, idle)), load, draw(st.integers(0, load)),
-                     draw(st.none() | st.just("stress")))
+    return rules.LoadBlock(idle, draw(st.integers(0, idle)), load, draw(st.integers(0, load)),
+                           draw(st.none() | st.just("stress")))
 
 
 @st.composite
 def rate_pairs(draw):
     ci, runs = draw(st.integers(0, 400)), draw(st.integers(0, 400))
-    return RatePair(ci, draw(st.integers(0, ci)), runs, draw(st.integers(0, runs)))
+    return rules.RatePair(ci, draw(st.integers(0, ci)), runs, draw(st.integers(0, runs)))
 
 
 @st.composite
 def job_figures(draw):
     runs = draw(counts)
-    return JobFigures(draw(st.sampled_from(["", "py3.12", "py3.13", "linux"])), runs,
-                      draw(st.integers(0, runs)))
+    return rules.JobFigures(draw(st.sampled_from(["", "py3.12", "py3.13", "linux"])), runs,
+                            draw(st.integers(0, runs)))
 
 
 facts = st.builds(
-    MeasuredFacts,
+    rules.MeasuredFacts,
     classification=st.none() | st.sampled_from(
         ["stable", "flaky", "broken", "order_dependent", "repeat_unsafe"]),
     cause=st.none() | st.just("fails only after tests/a.py::test_p"),
-    experiments=st.none() | st.builds(Experiments, seeded=st.none() | seed_replays(),
+    experiments=st.none() | st.builds(rules.Experiments, seeded=st.none() | seed_replays(),
                                       load=st.none() | load_blocks(),
                                       skipped=st.none() | st.sampled_from(["budget",
                                                                            "disabled"])),
 )
 ci_facts = st.builds(
-    CiFacts,
+    rules.CiFacts,
     jobs=st.lists(job_figures(), max_size=4, unique_by=lambda job: job.job).map(tuple),
     rates=st.none() | rate_pairs(),
     signatures=st.lists(st.tuples(st.sampled_from([RESET[0], "AssertionError", "",

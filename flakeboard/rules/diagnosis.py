@@ -29,15 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .diagnosis_facts import (
-    CiFacts,
-    Experiments,
-    JobFigures,
-    LoadBlock,
-    MeasuredFacts,
-    RatePair,
-    SeedReplay,
-)
+from . import diagnosis_facts as facts
 from .network import names_network
 from .stats import fisher_greater, lower95, upper95
 from .vocab import Classification
@@ -111,14 +103,14 @@ class _Line:
     command: str | None = None
 
 
-def _order_dependent(measured: MeasuredFacts) -> _Line | None:
+def _order_dependent(measured: facts.MeasuredFacts) -> _Line | None:
     if measured.classification != Classification.ORDER_DEPENDENT:
         return None
     cause = measured.cause or "its outcome depends on the tests run before it"
     return _Line(Category.ORDER_DEPENDENT, f"Order-dependent: {cause}.")
 
 
-def _seeded(seeded: SeedReplay | None) -> _Line | None:
+def _seeded(seeded: facts.SeedReplay | None) -> _Line | None:
     if seeded is None or not (seeded.seed_runs > 0 and seeded.seed_fails == seeded.seed_runs
                               and seeded.control_runs > 0 and seeded.control_fails == 0):
         return None
@@ -130,14 +122,14 @@ def _seeded(seeded: SeedReplay | None) -> _Line | None:
                  f"control seeds ({controls}).", seeded.command)
 
 
-def _repeat_unsafe(measured: MeasuredFacts) -> _Line | None:
+def _repeat_unsafe(measured: facts.MeasuredFacts) -> _Line | None:
     if measured.classification != Classification.REPEAT_UNSAFE:
         return None
     return _Line(Category.REPEAT_UNSAFE, "Repeat-unsafe: repeating it in one process changes "
                                          "its outcome.")
 
 
-def _timing(load: LoadBlock | None) -> _Line | None:
+def _timing(load: facts.LoadBlock | None) -> _Line | None:
     if load is None:
         return None
     p = fisher_greater(load.load_fails, load.load_n, load.idle_fails, load.idle_n)
@@ -161,7 +153,7 @@ def _external(signatures: tuple[tuple[str, int], ...]) -> _Line | None:
                  f"“{top}”.")
 
 
-def _job_specific(jobs: tuple[JobFigures, ...]) -> _Line | None:
+def _job_specific(jobs: tuple[facts.JobFigures, ...]) -> _Line | None:
     best = None
     for job in jobs:
         others = [other for other in jobs if other is not job]
@@ -180,7 +172,7 @@ def _job_specific(jobs: tuple[JobFigures, ...]) -> _Line | None:
                  f"(Fisher's exact p={p:.4f}).")
 
 
-def _ci_only(rates: RatePair | None) -> _Line | None:
+def _ci_only(rates: facts.RatePair | None) -> _Line | None:
     if rates is None or rates.ci_runs <= 0 or rates.measured_runs <= 0:
         return None
     ci_lower = lower95(rates.ci_failures, rates.ci_runs)
@@ -193,8 +185,8 @@ def _ci_only(rates: RatePair | None) -> _Line | None:
                  f"measured at the same commits (at most {measured_upper:.1%} at 95%).")
 
 
-def _tried(measured: MeasuredFacts, ci: CiFacts) -> tuple[str, ...]:
-    experiments = measured.experiments or Experiments()
+def _tried(measured: facts.MeasuredFacts, ci: facts.CiFacts) -> tuple[str, ...]:
+    experiments = measured.experiments or facts.Experiments()
     looked = (
         (SEED_REPLAY, experiments.seeded is not None),
         (CPU_LOAD, experiments.load is not None),
@@ -207,11 +199,12 @@ def _tried(measured: MeasuredFacts, ci: CiFacts) -> tuple[str, ...]:
     return tuple(name for name, done in looked if done) + skipped
 
 
-def diagnose(measured: MeasuredFacts | None = None, ci: CiFacts | None = None) -> Diagnosis:
+def diagnose(measured: facts.MeasuredFacts | None = None,
+             ci: facts.CiFacts | None = None) -> Diagnosis:
     """The node's diagnosis from its latest measurement and CI's JUnit facts."""
-    measured = measured or MeasuredFacts()
-    ci = ci or CiFacts()
-    experiments = measured.experiments or Experiments()
+    measured = measured or facts.MeasuredFacts()
+    ci = ci or facts.CiFacts()
+    experiments = measured.experiments or facts.Experiments()
     lines = [line for line in (
         _order_dependent(measured),
         _seeded(experiments.seeded),

@@ -1,15 +1,17 @@
-"""The suite a management command names on its command line, and the prune commands'
-frame."""
+"""The suite a management command names on its command line (``get_suite``, and the frame
+of a command about one suite), and the prune commands' frame."""
 
 from __future__ import annotations
 
 from contextlib import nullcontext
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from flakeboard.rules import plural
+from web.commands import one_line
 
 from .job_locks import job_lock
 from .models import Suite
@@ -20,6 +22,23 @@ def get_suite(slug: str) -> Suite:
     if suite is None:
         raise CommandError(f"No suite “{slug}”. Create it with: manage.py create_suite {slug}")
     return suite
+
+
+class SuiteCommand(BaseCommand):
+    """A command about one suite, its slug the first argument: ``handle`` gets the Suite
+    itself (none of that slug is a CommandError), and a service's refusal (ValidationError)
+    ends the command as a CommandError of one line. A subclass's ``add_arguments`` adds its
+    own after ``super().add_arguments(parser)``."""
+
+    def add_arguments(self, parser):
+        parser.add_argument("suite")
+
+    def execute(self, *args, **options):
+        options["suite"] = get_suite(options["suite"])
+        try:
+            return super().execute(*args, **options)
+        except ValidationError as exc:
+            raise CommandError(one_line(exc)) from None
 
 
 class PruneCommand(BaseCommand):

@@ -99,6 +99,16 @@ def _received(kind: str, parse, *, names: tuple[str, ...], facts: tuple[str, ...
             upload_digest(kind, body, meta))
 
 
+def _upload_ingest(kind: str):
+    """An upload's ingest service: counted and timed as a ``kind`` upload (refused when it
+    raises UploadInvalid), and run with the cycle collector paused."""
+
+    def decorate(ingest):
+        return cycle_collector_paused()(observed(kind, (UploadInvalid,))(ingest))
+
+    return decorate
+
+
 def _judging(locked: Suite, stated: dict[str, int | None], today: date, commit: str, also=()):
     """What every row is judged with: the upload's nodes, stored and seen today; the suite
     as it is now in force (its ledger revision, policy and pin), which is the suite as its
@@ -110,8 +120,7 @@ def _judging(locked: Suite, stated: dict[str, int | None], today: date, commit: 
     return nodes, locked, entries_at_upload(held, today), held.values()
 
 
-@cycle_collector_paused()
-@observed("report", (UploadInvalid,))
+@_upload_ingest("report")
 def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None = None,
                   dry_run: bool = False, now: datetime | None = None,
                   credential: rules.Credential = rules.Credential.STATED,
@@ -235,8 +244,7 @@ def report_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None =
     return stored_or_dry_run(Report, suite, digest, dry_run, evaluate_and_store)
 
 
-@cycle_collector_paused()
-@observed("signals", (UploadInvalid,))
+@_upload_ingest("signals")
 def signals_ingest(*, suite: Suite, body: bytes, actor: str, query: dict | None = None,
                    dry_run: bool = False, now: datetime | None = None,
                    credential: rules.Credential = rules.Credential.STATED,

@@ -202,15 +202,16 @@ def _saved(request, suite, form, save, *, section: str, form_name: str):
 
 def _section(form_class, *, section: str, form_name: str):
     """A section's POST view: its form (the page's ``form_name``) reads the POST, and the
-    view's own ``save(request, suite, data)`` takes the valid form's data and answers the
-    notice shown back at ``section``; see ``_saved``."""
+    view's own ``save(suite, data, actor)`` takes the valid form's data, changed by the lead
+    (``actor``), and answers the notice shown back at ``section``; see ``_saved``."""
 
     def decorate(save):
         @for_leads("POST")
         @wraps(save)
         def view(request, suite):
             form = form_class(request.POST, request.FILES)
-            return _saved(request, suite, form, partial(save, request, suite),
+            return _saved(request, suite, form,
+                          partial(save, suite, actor=actor_label(request.user)),
                           section=section, form_name=form_name)
 
         return view
@@ -220,8 +221,9 @@ def _section(form_class, *, section: str, form_name: str):
 
 def _removal(rows, *, section: str):
     """A POST view that acts on the suite's row of ``rows`` (a model or a QuerySet) of the
-    URL's pk (404 for none): the view's own ``act(request, row)`` does it and answers the
-    notice shown back at ``section``; a refusal (ValidationError) is shown as an error."""
+    URL's pk (404 for none): the view's own ``act(row, actor)`` does it as the lead
+    (``actor``) and answers the notice shown back at ``section``; a refusal
+    (ValidationError) is shown as an error."""
 
     def decorate(act):
         @for_leads("POST")
@@ -229,7 +231,7 @@ def _removal(rows, *, section: str):
         def view(request, suite, pk):
             row = get_object_or_404(rows, suite=suite, pk=pk)
             try:
-                notice = act(request, row)
+                notice = act(row, actor=actor_label(request.user))
             except ValidationError as exc:
                 messages.error(request, " ".join(exc.messages))
                 return _back(suite, section)
@@ -291,59 +293,55 @@ def runs_needed(request, suite):
 
 
 @_section(FixturePinForm, section="fixture-pin", form_name="pin_form")
-def fixture_pin(request, suite, data):
-    fixture_pin_set(suite=suite, actor=actor_label(request.user),
-                    manifest=data["fixture_manifest"], seed=data["fixture_seed"])
+def fixture_pin(suite, data, actor):
+    fixture_pin_set(suite=suite, actor=actor, manifest=data["fixture_manifest"],
+                    seed=data["fixture_seed"])
     return "Fixture pin saved."
 
 
 @_section(BadgeForm, section="badge", form_name="badge_form")
-def badge(request, suite, data):
-    badge_visibility_set(suite=suite, actor=actor_label(request.user),
-                         public=data["public_badge"])
+def badge(suite, data, actor):
+    badge_visibility_set(suite=suite, actor=actor, public=data["public_badge"])
     return "The badge is public." if data["public_badge"] else "The badge is private."
 
 
 @_section(AutoClearForm, section="auto-clear", form_name="auto_clear_form")
-def auto_clear(request, suite, data):
-    auto_clear_set(suite=suite, actor=actor_label(request.user), on=data["auto_clear"])
+def auto_clear(suite, data, actor):
+    auto_clear_set(suite=suite, actor=actor, on=data["auto_clear"])
     if data["auto_clear"]:
         return "Auto-clear is on: manage.py notify clears each entry ready to clear."
     return "Auto-clear is off: entries ready to clear wait for their owner."
 
 
 @_section(JUnitShareForm, section="junit", form_name="junit_form")
-def junit_share(request, suite, data):
+def junit_share(suite, data, actor):
     share = data["junit_infrastructure_share"]
-    junit_share_set(suite=suite, actor=actor_label(request.user), share=share)
+    junit_share_set(suite=suite, actor=actor, share=share)
     return (f"A JUnit file with more than {share:.0%} of its tests failing is now taken "
             f"for an infrastructure failure.")
 
 
 @_section(NewTestsForm, section="new-tests", form_name="new_tests_form")
-def new_tests(request, suite, data):
-    saved = new_tests_set(suite=suite, actor=actor_label(request.user),
-                          runs=data["new_test_runs"], share=data["new_test_share"])
+def new_tests(suite, data, actor):
+    saved = new_tests_set(suite=suite, actor=actor, runs=data["new_test_runs"],
+                          share=data["new_test_share"])
     return (f"gate --measure now runs each new test up to {saved.new_test_runs} times, "
             f"for at most {saved.new_test_share:.0%} of a selection.")
 
 
 @_section(MeasureBudgetForm, section="measure-budget", form_name="measure_budget_form")
-def measure_budget(request, suite, data):
-    saved = measure_budget_set(suite=suite, actor=actor_label(request.user),
-                               seconds=data["measure_budget"])
+def measure_budget(suite, data, actor):
+    saved = measure_budget_set(suite=suite, actor=actor, seconds=data["measure_budget"])
     return (f"gate --measure now spends at most about {saved.measure_budget} s on the "
             f"tier-2 tests a patch calls for.")
 
 
 @_section(DefaultBranchForm, section="test-set", form_name="branch_form")
-def default_branch(request, suite, data):
-    saved = default_branch_set(suite=suite, actor=actor_label(request.user),
-                               branch=data["default_branch"])
+def default_branch(suite, data, actor):
+    saved = default_branch_set(suite=suite, actor=actor, branch=data["default_branch"])
     return f"CI's runs on {saved.default_branch} now size the test set."
 
 
 @_section(CodeownersForm, section="codeowners", form_name="codeowners_form")
-def codeowners(request, suite, data):
-    return codeowners_saved(codeowners_set(suite=suite, text=data["codeowners"],
-                                           actor=actor_label(request.user)))
+def codeowners(suite, data, actor):
+    return codeowners_saved(codeowners_set(suite=suite, text=data["codeowners"], actor=actor))

@@ -16,14 +16,14 @@ from .settings import _back, _new_token_key, _page, _removal, _section
 
 
 @_section(MemberForm, section="members", form_name="member_form")
-def member_set(request, suite, data):
-    membership = member_change(suite=suite, actor=actor_label(request.user), **data)
+def member_set(suite, data, actor):
+    membership = member_change(suite=suite, actor=actor, **data)
     return f"{membership.user.get_username()} is {membership.role} of {suite.slug}."
 
 
 @_removal(Membership.objects.select_related("user"), section="members")
-def member_remove(request, membership):
-    member_drop(membership=membership, actor=actor_label(request.user))
+def member_remove(membership, actor):
+    member_drop(membership=membership, actor=actor)
     return f"{membership.user.get_username()} removed from {membership.suite.slug}."
 
 
@@ -49,18 +49,18 @@ def token_create(request, suite):
 
 
 @_removal(ApiToken, section="tokens")
-def token_revoke(request, token):
-    revoke_token(token=token, actor=actor_label(request.user))
+def token_revoke(token, actor):
+    revoke_token(token=token, actor=actor)
     return f"Token {token.prefix}… revoked."
 
 
 @_section(TrustPolicyForm, section="trusted-ci", form_name="trust_form")
-def trust_policy_create(request, suite, data):
-    policy = trust_policy_add(suite=suite, actor=actor_label(request.user), **data)
+def trust_policy_create(suite, data, actor):
+    policy = trust_policy_add(suite=suite, actor=actor, **data)
     return f"The suite trusts {policy.label}."
 
 
 @_removal(TrustPolicy, section="trusted-ci")
-def trust_policy_delete(request, policy):
-    trust_policy_remove(policy=policy, actor=actor_label(request.user))
+def trust_policy_delete(policy, actor):
+    trust_policy_remove(policy=policy, actor=actor)
     return f"The suite no longer trusts {policy.label}."

@@ -74,6 +74,6 @@ def tier_rule_add(request, suite):
 
 
 @_removal(TierRule, section="tier-rules")
-def tier_rule_remove(request, rule):
-    remove_rule(rule=rule, actor=actor_label(request.user))
+def tier_rule_remove(rule, actor):
+    remove_rule(rule=rule, actor=actor)
     return f"Rule “{rule.glob}” removed."

@@ -1,16 +1,15 @@
-from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.utils.dateparse import parse_date, parse_datetime
 
-from ledger.commands import get_suite
+from ledger.commands import SuiteCommand
 from ledger.tokens import token_create, token_expiry
 
 
-class Command(BaseCommand):
+class Command(SuiteCommand):
     help = "Create an API token for a suite. The token is printed once, alone on the last line."
 
     def add_arguments(self, parser):
-        parser.add_argument("suite")
+        super().add_arguments(parser)
         parser.add_argument("--scope", choices=["read", "write"], required=True)
         parser.add_argument("--name", default="")
         parser.add_argument(
@@ -26,15 +25,11 @@ class Command(BaseCommand):
         )
 
     def handle(self, suite, scope, name, expires, default_branch_only, **options):
-        suite = get_suite(suite)
-        try:
-            token, raw = token_create(
-                suite=suite, scope=scope, name=name, actor="manage.py",
-                expires_at=None if expires is None else _expiry(expires),
-                default_branch_only=default_branch_only,
-            )
-        except ValidationError as exc:
-            raise CommandError(" ".join(exc.messages)) from None
+        token, raw = token_create(
+            suite=suite, scope=scope, name=name, actor="manage.py",
+            expires_at=None if expires is None else _expiry(expires),
+            default_branch_only=default_branch_only,
+        )
         self.stderr.write(
             f"Created a {scope} token {token.prefix}… for {suite.slug}"
             + (f", for {suite.default_branch} only. " if default_branch_only else ". ") +

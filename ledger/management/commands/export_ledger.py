@@ -1,20 +1,18 @@
 import json
 
-from django.core.management.base import BaseCommand
-
-from ledger.commands import get_suite
+from ledger.commands import SuiteCommand
 from ledger.selectors import ledger_for_gate
 
 
-class Command(BaseCommand):
+class Command(SuiteCommand):
     help = "Export the served ledger as flake_ledger.json (stdout, or -o FILE)."
 
     def add_arguments(self, parser):
-        parser.add_argument("suite")
+        super().add_arguments(parser)
         parser.add_argument("-o", "--output", help="write to this file instead of stdout")
 
     def handle(self, suite, output, **options):
-        text = json.dumps(ledger_for_gate(get_suite(suite)), indent=2) + "\n"
+        text = json.dumps(ledger_for_gate(suite), indent=2) + "\n"
         if output:
             with open(output, "w", encoding="utf-8") as handle:
                 handle.write(text)

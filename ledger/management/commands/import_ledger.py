@@ -1,9 +1,9 @@
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.utils import timezone
 
 from flakeboard import rules
-from ledger.commands import get_suite
+from ledger.commands import SuiteCommand
 from ledger.ledger_file import LedgerFileError, describe, import_ledger, read_ledger
 from web.commands import read_upload
 
@@ -14,7 +14,7 @@ def _shown(nodeid: str) -> str:
     return nodeid if nodeid and not rules.has_control_chars(nodeid) else repr(nodeid)
 
 
-class Command(BaseCommand):
+class Command(SuiteCommand):
     help = (
         "Import a flake_ledger.json. Rows pass the same rules as the form, except that an "
         "entry already expired (or expiring today) is kept and the share cap only warns. "
@@ -24,7 +24,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("suite")
+        super().add_arguments(parser)
         parser.add_argument("file")
         parser.add_argument(
             "--keep-valid", action="store_true",
@@ -32,7 +32,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, suite, file, keep_valid=False, **options):
-        suite = get_suite(suite)
         raw = read_upload(file, settings.UPLOAD_MAX_BYTES)
         try:
             pairs = read_ledger(raw)

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import sys
 
-from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from flakeboard import rules
 from ledger.codeowners import codeowners_saved, codeowners_set
-from ledger.commands import get_suite
-from web.commands import one_line, read_upload
+from ledger.commands import SuiteCommand
+from web.commands import read_upload
 
 
-class Command(BaseCommand):
+class Command(SuiteCommand):
     help = (
         "Set the suite's CODEOWNERS (each node's default owners), as the settings page and "
         "PUT /api/v1/suites/SUITE/codeowners do: read from PATH, or from stdin with '-'. "
@@ -21,11 +20,10 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("suite")
+        super().add_arguments(parser)
         parser.add_argument("path", help="the CODEOWNERS file, or - for stdin")
 
     def handle(self, *args, suite, path, **options):
-        suite = get_suite(suite)
         limit = rules.CODEOWNERS_MAX_BYTES
         if path == "-":
             raw = sys.stdin.buffer.read(limit + 1)
@@ -37,8 +35,5 @@ class Command(BaseCommand):
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise CommandError(f"{path} is not UTF-8 text.") from None
-        try:
-            parsed = codeowners_set(suite=suite, text=text, actor="manage.py")
-        except ValidationError as exc:
-            raise CommandError(one_line(exc)) from None
+        parsed = codeowners_set(suite=suite, text=text, actor="manage.py")
         self.stdout.write(f"{suite.slug}: {codeowners_saved(parsed)}")

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
-
-from ledger.commands import get_suite
+from ledger.commands import SuiteCommand
 from notify.models import Webhook
 from notify.webhooks import webhook_set
-from web.commands import one_line
 
 
-class Command(BaseCommand):
+class Command(SuiteCommand):
     help = (
         "Set (or replace) a suite's webhook: manage.py notify posts the suite's items to it "
         "each day, signed with a per-suite secret. A new webhook's signing secret is printed "
@@ -19,17 +15,14 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("suite")
+        super().add_arguments(parser)
         parser.add_argument("url", help="an http:// or https:// URL")
         parser.add_argument("--format", choices=Webhook.Format.values,
                             default=Webhook.Format.SLACK)
 
     def handle(self, *args, suite, url, format, **options):
-        try:
-            webhook, secret = webhook_set(suite=get_suite(suite), url=url,
-                                          webhook_format=format, actor="manage.py")
-        except ValidationError as exc:
-            raise CommandError(one_line(exc)) from None
+        webhook, secret = webhook_set(suite=suite, url=url, webhook_format=format,
+                                      actor="manage.py")
         self.stdout.write(f"{webhook.suite.slug}: webhook {webhook.url} ({webhook.format}).")
         if secret is None:
             self.stdout.write("The signing secret is unchanged (it is shown only when a "

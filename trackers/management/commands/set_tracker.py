@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import sys
 
-from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
-
-from ledger.commands import get_suite
+from ledger.commands import SuiteCommand
 from trackers.models import Tracker
 from trackers.services import TrackerFields, tracker_set
-from web.commands import one_line
 
 
-class Command(BaseCommand):
+class Command(SuiteCommand):
     help = (
         "Set (or replace) a suite's issue tracker: GitHub Issues (PROJECT owner/name), GitLab "
         "issues (a project id or path) or Jira Cloud (a project key, with --site and --email). "
@@ -24,7 +20,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("suite")
+        super().add_arguments(parser)
         parser.add_argument("kind", choices=Tracker.Kind.values)
         parser.add_argument("project")
         parser.add_argument("--site", default="", help="the API's root (GitHub and GitLab "
@@ -46,11 +42,7 @@ class Command(BaseCommand):
             email=options["email"], labels=options["labels"],
             on_new_entry=not options["no_new_entry"], on_ci_flaky=options["ci_flaky"],
             on_born_flaky=options["born_flaky"])
-        try:
-            tracker = tracker_set(suite=get_suite(suite), fields=fields, token=token,
-                                  actor="manage.py")
-        except ValidationError as exc:
-            raise CommandError(one_line(exc)) from None
+        tracker = tracker_set(suite=suite, fields=fields, token=token, actor="manage.py")
         self.stdout.write(f"{tracker.suite.slug}: {tracker.get_kind_display()} {tracker.project} "
                           f"at {tracker.site}; the token is " +
                           ("stored, encrypted." if token else "unchanged."))

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from tests.client_build import pytest_sessionstart  # noqa: F401 (builds the client first)
+from tests.compile_share import pytest_collection  # noqa: F401 (each worker compiles a share)
 from tests.clock import (  # noqa: F401 (the frozen clock: tests/clock.py)
     PROCESS_CLOCK,
     clock,

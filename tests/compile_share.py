@@ -13,6 +13,7 @@ ahead. Without the cache (``PYTHONDONTWRITEBYTECODE``) nothing is imported ahead
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -56,7 +57,7 @@ def pytest_collection(session) -> None:
     if sys.dont_write_bytecode or not worker.startswith("gw") or workers < 2:
         return
     for path in worker_slice(run_modules(session.config), int(worker[2:]), workers):
-        try:
+        # A module that fails to import is left to collection, which imports it again
+        # and reports the error in its place.
+        with contextlib.suppress(Exception):
             importlib.import_module(module_name(path))
-        except Exception:  # noqa: BLE001, S112: collection imports it again and reports it
-            continue

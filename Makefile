@@ -62,13 +62,18 @@ test: install
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) manage.py makemigrations --check --dry-run
-	$(PY) -m pytest $(PYTEST_WORKERS)
+	$(CACHED) $(PY) -m pytest $(PYTEST_WORKERS)
 
 # The tests run in random order (pytest-randomly: the header names the seed, and
 # `pytest --randomly-seed=N` repeats it) over one worker per core
 # (pytest-xdist; PYTEST_WORKERS= runs them in one process). Each test's clock stands still
 # (tests/clock.py); FLAKEBOARD_TEST_CLOCK=23:59:50 starts the run just before midnight UTC.
 PYTEST_WORKERS ?= -n auto
+
+# The test runs keep what Python compiles, and the asserts pytest rewrites, in __pycache__
+# (git ignores it) whatever PYTHONDONTWRITEBYTECODE says: the workers of a run share the
+# compiling (tests/compile_share.py), and the next run starts from it.
+CACHED := PYTHONDONTWRITEBYTECODE=
 
 # The fast lane, budgeted at 60 s on 2 cores: the suite without the slow (real processes,
 # over 2 s), browser, fuzz and wide tests (pyproject.toml's markers: a wide test is one more
@@ -78,7 +83,7 @@ PYTEST_WORKERS ?= -n auto
 # (schemathesis), of async tests (anyio) and of the browser (playwright) stay unloaded: no
 # test here uses them, and each worker would import them.
 test-fast: install
-	HYPOTHESIS_PROFILE=fast $(PY) -m pytest $(PYTEST_WORKERS) \
+	$(CACHED) HYPOTHESIS_PROFILE=fast $(PY) -m pytest $(PYTEST_WORKERS) \
 		-m "not slow and not browser and not fuzz and not wide" \
 		-p no:schemathesis -p no:anyio -p no:playwright --durations=5
 

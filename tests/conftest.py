@@ -17,6 +17,7 @@ from tests.clock import (  # noqa: F401 (the frozen clock: tests/clock.py)
     pytest_report_header,
     pytest_unconfigure,
 )
+from tests.compile_share import pytest_collection  # noqa: F401 (each worker compiles a share)
 from tests.flush import _flush_keeps_content_types  # noqa: F401 (tests/flush.py)
 from tests.lanes import pytest_ignore_collect  # noqa: F401 (modules -m leaves out whole)
 from tests.oidc_issuer import issuer, trusted  # noqa: F401 (trusted CI's local issuer)

@@ -15,7 +15,7 @@ from django.db import transaction
 from hypothesis import HealthCheck, settings
 
 FAST = "fast"
-settings.register_profile(FAST, max_examples=10)
+settings.register_profile(FAST, max_examples=5)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 

@@ -9,6 +9,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
+from tests import worker_exit  # noqa: F401 (a worker's process ends at once)
 from tests.client_build import pytest_sessionstart  # noqa: F401 (builds the client first)
 from tests.clock import (  # noqa: F401 (the frozen clock: tests/clock.py)
     PROCESS_CLOCK,

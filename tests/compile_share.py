@@ -1,5 +1,5 @@
-"""The test modules compiled once for a run, not once a worker: conftest.py takes
-``pytest_collection`` from here.
+"""The test modules compiled once for a run, not once a worker: conftest.py's
+``pytest_collection`` calls ``compile_first`` in each worker before it collects.
 
 Each xdist worker imports every test module of the run, and a module's first import
 compiles it and rewrites its asserts: about 6 s of CPU a worker for the fast lane's modules.
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import os
 import sys
 from pathlib import Path
 
@@ -51,12 +50,15 @@ def worker_slice(modules: list, worker: int, workers: int) -> list:
     return modules[worker * len(modules) // workers:(worker + 1) * len(modules) // workers]
 
 
-def pytest_collection(session) -> None:
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    if sys.dont_write_bytecode or not worker.startswith("gw") or workers < 2:
+def compile_first(session) -> None:
+    """In worker k of n, import the k-th slice of the run's modules. Not in the run's first
+    process, nor in a pytest that one of its tests starts (which inherits the worker's
+    PYTEST_XDIST_WORKER): only a worker has its ``workerinput``."""
+    worker = getattr(session.config, "workerinput", None)
+    if sys.dont_write_bytecode or worker is None or worker["workercount"] < 2:
         return
-    for path in worker_slice(run_modules(session.config), int(worker[2:]), workers):
+    index = int(worker["workerid"].removeprefix("gw"))
+    for path in worker_slice(run_modules(session.config), index, worker["workercount"]):
         # A module that fails to import is left to collection, which imports it again
         # and reports the error in its place.
         with contextlib.suppress(Exception):

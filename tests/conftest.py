@@ -9,7 +9,6 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from tests import worker_exit  # noqa: F401 (a worker's process ends at once)
 from tests.client_build import pytest_sessionstart  # noqa: F401 (builds the client first)
 from tests.clock import (  # noqa: F401 (the frozen clock: tests/clock.py)
     PROCESS_CLOCK,
@@ -18,10 +17,11 @@ from tests.clock import (  # noqa: F401 (the frozen clock: tests/clock.py)
     pytest_report_header,
     pytest_unconfigure,
 )
-from tests.compile_share import pytest_collection  # noqa: F401 (each worker compiles a share)
+from tests.compile_share import compile_first
 from tests.flush import _flush_keeps_content_types  # noqa: F401 (tests/flush.py)
 from tests.lanes import pytest_ignore_collect  # noqa: F401 (modules -m leaves out whole)
 from tests.oidc_issuer import issuer, trusted  # noqa: F401 (trusted CI's local issuer)
+from tests.worker_exit import end_at_once_when_done
 from tests.world import (  # noqa: F401 (the shared world: tests/world.py)
     PASSWORD,
     _world_closed_at_the_end,
@@ -34,6 +34,14 @@ from tests.world import (  # noqa: F401 (the shared world: tests/world.py)
     uses_world,
     world,
 )
+
+
+def pytest_collection(session):
+    """In each xdist worker, before it collects: its share of the compiling first
+    (tests/compile_share.py), and its process to end at once when it is done
+    (tests/worker_exit.py)."""
+    end_at_once_when_done(session.config)
+    compile_first(session)
 
 
 @pytest.fixture(autouse=True)

@@ -75,7 +75,8 @@ def test_in_a_run_of_two_workers_the_second_imports_the_second_half_first(tmp_pa
     (checks / "__init__.py").write_text("")
     (checks / "conftest.py").write_text(
         f"import sys\nsys.path.insert(0, {str(settings.BASE_DIR)!r})\n"
-        "from tests.compile_share import pytest_collection  # noqa: F401\n")
+        "from tests.compile_share import compile_first\n\n\n"
+        "def pytest_collection(session):\n    compile_first(session)\n")
     for name in "abcd":
         (checks / f"test_{name}.py").write_text(
             f"import os\n\nWORKER = os.environ['PYTEST_XDIST_WORKER']\n"

@@ -17,7 +17,8 @@ def test_a_run_of_two_workers_keeps_its_outcomes_and_its_exit_handlers(tmp_path)
     (checks / "__init__.py").write_text("")
     (checks / "conftest.py").write_text(
         f"import sys\nsys.path.insert(0, {str(settings.BASE_DIR)!r})\n"
-        "from tests import worker_exit  # noqa: F401\n")
+        "from tests.worker_exit import end_at_once_when_done\n\n\n"
+        "def pytest_collection(session):\n    end_at_once_when_done(session.config)\n")
     handled = tmp_path / "handled"
     for name in "ab":
         (checks / f"test_{name}.py").write_text(

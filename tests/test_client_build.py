@@ -5,6 +5,7 @@ Python 3.8 is test_ci_client_formats.py's test_the_client_runs_on_python_3_8."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -399,3 +400,22 @@ def test_the_build_runs_on_python_3_8_and_assembles_the_same_file():
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "client/flakeboard_ci.py is up to date" in done.stdout
+
+
+def test_the_session_builds_again_only_when_a_source_is_newer_than_the_build(tmp_path):
+    from tests.client_build import _built_since_its_sources
+
+    root = tmp_path / "project"
+    shutil.copytree(CLIENT, root / "client",
+                    ignore=shutil.ignore_patterns("__pycache__", "flakeboard_ci.py"))
+    (root / "flakeboard" / "rules").mkdir(parents=True)
+    for path in build.shared_rules().values():
+        shutil.copy(path, root / "flakeboard" / "rules")
+    copied = root / "client" / "build.py"
+    assert _built_since_its_sources(copied) is False  # never built
+    subprocess.run([sys.executable, str(copied)], check=True, capture_output=True)
+    assert _built_since_its_sources(copied) is True
+    rule = root / "flakeboard" / "rules" / f"{build.SHARED_RULES[0]}.py"
+    later = (root / "client" / "flakeboard_ci.py").stat().st_mtime + 10
+    os.utime(rule, (later, later))
+    assert _built_since_its_sources(copied) is False

@@ -21,7 +21,7 @@ from tests.compile_share import compile_first
 from tests.flush import _flush_keeps_content_types  # noqa: F401 (tests/flush.py)
 from tests.lanes import pytest_ignore_collect  # noqa: F401 (modules -m leaves out whole)
 from tests.oidc_issuer import issuer, trusted  # noqa: F401 (trusted CI's local issuer)
-from tests.worker_exit import end_at_once_when_done
+from tests.worker_exit import end_at_once
 from tests.world import (  # noqa: F401 (the shared world: tests/world.py)
     PASSWORD,
     _world_closed_at_the_end,
@@ -40,7 +40,7 @@ def pytest_collection(session):
     """In each xdist worker, before it collects: its share of the compiling first
     (tests/compile_share.py), and its process to end at once when it is done
     (tests/worker_exit.py)."""
-    end_at_once_when_done(session.config)
+    end_at_once(session)
     compile_first(session)
 
 

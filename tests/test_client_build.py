@@ -173,16 +173,22 @@ def test_the_client_says_what_the_board_told_it(client_script, live_board, suite
 
 
 @pytest.mark.slow
-def test_a_bare_pytest_sees_the_sources_as_they_are_now(tmp_path):
-    """The session builds the client before it collects: a test module that loads the file
-    at import sees an edit under client/src made after the last build (and a checkout that
-    never built it collects)."""
+def _unbuilt_copy(tmp_path):
+    """A copy of the client's sources and the shared rules it is built of, never built."""
     root = tmp_path / "project"
     shutil.copytree(CLIENT, root / "client",
                     ignore=shutil.ignore_patterns("__pycache__", "flakeboard_ci.py"))
     (root / "flakeboard" / "rules").mkdir(parents=True)
     for path in build.shared_rules().values():
         shutil.copy(path, root / "flakeboard" / "rules")
+    return root
+
+
+def test_a_bare_pytest_sees_the_sources_as_they_are_now(tmp_path):
+    """The session builds the client before it collects: a test module that loads the file
+    at import sees an edit under client/src made after the last build (and a checkout that
+    never built it collects)."""
+    root = _unbuilt_copy(tmp_path)
     core = root / "client" / "src" / "flakeboard_ci" / "core.py"
     core.write_text(core.read_text(encoding="utf-8").replace("EXIT_USAGE = 64",
                                                              "EXIT_USAGE = 65"),
@@ -405,12 +411,7 @@ def test_the_build_runs_on_python_3_8_and_assembles_the_same_file():
 def test_the_session_builds_again_only_when_a_source_is_newer_than_the_build(tmp_path):
     from tests.client_build import _built_since_its_sources
 
-    root = tmp_path / "project"
-    shutil.copytree(CLIENT, root / "client",
-                    ignore=shutil.ignore_patterns("__pycache__", "flakeboard_ci.py"))
-    (root / "flakeboard" / "rules").mkdir(parents=True)
-    for path in build.shared_rules().values():
-        shutil.copy(path, root / "flakeboard" / "rules")
+    root = _unbuilt_copy(tmp_path)
     copied = root / "client" / "build.py"
     assert _built_since_its_sources(copied) is False  # never built
     subprocess.run([sys.executable, str(copied)], check=True, capture_output=True)

@@ -1,5 +1,5 @@
 """An xdist worker ends without tearing its interpreter down: conftest.py's
-``pytest_collection`` calls ``end_at_once_when_done`` in each worker before it collects.
+``pytest_collection`` calls ``end_at_once`` in each worker before it collects.
 
 When a worker's session is over and its results are with the run's first process, that
 process still waits for the worker's process to end, and Python's own ending of a worker
@@ -20,13 +20,14 @@ import os
 import sys
 
 
-def _end_at_once() -> None:
+def _exit_now() -> None:
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     os._exit(0)
 
 
-def end_at_once_when_done(config) -> None:
-    if hasattr(config, "workerinput"):
-        atexit.register(_end_at_once)
+def end_at_once(session) -> None:
+    """In an xdist worker, end its process at once when its exit handlers have run."""
+    if hasattr(session.config, "workerinput"):
+        atexit.register(_exit_now)

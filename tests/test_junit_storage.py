@@ -1,14 +1,15 @@
 """How the JUnit rows are stored. The raw rows (``CaseResult``, ``JobOutcome``) have no
 foreign key in the database, whose check at the commit cost an upload more than writing
 them: deleting their suite, node or file still deletes them (Django's ``CASCADE``), and the
-prune leaves none without its suite, node or file."""
+prune leaves none without its suite, node or file. On PostgreSQL the summary, whose rows
+every upload updates, keeps room on its pages for the updates."""
 
 from __future__ import annotations
 
 import pytest
 from django.db import connection
 
-from junit.models import CaseResult, JobOutcome, JUnitFile
+from junit.models import CaseResult, JobOutcome, JUnitFile, NodeSummary
 from junit.prune import prune_junit
 from ledger.models import Node
 from tests.test_junit_prune import upload
@@ -78,3 +79,10 @@ def test_the_prune_leaves_no_raw_row_without_its_suite_node_or_file(suite, other
     assert raw_rows(suite) == (2, 2) and raw_rows(other_suite) == (2, 2)
     assert orphans() == {}
 
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'", reason="PostgreSQL's fillfactor")
+def test_the_summary_keeps_room_on_its_pages_for_its_updates():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = %s",
+                       [NodeSummary._meta.db_table])
+        assert cursor.fetchone()[0] == ["fillfactor=70"]

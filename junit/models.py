@@ -86,16 +86,30 @@ class JUnitFile(models.Model):
         return bool(self.infrastructure_reason)
 
 
-class CaseResult(models.Model):
+class RawRow(models.Model):
+    """A raw row of one node, written by an upload (tens of thousands a file) and deleted by
+    the prune. Its keys have no foreign key in the database: PostgreSQL checks each at the
+    commit, a query and a row lock on the parent a key, which cost an upload more than
+    writing the rows. The upload writes them under its suite's lock, beside its file (whose
+    own foreign key refuses a suite deleted meanwhile), and their suite, node and file go
+    only through Django's delete, whose ``CASCADE`` deletes them first."""
+
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="+",
+                              db_index=False, db_constraint=False)
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+", db_index=False,
+                             db_constraint=False)
+
+    class Meta:
+        abstract = True
+
+
+class CaseResult(RawRow):
     """One test in one file, its attempts merged (``junit.rules.merge_attempts``)."""
 
     # A file's rows are found by (file, position), a node's by (node, day): the indexes
     # below, and no other (each index is written for every row of every file).
-    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="+",
-                              db_index=False)
     file = models.ForeignKey(JUnitFile, on_delete=models.CASCADE, related_name="results",
-                             db_index=False)
-    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+", db_index=False)
+                             db_index=False, db_constraint=False)
     day = models.DateField()
     position = models.PositiveIntegerField(help_text="Its first testcase's index in the file.")
     outcome = models.CharField(max_length=7, choices=[(o.value, o.value) for o in Outcome],
@@ -141,7 +155,7 @@ class DayRollup(NodeRollup):
         abstract = True
 
 
-class JobOutcome(NodeRollup):
+class JobOutcome(RawRow):
     """A node's passes and failures in one job of one commit, over its attempts."""
 
     commit = models.CharField(max_length=META)
@@ -211,7 +225,9 @@ class SignatureDay(DayRollup):
 class NodeSummary(NodeRollup):
     """A node's ``NodeDay`` rows of the summary's days (all branches, the last 30 to
     ``Suite.junit_summary_day``) in one row: their sums, the first and last day with flaky
-    failures, and the flaky failures of each day."""
+    failures, and the flaky failures of each day. Every upload updates its tests' rows: on
+    PostgreSQL the table's pages are kept 70% full (migration 0008), so that an update
+    stays on its row's page."""
 
     runs = models.PositiveIntegerField(default=0)
     failures = models.PositiveIntegerField(default=0)

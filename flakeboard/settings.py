@@ -114,11 +114,8 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets readers run beside the single writer; the busy timeout makes a second
-    # writer wait for the lock instead of failing with "database is locked". The commit
-    # that leaves SQLITE_WAL_CHECKPOINT_PAGES or more in the WAL copies them into the
-    # database: at SQLite's 1,000 (4 MiB), every 10,000-test JUnit upload (5,000 to 7,000
-    # pages) did so on its own path; at 16,384 (64 MiB) one in two or three does, and a page
-    # the uploads between wrote again (a rollup's, the summary's) is copied once.
+    # writer wait for the lock instead of failing with "database is locked". A commit leaving
+    # this many WAL pages checkpoints (SQLite's 1,000: every 10,000-test JUnit upload did, B7).
     SQLITE_WAL_CHECKPOINT_PAGES = 16_384
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
@@ -221,12 +218,9 @@ STORAGES = {
 # Uploads: a body over this size is answered with 413 on every path.
 UPLOAD_MAX_BYTES = envint("UPLOAD_MAX_BYTES", 32 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES
-# ... and one holding more rows than this, with 413 too: bytes alone do not bound the work
-# (32 MiB holds about 960,000 minimal report rows). The default is what the deployed board
-# (gunicorn's 30 s worker timeout, docs/deployment.md) ingests in time on SQLite and
-# PostgreSQL with room to spare: bench B8 lands 100,000 minimal rows, every node new, in
-# about 11 s on SQLite and 16 s on PostgreSQL on a busy 2-core machine; 200,000 took 21-31 s
-# there and was killed at the timeout on PostgreSQL. Raise it only with a longer gunicorn --timeout.
+# ... and one holding more rows, with 413 too: 32 MiB holds some 960,000 rows. The default
+# is what the board ingests within gunicorn's 30 s worker timeout with room to spare (bench
+# B8, docs/benchmarks.md). Raise it only with a longer gunicorn --timeout.
 UPLOAD_MAX_RECORDS = envint("UPLOAD_MAX_RECORDS", 100_000)
 if UPLOAD_MAX_RECORDS < 1:
     raise ImproperlyConfigured("UPLOAD_MAX_RECORDS is a count of rows: 1 or more.")

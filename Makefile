@@ -66,9 +66,11 @@ test: install
 
 # The tests run in random order (pytest-randomly: the header names the seed, and
 # `pytest --randomly-seed=N` repeats it) over one worker per core
-# (pytest-xdist; PYTEST_WORKERS= runs them in one process). Each test's clock stands still
-# (tests/clock.py); FLAKEBOARD_TEST_CLOCK=23:59:50 starts the run just before midnight UTC.
-PYTEST_WORKERS ?= -n auto
+# (pytest-xdist; PYTEST_WORKERS= runs them in one process). Each worker starts with an
+# even share, and one that runs out takes half of what another has left (worksteal), so
+# both end together. Each test's clock stands still (tests/clock.py);
+# FLAKEBOARD_TEST_CLOCK=23:59:50 starts the run just before midnight UTC.
+PYTEST_WORKERS ?= -n auto --dist worksteal
 
 # The test runs keep what Python compiles, and the asserts pytest rewrites, in __pycache__
 # (git ignores it) whatever PYTHONDONTWRITEBYTECODE says: the workers of a run share the
@@ -81,10 +83,11 @@ CACHED := PYTHONDONTWRITEBYTECODE=
 # (tests/properties.py). It ends with its five slowest tests, so one that creeps past 2 s is
 # named (docs/development.md). `make test` is the whole run. The plugins of the fuzzing
 # (schemathesis), of async tests (anyio) and of the browser (playwright) stay unloaded: no
-# test here uses them, and each worker would import them.
+# test here uses them, and each worker would import them. On SQLite each worker makes its
+# test database's tables from the models, not by migrating (tests/conftest.py).
 test-fast: install
 	$(CACHED) HYPOTHESIS_PROFILE=fast $(PY) -m pytest $(PYTEST_WORKERS) \
-		-m "not slow and not browser and not fuzz and not wide" \
+		-m "not slow and not browser and not fuzz and not wide" --nomigrations \
 		-p no:schemathesis -p no:anyio -p no:playwright --durations=5
 
 lint: install

@@ -59,3 +59,21 @@ def pytest_ignore_collect(collection_path: Path, config) -> bool | None:
     if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
         return None
     return True if module_left_out(collection_path, markexpr) else None
+
+
+def marks_on_helpers(source: str) -> list[str]:
+    """The module-level functions of a test module that carry a ``pytest.mark`` but are
+    no test (a helper, not a fixture): pytest reads marks from tests only, so such a mark
+    puts nothing in its lane, and the test it was written for runs where it should not."""
+    import ast
+
+    found = []
+    for node in ast.parse(source).body:
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        decorators = [ast.unparse(decorator) for decorator in node.decorator_list]
+        if node.name.startswith("test") or any("fixture" in d for d in decorators):
+            continue
+        if any(d.startswith("pytest.mark.") for d in decorators):
+            found.append(node.name)
+    return found

@@ -172,7 +172,6 @@ def test_the_client_says_what_the_board_told_it(client_script, live_board, suite
         assert done.stderr.count("fetch it again") == int(told)
 
 
-@pytest.mark.slow
 def _unbuilt_copy(tmp_path):
     """A copy of the client's sources and the shared rules it is built of, never built."""
     root = tmp_path / "project"
@@ -184,6 +183,7 @@ def _unbuilt_copy(tmp_path):
     return root
 
 
+@pytest.mark.slow
 def test_a_bare_pytest_sees_the_sources_as_they_are_now(tmp_path):
     """The session builds the client before it collects: a test module that loads the file
     at import sees an edit under client/src made after the last build (and a checkout that
@@ -408,6 +408,7 @@ def test_the_build_runs_on_python_3_8_and_assembles_the_same_file():
     assert "client/flakeboard_ci.py is up to date" in done.stdout
 
 
+@pytest.mark.slow
 def test_the_session_builds_again_only_when_a_source_is_newer_than_the_build(tmp_path):
     from tests.client_build import _built_since_its_sources
 

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.compile_share import module_name, run_modules, worker_slice
-from tests.lanes import left_out, module_marks, pytest_ignore_collect
+from tests.lanes import left_out, marks_on_helpers, module_marks, pytest_ignore_collect
 from tests.properties import PROPERTY
 
 FAST = "not slow and not browser and not fuzz and not wide"
@@ -47,6 +47,18 @@ def test_the_module_marks_are_read_from_its_one_pytestmark():
     assert module_marks(source) == {"slow", "skipif"}
     assert module_marks("import pytest\n\nMARK = pytest.mark.slow\n") is None
     assert module_marks("pytestmark = pytest.mark.fuzz\n") == {"fuzz"}
+
+
+def test_a_mark_is_on_a_test_never_on_a_helper():
+    """A mark on a helper marks no test: the test it was meant for (one that starts a real
+    process, say) would run in the fast lane."""
+    assert marks_on_helpers("import pytest\n\n@pytest.mark.slow\ndef _copy(path):\n"
+                            "    return path\n\n@pytest.fixture\ndef made():\n    return 1\n"
+                            "\n@pytest.mark.slow\ndef test_runs():\n    pass\n") == ["_copy"]
+    tests = settings.BASE_DIR / "tests"
+    misplaced = {path.name: names for path in sorted(tests.rglob("test_*.py"))
+                 if (names := marks_on_helpers(path.read_text(encoding="utf-8")))}
+    assert misplaced == {}
 
 
 def test_the_fast_lane_of_the_makefile_is_the_expression_tested_here():

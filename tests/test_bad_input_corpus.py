@@ -47,6 +47,24 @@ def case_id(case: dict) -> str:
     return case["file"]
 
 
+def _place(case: dict) -> tuple:
+    return case["endpoint"], case["field"], case["field"] in case.get("query", {})
+
+
+WIDEST = {}
+for _case in ONE_OVER_CASES:
+    WIDEST[_place(_case)] = max(WIDEST.get(_place(_case), 0), _case["one_over"]["width"])
+
+
+def params(cases: list[dict]) -> list:
+    """The cases as test parameters. Of a limit's edge written in each UTF-8 width, the
+    widest runs in every lane; the narrower ones carry ``wide``, as in
+    tests/test_byte_length_edges.py: ``make test`` and CI ask every width."""
+    return [pytest.param(case, id=case_id(case), marks=pytest.mark.wide if "one_over" in case
+                         and case["one_over"]["width"] < WIDEST[_place(case)] else ())
+            for case in cases]
+
+
 def written(value):
     """A manifest value; {prefix, width, times, suffix} writes a long one."""
     if isinstance(value, dict) and "width" in value:
@@ -107,7 +125,7 @@ def _query(case: dict) -> dict:
     return {name: written(value) for name, value in case.get("query", {}).items()}
 
 
-@pytest.mark.parametrize("case", API_CASES, ids=case_id)
+@pytest.mark.parametrize("case", params(API_CASES))
 def test_api_refuses_the_upload_whole(stocked, case, settings):
     for name, value in case.get("settings", {}).items():
         setattr(settings, name, value)
@@ -183,7 +201,7 @@ def test_the_edges_are_written_in_every_width_of_utf8():
                       "META_MAX_LENGTH"}
 
 
-@pytest.mark.parametrize("case", ONE_OVER_CASES, ids=case_id)
+@pytest.mark.parametrize("case", params(ONE_OVER_CASES))
 def test_a_one_over_case_is_one_character_past_its_limit(case):
     _, _, value = _edge(case)
     assert len(value) == getattr(rules, case["one_over"]["limit"]) + 1
@@ -201,7 +219,7 @@ def _stored(case: dict, answer: dict) -> str:
     return getattr(VerdictBatch.objects.get(pk=answer["id"]), field)
 
 
-@pytest.mark.parametrize("case", [c for c in ONE_OVER_CASES if c in API_CASES], ids=case_id)
+@pytest.mark.parametrize("case", params([c for c in ONE_OVER_CASES if c in API_CASES]))
 def test_api_takes_the_upload_at_the_limit(world, case):
     suite = world.suite
     data, query, value = _at_the_limit(case)
@@ -212,7 +230,7 @@ def test_api_takes_the_upload_at_the_limit(world, case):
         assert suite.nodes.get(nodeid=value).nodeid == value
 
 
-@pytest.mark.parametrize("case", [c for c in ONE_OVER_CASES if c in IMPORT_CASES], ids=case_id)
+@pytest.mark.parametrize("case", params([c for c in ONE_OVER_CASES if c in IMPORT_CASES]))
 def test_import_ledger_takes_the_row_at_the_limit(suite, case, tmp_path):
     data, _, value = _at_the_limit(case)
     path = tmp_path / "flake_ledger.json"
@@ -241,7 +259,7 @@ def _import(suite, case) -> tuple[str, dict]:
     return f"{err.getvalue()}\n{refused.value}", before
 
 
-@pytest.mark.parametrize("case", IMPORT_CASES, ids=case_id)
+@pytest.mark.parametrize("case", params(IMPORT_CASES))
 def test_import_ledger_refuses_the_row(stocked, case, today):
     said, before = _import(stocked, case)
     assert case["status"] == 1  # a CommandError: manage.py exits with 1

@@ -14,6 +14,7 @@ from datetime import date, timedelta
 from django.db import connection
 
 from flakeboard.rules.signatures import signature
+from junit import partitions
 from junit.ingest import RESULT_COLUMNS
 from junit.models import CaseResult, JobOutcome, JUnitFile, NodeDay, SignatureDay
 from junit.summary import rebuild_summary
@@ -182,6 +183,7 @@ def _raw_day(company: Company, today: date, offset: int) -> tuple[int, int, int]
                 yield (suite.pk, node, file.commit, file.job, passes, failures,
                        bool(passes and failures), db_day)
 
+    partitions.day_partition(day)
     return (len(files), data.insert_rows(CaseResult, RESULT_COLUMNS, results()),
             data.insert_rows(JobOutcome, JOB_COLUMNS, job_counts()))
 

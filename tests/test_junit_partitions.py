@@ -12,7 +12,7 @@ from datetime import date, datetime, timedelta
 from datetime import time as clock_time
 
 import pytest
-from django.db import connection, connections
+from django.db import OperationalError, connection, connections
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
@@ -140,8 +140,8 @@ def test_two_uploads_making_the_same_new_day_both_go_on():
         other.execute(partitions.create_sql(day))  # in a transaction, not committed
         thread = threading.Thread(target=second)
         thread.start()
-        while not one("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                      "AND query LIKE 'CREATE TABLE IF NOT EXISTS%%'"):
+        while not one("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                      "AND wait_event_type = 'Lock' AND query LIKE 'CREATE TABLE IF NOT EXISTS%%'"):
             assert thread.is_alive(), failed
             time.sleep(0.01)
         other.commit()
@@ -152,3 +152,47 @@ def test_two_uploads_making_the_same_new_day_both_go_on():
         other.execute(f"DROP TABLE IF EXISTS {partitions.partition_name(day)}")
         other.commit()
         other.close()
+
+
+@pytest.fixture
+def committed(suite, today):
+    """Files 100 and 200 days old, committed (a test outside a transaction): the prune
+    drops their partitions, so none is left to the tests after."""
+    yield [upload(suite, today, days) for days in (100, 200)]
+    for days in (100, 200):
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TABLE IF EXISTS "
+                           f"{partitions.partition_name(today - timedelta(days=days))}")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_the_prune_detaches_concurrently_then_drops(committed, today):
+    assert not connection.in_atomic_block
+    assert prune_junit(days=30, today=today).results == 2 * len(CASES)
+    assert not any(exists(today - timedelta(days=d)) for d in (100, 200))
+    assert CaseResult.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_partition_a_stopped_prune_left_detached_is_dropped_by_the_next(committed, today):
+    """One partition detached and not dropped; the other's detach stopped half way (its
+    wait for a reader cancelled), left pending: the next prune finishes both."""
+    detached, pending = (partitions.partition_name(today - timedelta(days=d)) for d in (100, 200))
+    with connection.cursor() as cursor:
+        cursor.execute(f"ALTER TABLE junit_caseresult DETACH PARTITION {detached}")
+    reader = connection.get_new_connection(connection.get_connection_params())
+    try:
+        reader.execute("SELECT count(*) FROM junit_caseresult")  # holds its lock until commit
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '200ms'")
+            with pytest.raises(OperationalError, match="lock timeout"):
+                cursor.execute(f"ALTER TABLE junit_caseresult DETACH PARTITION {pending} "
+                               "CONCURRENTLY")
+            cursor.execute("RESET lock_timeout")
+    finally:
+        reader.rollback()
+        reader.close()
+    assert one("SELECT inhdetachpending FROM pg_inherits WHERE inhrelid = %s::regclass",
+               [pending]) is True
+    assert prune_junit(days=30, today=today).results == 2 * len(CASES)
+    assert not any(exists(today - timedelta(days=d)) for d in (100, 200))

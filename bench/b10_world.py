@@ -242,9 +242,12 @@ def make_world(scale: float, today: date) -> tuple[list[Company], dict]:
 
 
 def relation_bytes(models) -> dict[str, int]:
-    """Each table's bytes with its indexes and TOAST."""
+    """Each table's bytes with its indexes and TOAST; a partitioned table's, its
+    partitions' (``pg_partition_tree`` lists nothing for a plain table)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT t, pg_total_relation_size(t::regclass) "
+        cursor.execute("SELECT t, COALESCE((SELECT sum(pg_total_relation_size(relid)) "
+                       "FROM pg_partition_tree(t::regclass)), "
+                       "pg_total_relation_size(t::regclass))::bigint "
                        "FROM unnest(%s::text[]) t", [[model._meta.db_table for model in models]])
         return dict(cursor.fetchall())
 

@@ -14,6 +14,7 @@ from datetime import date, timedelta
 from django.db import connection
 
 from flakeboard.rules.signatures import signature
+from junit import partitions
 from junit.ingest import RESULT_COLUMNS
 from junit.models import CaseResult, JobOutcome, JUnitFile, NodeDay, SignatureDay
 from junit.summary import rebuild_summary
@@ -182,6 +183,7 @@ def _raw_day(company: Company, today: date, offset: int) -> tuple[int, int, int]
                 yield (suite.pk, node, file.commit, file.job, passes, failures,
                        bool(passes and failures), db_day)
 
+    partitions.day_partition(day)
     return (len(files), data.insert_rows(CaseResult, RESULT_COLUMNS, results()),
             data.insert_rows(JobOutcome, JOB_COLUMNS, job_counts()))
 
@@ -240,9 +242,12 @@ def make_world(scale: float, today: date) -> tuple[list[Company], dict]:
 
 
 def relation_bytes(models) -> dict[str, int]:
-    """Each table's bytes with its indexes and TOAST."""
+    """Each table's bytes with its indexes and TOAST; a partitioned table's, its
+    partitions' (``pg_partition_tree`` lists nothing for a plain table)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT t, pg_total_relation_size(t::regclass) "
+        cursor.execute("SELECT t, COALESCE((SELECT sum(pg_total_relation_size(relid)) "
+                       "FROM pg_partition_tree(t::regclass)), "
+                       "pg_total_relation_size(t::regclass))::bigint "
                        "FROM unnest(%s::text[]) t", [[model._meta.db_table for model in models]])
         return dict(cursor.fetchall())
 

@@ -45,6 +45,7 @@ from ledger.wire import Commit, OptionalMeta
 from web.bulk import cycle_collector_paused, insert_plain
 from web.metrics import observed
 
+from . import partitions
 from .detect import FileContext, Findings, detect
 from .models import CaseResult, JUnitFile
 from .nodes import nodes_for_cases
@@ -120,6 +121,7 @@ def junit_ingest(*, suite: Suite, body: bytes, actor: str, query: dict,
     parsed = parse_junit(body, max_cases=settings.UPLOAD_MAX_RECORDS)
     digest = junit_digest(body, meta, signed.origin if signed is not None else "")
     now = now or timezone.now()
+    partitions.day_partition(now.date())  # before the upload's transaction: see there
     return stored_once(
         suite, lambda: _stored(suite, digest),
         lambda locked: _store(locked, parsed, meta, digest=digest, actor=actor, now=now,

@@ -104,7 +104,8 @@ class RawRow(models.Model):
 
 
 class CaseResult(RawRow):
-    """One test in one file, its attempts merged (``junit.rules.merge_attempts``)."""
+    """One test in one file, its attempts merged (``junit.rules.merge_attempts``). On
+    PostgreSQL the table is partitioned by ``day``, its file's day (``junit.partitions``)."""
 
     # A file's rows are found by (file, position), a node's by (node, day): the indexes
     # below, and no other (each index is written for every row of every file).

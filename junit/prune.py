@@ -5,9 +5,13 @@ today (``junit.summary``). The files themselves (their counts and findings, whic
 a duplicate upload answers from) and the per-day rollups the flaky-tests page reads are
 kept.
 
-Deleting goes in chunks, each its own transaction under its suite's write lock, so a
-backlog never holds one long lock, and an interrupted prune leaves nothing half done.
-Pruning twice deletes nothing the second time.
+On PostgreSQL the results of a day are a partition of their own (``junit.partitions``): the
+partitions of the days past the retention are dropped whole, their rows counted first. Their
+files are exactly the expired files, since a result's day is its file's (the upload writes
+both from its one ``now``). On SQLite, and for the job counts, deleting goes in chunks, each
+its own transaction under its suite's write lock, so a backlog never holds one long lock,
+and an interrupted prune leaves nothing half done. Pruning twice deletes nothing the second
+time.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from flakeboard.rules import retention_window
 from ledger.locks import delete_in_chunks
 from ledger.predicates import window_q
 
+from . import partitions
 from .models import CaseResult, JobOutcome, JUnitFile
 from .summary import roll_summaries
 
@@ -44,13 +49,28 @@ def _expired_counts(days: int, today: date):
     return JobOutcome.objects.exclude(window_q("last_day", retention_window(days), today))
 
 
+def _prune_results(days: int, today: date, dry_run: bool) -> int:
+    """Drop (or count) the expired days' partitions on PostgreSQL; delete (or count) the
+    expired files' results in chunks on SQLite."""
+    if partitions.partitioned():
+        first_kept = retention_window(days).bounds(today)[0]
+        expired = [day for day in partitions.partition_days() if day < first_kept]
+        if dry_run:
+            return partitions.rows_of(expired)
+        return sum(partitions.drop_partition(day) for day in expired)
+    files = _expired_files(days, today)
+    if dry_run:
+        return CaseResult.objects.filter(file__in=files).count()
+    return delete_in_chunks(
+        files, FILES_CHUNK, lambda _, pks: CaseResult.objects.filter(file_id__in=pks).delete()[0])
+
+
 def prune_junit(*, days: int, today: date, dry_run: bool = False) -> Pruned:
     """Delete (or with ``dry_run`` only count) the raw rows older than ``days`` days."""
-    files, counts = _expired_files(days, today), _expired_counts(days, today)
+    counts = _expired_counts(days, today)
+    results = _prune_results(days, today, dry_run)
     if dry_run:
-        return Pruned(CaseResult.objects.filter(file__in=files).count(), counts.count())
-    results = delete_in_chunks(
-        files, FILES_CHUNK, lambda _, pks: CaseResult.objects.filter(file_id__in=pks).delete()[0])
+        return Pruned(results, counts.count())
     job_outcomes = delete_in_chunks(
         counts, CHUNK, lambda _, pks: JobOutcome.objects.filter(pk__in=pks).delete()[0])
     # Run daily: each suite's summary of its last days moves to today here, so that the

@@ -141,8 +141,13 @@ def test_every_chart_is_drawn_and_htmx_redraws_them(live_server, client, suite, 
 
 def test_a_custom_day_can_be_typed_and_applies_on_enter(live_server, client, suite, lead,
                                                         today):
-    """Typing a date digit by digit swaps nothing (each keystroke that completes a valid
-    date fires a change event); Enter applies it, and the address holds just the range."""
+    """Typing a date digit by digit requests only the day typed. Each keystroke that
+    completes a day hands it to the form; the years on the way (0002, 0020, 0202) are outside
+    the input's min and never handed over; the form waits for the days to settle, so the
+    days on the way are never requested. Enter applies the day, and the address holds just
+    the range. (The form also applies the day once typing settles; whether that came before
+    the Enter depends on the host's speed, so what is checked is what was requested, never
+    when.)"""
     from playwright.sync_api import sync_playwright
 
     _history(suite, today)
@@ -160,19 +165,64 @@ def test_a_custom_day_can_be_typed_and_applies_on_enter(live_server, client, sui
         page.wait_for_load_state("networkidle")
         asked = []
         page.on("request", lambda r: asked.append(r.url) if page_url in r.url else None)
+        # Each day the script hands to the form to apply, as the form held it then.
+        page.evaluate("""() => {
+          window.applied = [];
+          document.addEventListener("days-typed",
+            (event) => window.applied.push(event.target.elements.from.value));
+        }""")
         page.locator("#id_from").focus()  # the month, the first of its parts
         page.keyboard.type(first.strftime("%m%d%Y"), delay=40)
-        page.wait_for_timeout(300)
-        typed_requests = list(asked)
+        applied = page.evaluate("() => window.applied")
         with page.expect_response(lambda r: page_url in r.url):
             page.keyboard.press("Enter")
         page.wait_for_url(f"**from={first.isoformat()}**")
         summary = page.locator(".range-summary").inner_text()
         address = page.url
         browser.close()
-    assert typed_requests == []
+    assert applied[-1] == first.isoformat()
+    assert all(day.startswith(f"{first.year}-") for day in applied), applied
+    assert asked and all(f"from={first.isoformat()}&" in url for url in asked), asked
     assert summary.startswith(f"{first.isoformat()} to {today.isoformat()}")
     assert address.endswith(f"?range=custom&from={first.isoformat()}&to={today.isoformat()}")
+
+
+def test_a_form_just_swapped_in_submits_in_place(live_server, client, suite, lead):
+    """A form the panel's swap has just put in the page is live at once: submitted in the
+    same moment (as an Enter pressed then), htmx sends it and the address gets the range
+    alone. With htmx's settle delay, the new form was still plain HTML then and the browser
+    loaded it as a whole page, its every field in the address."""
+    from playwright.sync_api import sync_playwright
+
+    client.force_login(lead)
+    session = client.cookies[settings.SESSION_COOKIE_NAME].value
+    page_url = reverse("trends", args=[suite.slug])
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+        context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": session,
+                              "url": live_server.url}])
+        page = context.new_page()
+        page.goto(f"{live_server.url}{page_url}")
+        page.wait_for_load_state("networkidle")
+        loads = []
+        page.on("request",
+                lambda r: loads.append(r.url) if r.resource_type == "document" else None)
+        # Submit the form the swap puts in, as soon as the swap has put it there.
+        page.evaluate("""() => document.body.addEventListener("htmx:afterSwap", () => {
+          setTimeout(() => document.querySelector(".range-form").requestSubmit(), 0);
+        }, {once: true})""")
+        with page.expect_response(lambda r: page_url in r.url) as first:
+            page.select_option("#id_bucket", "week")
+        with page.expect_response(lambda r: page_url in r.url) as second:
+            pass
+        page.wait_for_load_state("networkidle")
+        address = page.url
+        asked = [first.value.request, second.value.request]
+        browser.close()
+    assert [request.headers.get("hx-request") for request in asked] == ["true", "true"]
+    assert loads == []
+    assert address.endswith(f"{page_url}?range=30&bucket=week")
 
 
 # Each select of the trends form: its width on screen, and the width its longest option's

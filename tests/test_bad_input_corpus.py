@@ -48,12 +48,19 @@ def case_id(case: dict) -> str:
 
 
 def _place(case: dict) -> tuple:
+    """Where a one-over case's edge is: its endpoint, its field, and whether in the query."""
     return case["endpoint"], case["field"], case["field"] in case.get("query", {})
 
 
-WIDEST = {}
-for _case in ONE_OVER_CASES:
-    WIDEST[_place(_case)] = max(WIDEST.get(_place(_case), 0), _case["one_over"]["width"])
+def _widths(cases: list[dict]) -> dict[tuple, set[int]]:
+    """The UTF-8 widths each edge is written in, by its place."""
+    widths: dict[tuple, set[int]] = {}
+    for case in cases:
+        widths.setdefault(_place(case), set()).add(case["one_over"]["width"])
+    return widths
+
+
+WIDEST = {place: max(found) for place, found in _widths(ONE_OVER_CASES).items()}
 
 
 def params(cases: list[dict]) -> list:
@@ -188,10 +195,7 @@ def _at_the_limit(case: dict) -> tuple[bytes, dict, str]:
 
 
 def test_the_edges_are_written_in_every_width_of_utf8():
-    widths: dict[tuple, set[int]] = {}
-    for case in ONE_OVER_CASES:
-        place = (case["endpoint"], case["field"], case["field"] in case.get("query", {}))
-        widths.setdefault(place, set()).add(case["one_over"]["width"])
+    widths = _widths(ONE_OVER_CASES)
     # A fixture manifest is a digest, hex digits: its edge is written in 1-byte characters.
     ascii_only = {("verdicts", "fixture_manifest", False)}
     assert widths and all(found == ({1} if place in ascii_only else {1, 2, 3, 4})

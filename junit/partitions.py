@@ -32,18 +32,24 @@ def partition_name(day: date) -> str:
     return f"{PREFIX}{day:%Y%m%d}"
 
 
-def create_sql(day: date) -> str:
-    """The statement making ``day``'s partition (names and bounds written from a date)."""
-    return (f"CREATE TABLE IF NOT EXISTS {partition_name(day)} PARTITION OF {TABLE} "
-            f"FOR VALUES FROM ('{day.isoformat()}') TO ('{(day + timedelta(days=1)).isoformat()}')")
+def create_sql(day: date) -> list[str]:
+    """The statements making ``day``'s partition (names and bounds written from a date): a
+    table like the parent, then attached to it. Attaching takes the parent's ``SHARE UPDATE
+    EXCLUSIVE`` lock, which reads and writes of the results do not wait for, where ``CREATE
+    TABLE … PARTITION OF`` takes its ``ACCESS EXCLUSIVE``, which would queue every upload
+    and read of the results behind the longest read running."""
+    name, end = partition_name(day), day + timedelta(days=1)
+    return [f"CREATE TABLE {name} (LIKE {TABLE} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)",
+            f"ALTER TABLE {TABLE} ATTACH PARTITION {name} "
+            f"FOR VALUES FROM ('{day.isoformat()}') TO ('{end.isoformat()}')"]
 
 
 def day_partition(day: date) -> None:
-    """Make ``day``'s partition unless it exists: one catalog lookup when it does. Making
-    it takes the parent's exclusive lock for a moment, in a transaction (or savepoint) of
-    its own, so that it is not held through the caller's writes. Two uploads making the
-    same new day at once both go on: the one whose ``CREATE`` comes second finds the
-    table made meanwhile (``duplicate_table``, or a catalog key's ``unique_violation``)."""
+    """Make ``day``'s partition unless it exists: one catalog lookup when it does. It is
+    made in a transaction (or savepoint) of its own, so that no lock it takes is held
+    through the caller's writes. Two uploads making the same new day at once both go on:
+    the one whose ``CREATE`` comes second waits for the first's transaction, then finds
+    the table made (``duplicate_table``, or a catalog key's ``unique_violation``)."""
     if not partitioned():
         return
     with connection.cursor() as cursor:
@@ -52,7 +58,8 @@ def day_partition(day: date) -> None:
             return
         try:
             with transaction.atomic():
-                cursor.execute(create_sql(day))
+                for statement in create_sql(day):
+                    cursor.execute(statement)
         except DatabaseError as error:
             if getattr(error.__cause__, "sqlstate", None) not in (DUPLICATE_TABLE,
                                                                   UNIQUE_VIOLATION):

@@ -31,6 +31,7 @@ pytestmark = pytest.mark.skipif("connection.vendor != 'postgresql'",
 DAYS_AGO = (0, 29, 30, 45)
 BEFORE = ("junit", "0008_node_summary_fillfactor")
 AFTER = ("junit", "0009_case_results_partitioned_by_day")
+TABLE = partitions.TABLE
 
 
 def upload(suite, today: date, days_ago: int):
@@ -137,11 +138,12 @@ def test_two_uploads_making_the_same_new_day_both_go_on():
             connections.close_all()
 
     try:
-        other.execute(partitions.create_sql(day))  # in a transaction, not committed
+        for statement in partitions.create_sql(day):  # in a transaction, not committed
+            other.execute(statement)
         thread = threading.Thread(target=second)
         thread.start()
         while not one("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                      "AND wait_event_type = 'Lock' AND query LIKE 'CREATE TABLE IF NOT EXISTS%%'"):
+                      "AND wait_event_type = 'Lock' AND query LIKE 'CREATE TABLE%%'"):
             assert thread.is_alive(), failed
             time.sleep(0.01)
         other.commit()
@@ -152,6 +154,35 @@ def test_two_uploads_making_the_same_new_day_both_go_on():
         other.execute(f"DROP TABLE IF EXISTS {partitions.partition_name(day)}")
         other.commit()
         other.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_day_is_made_while_a_read_of_the_results_runs():
+    """A partition is attached without the parent's exclusive lock: a read of the results
+    left open in another transaction (a page's, a prune's count) does not hold it up. With
+    ``CREATE TABLE … PARTITION OF`` it waited for that read, and every upload and read
+    after it waited behind."""
+    day = date(2001, 2, 4)
+    reader = connection.get_new_connection(connection.get_connection_params())
+    try:
+        reader.execute("SELECT count(*) FROM junit_caseresult")  # holds its lock until commit
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")
+            try:
+                partitions.day_partition(day)
+            finally:
+                cursor.execute("RESET lock_timeout")
+        assert exists(day)
+        assert one("SELECT count(*) FROM pg_inherits WHERE inhrelid = %s::regclass",
+                   [partitions.partition_name(day)]) == 1
+        # Attaching gave it the parent's indexes: its key and the model's two.
+        indexes = "SELECT count(*) FROM pg_indexes WHERE tablename = %s"
+        assert one(indexes, [partitions.partition_name(day)]) == one(indexes, [TABLE]) == 3
+    finally:
+        reader.rollback()
+        reader.close()
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP TABLE IF EXISTS {partitions.partition_name(day)}")
 
 
 @pytest.fixture

@@ -7,11 +7,18 @@ now ``(id, day)`` as a partitioned table's unique keys must hold its partition k
 model's indexes. Backwards, the same into a plain table keyed by ``id``. Django's state does
 not change: it still reads ``id`` as the key. Nothing on SQLite."""
 
+from datetime import timedelta
+
 from django.db import migrations
 
-from junit.partitions import TABLE, create_sql
-
+TABLE = 'junit_caseresult'
 OLD = f'{TABLE}_old'
+
+
+def create_sql(day):
+    """A day's partition, named as junit.partitions names it."""
+    return (f"CREATE TABLE IF NOT EXISTS {TABLE}_p{day:%Y%m%d} PARTITION OF {TABLE} "
+            f"FOR VALUES FROM ('{day.isoformat()}') TO ('{(day + timedelta(days=1)).isoformat()}')")
 
 
 def rebuild(partition):

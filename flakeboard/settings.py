@@ -13,6 +13,7 @@ from django.utils.csp import CSP
 
 from flakeboard.email_url import mailer
 from flakeboard.environment import env, env_policy, envbool, envfloat, envint
+from flakeboard.logs import logging_config
 from flakeboard.read_replica import read_after_write_seconds, replica_database
 from flakeboard.rules import POLICY_BOUNDS, POLICY_DEFAULTS
 
@@ -291,10 +292,4 @@ if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 LOG_LEVEL = env("LOG_LEVEL", "WARNING")
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    # The level is the handler's too: Django's own loggers log from INFO up and propagate.
-    "handlers": {"console": {"class": "logging.StreamHandler", "level": LOG_LEVEL}},
-    "root": {"handlers": ["console"], "level": LOG_LEVEL},
-}
+LOGGING = logging_config(LOG_LEVEL)  # a 4xx is logged as its line alone (flakeboard/logs.py)

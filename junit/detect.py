@@ -114,7 +114,8 @@ def _job_outcomes(upload: FileContext, runs: CommitRuns, results: dict[int, Case
     elif run is not None and runs.last_day < upload.day:
         JobRun.objects.filter(pk=run).update(last_day=upload.day)
     update_rows(JobOutcome, ("passes", "failures", "flaky", "last_day"), updates)
-    insert_plain(JobOutcome, JOB_COLUMNS, [(run, *row) for row in inserts])
+    if inserts:
+        insert_plain(JobOutcome, JOB_COLUMNS, [(run, *row) for row in inserts])
     return after
 
 

@@ -14,27 +14,27 @@ from django.db.models import Max, OuterRef, Subquery
 
 
 def make_runs(apps, schema_editor):
-    JobOutcome = apps.get_model('junit', 'JobOutcome')
+    db = schema_editor.connection.alias
+    outcomes = apps.get_model('junit', 'JobOutcome').objects.using(db)
     JobRun = apps.get_model('junit', 'JobRun')
-    Suite = apps.get_model('ledger', 'Suite')
-    kept = JobOutcome.objects.filter(suite_id__in=Suite.objects.values('pk'))
-    JobRun.objects.bulk_create(
+    suites = apps.get_model('ledger', 'Suite').objects.using(db)
+    kept = outcomes.filter(suite_id__in=suites.values('pk'))
+    JobRun.objects.using(db).bulk_create(
         (JobRun(suite_id=suite, commit=commit, job=job, last_day=last_day)
          for suite, commit, job, last_day in kept.order_by().values_list(
              'suite_id', 'commit', 'job').annotate(Max('last_day')).iterator()),
         batch_size=1000)
-    runs = JobRun.objects.filter(suite_id=OuterRef('suite_id'), commit=OuterRef('commit'),
-                                 job=OuterRef('job'))
-    JobOutcome.objects.update(run_id=Subquery(runs.values('pk')[:1]))
-    JobOutcome.objects.filter(run_id__isnull=True).delete()
+    runs = JobRun.objects.using(db).filter(
+        suite_id=OuterRef('suite_id'), commit=OuterRef('commit'), job=OuterRef('job'))
+    outcomes.update(run_id=Subquery(runs.values('pk')[:1]))
+    outcomes.filter(run_id__isnull=True).delete()
 
 
 def restore_columns(apps, schema_editor):
-    JobOutcome = apps.get_model('junit', 'JobOutcome')
-    JobRun = apps.get_model('junit', 'JobRun')
-    run = JobRun.objects.filter(pk=OuterRef('run_id'))
-    JobOutcome.objects.update(**{name: Subquery(run.values(name)[:1])
-                                 for name in ('suite_id', 'commit', 'job')})
+    db = schema_editor.connection.alias
+    run = apps.get_model('junit', 'JobRun').objects.using(db).filter(pk=OuterRef('run_id'))
+    apps.get_model('junit', 'JobOutcome').objects.using(db).update(
+        **{name: Subquery(run.values(name)[:1]) for name in ('suite_id', 'commit', 'job')})
 
 
 class Migration(migrations.Migration):

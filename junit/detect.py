@@ -64,8 +64,8 @@ def _rows(queryset, *names) -> list[tuple]:
 @dataclass(frozen=True)
 class CommitRuns:
     """The upload's job run (its primary key and last day; None before the job's first
-    file), its counts so far ({node: (pk, passes, failures,
-    flaky)}), and the commit's other runs (primary keys)."""
+    file), its counts so far ({node: (pk, passes, failures, flaky)}), and the commit's
+    other runs (primary keys)."""
 
     run: int | None
     last_day: date | None

@@ -169,7 +169,8 @@ class JobRun(models.Model):
                               db_index=False)
     commit = models.CharField(max_length=META)
     job = models.CharField(max_length=META, blank=True)
-    last_day = models.DateField(help_text="The last day a file of this run was uploaded.")
+    last_day = models.DateField(
+        help_text="The day of the last file of this run that detection counted.")
 
     class Meta:
         constraints = [

@@ -56,7 +56,7 @@ class Migration(migrations.Migration):
                 ('commit', models.CharField(max_length=200)),
                 ('job', models.CharField(blank=True, max_length=200)),
                 ('last_day', models.DateField(
-                    help_text='The last day a file of this run was uploaded.')),
+                    help_text='The day of the last file of this run that detection counted.')),
             ],
             options={
                 'indexes': [models.Index(fields=['last_day'], name='jobrun_last_day')],

@@ -37,7 +37,7 @@ Then the prune of the oldest raw day of the largest suite (``prune_junit``, as
 ``manage.py prune_junit`` runs it) with a ledger GET after another beside it: the rows
 deleted a second (B9's goal, ≥ 5,000) and the ledger's p95 meanwhile (≤ 50 ms). Last, the
 database's bytes per million testcases (tables with their indexes and TOAST, as
-``pg_total_relation_size`` counts them): raw (files, results, job counts) per testcase
+``pg_total_relation_size`` counts them): raw (files, results, job runs and counts) per testcase
 result stored, and rolled up (``NodeDay``, ``SignatureDay``) per testcase they count, each
 against the bytes of the pytest XML those testcases came in (the issue sets no goal for
 them: the row's goal is no more than the XML itself). On SQLite the run makes one row,
@@ -119,8 +119,10 @@ reads' gunicorn on a host of its own, is the remedy, not fewer queries.
 The prune deletes about 117,000 rows a second (a day of the largest suite, 2M rows, in
 17 s) and the ledger does not notice (p95 4.3 ms). The raw rows take 3.8 times the XML
 they came from, about 400 bytes a testcase: JobOutcome (a row per test and job of each
-commit, with its unique (suite, commit, job, node) index) more than half of it, CaseResult
-most of the rest; at the issue's 50M testcases a day kept 30 days that is about 560 GiB.
+commit, which then held the commit and the job as text, in the row and in its unique
+(suite, commit, job, node) index) more than half of it, CaseResult most of the rest; at
+the issue's 50M testcases a day kept 30 days that is about 560 GiB. A JobOutcome row now
+holds its job run's key (``JobRun``, a row per job of a commit) instead.
 The rollups take 11 MiB per million testcases: a NodeDay row of about 240 bytes per test
 and day, however often it ran.
 """
@@ -318,7 +320,7 @@ def _size_rows(backend: str, sizes: dict, made: dict, xml: float) -> list[Row]:
     shares = ", ".join(f"{model.__name__} {tables[model._meta.db_table] / sizes['raw']:.0%}"
                        for model in RAW)
     kinds = {
-        "raw": (raw, f"files, testcase results and job counts with their indexes: "
+        "raw": (raw, f"files, testcase results, job runs and counts with their indexes: "
                      f"{fmt_bytes(sizes['raw'])} ({shares}) for {made['case_results']:,} results "
                      f"({made['raw_days']} days of the largest suite); at the issue's "
                      f"{COMPANY_DAY / 1e6:.0f}M testcases a day kept {retention} days "

@@ -16,7 +16,7 @@ from django.db import connection
 from flakeboard.rules.signatures import signature
 from junit import partitions
 from junit.ingest import RESULT_COLUMNS
-from junit.models import CaseResult, JobOutcome, JUnitFile, NodeDay, SignatureDay
+from junit.models import CaseResult, JobOutcome, JobRun, JUnitFile, NodeDay, SignatureDay
 from junit.summary import rebuild_summary
 from ledger.models import Node
 from ledger.tokens import token_create
@@ -34,13 +34,12 @@ RUNS_PER_DAY = 20  # each test's runs a day: 10 commits, each in B7's two jobs
 BRANCH = "main"
 SETUP_BUDGET_S = 420.0  # no raw day is begun that would end past this
 MIN_FREE_DISK = 20 * 2**30
-RAW = (JUnitFile, CaseResult, JobOutcome)
+RAW = (JUnitFile, CaseResult, JobRun, JobOutcome)
 ROLLED_UP = (NodeDay, SignatureDay)
 NODE_DAY_COLUMNS = ("suite_id", "node_id", "day", "branch", "runs", "failures",
                     "flaky_failures", "flaky_commits")
 SIGNATURE_DAY_COLUMNS = ("suite_id", "node_id", "day", "branch", "signature", "failures")
-JOB_COLUMNS = ("suite_id", "node_id", "commit", "job", "passes", "failures", "flaky",
-               "last_day")
+JOB_COLUMNS = ("run_id", "node_id", "passes", "failures", "flaky", "last_day")
 
 
 @dataclass
@@ -139,7 +138,7 @@ def run_commit(slug: str, run: int) -> str:
 
 def _raw_day(company: Company, today: date, offset: int) -> tuple[int, int, int]:
     """One day of a suite's raw rows, as ``RUNS_PER_DAY`` runs of every shard would have
-    left them: the files, testcase results and job counts written."""
+    left them: the files, testcase results, job runs and job counts written."""
     suite, roles, sigs = company.suite, company.roles, company.signatures()
     day = today - timedelta(days=offset)
     size, jobs = len(company.shards[0].roles), b7_junit.JOBS
@@ -153,6 +152,9 @@ def _raw_day(company: Company, today: date, offset: int) -> tuple[int, int, int]
                   testcases=size, skipped=skipped[s], passed=size - skipped[s],
                   infrastructure_share=suite.junit_infrastructure_share)
         for run, s in specs], batch_size=1000)
+    runs = {(run.commit, run.job): run.pk for run in JobRun.objects.bulk_create([
+        JobRun(suite=suite, commit=commit, job=job, last_day=day)
+        for commit, job in dict.fromkeys((file.commit, file.job) for file in files)])}
     db_day = data.db_date(day)
 
     def outcome(i: int, run: int) -> tuple:
@@ -180,7 +182,7 @@ def _raw_day(company: Company, today: date, offset: int) -> tuple[int, int, int]
     def job_counts():
         for file, node, _, (_, _, passes, failures, _, _) in rows():
             if passes or failures:
-                yield (suite.pk, node, file.commit, file.job, passes, failures,
+                yield (runs[file.commit, file.job], node, passes, failures,
                        bool(passes and failures), db_day)
 
     partitions.day_partition(day)

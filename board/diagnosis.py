@@ -132,10 +132,11 @@ def _ci_facts(suite: Suite, pks: list[int], window: DayWindow,
     measurements at the commits both ran it at, and its failures by signature."""
     # One query: the union of each node's figures per job over the window, at each commit
     # it was measured at, and per failure signature over the window.
-    outcomes = JobOutcome.objects.filter(suite=suite, node_id__in=pks).order_by()
+    # The nodes are the suite's, so their counts are too.
+    outcomes = JobOutcome.objects.filter(node_id__in=pks).order_by()
     runs = Sum(F("passes") + F("failures"))
-    parts = [outcomes.filter(last_day__gte=window.since).values("node_id", "job").annotate(
-        kind=Value(JOBS), key=F("job"), runs=runs,
+    parts = [outcomes.filter(last_day__gte=window.since).values("node_id", "run__job").annotate(
+        kind=Value(JOBS), key=F("run__job"), runs=runs,
         counted=Sum(Case(When(flaky=True, then=F("failures")), default=Value(0)))),
         window.rows(SignatureDay, suite=suite, node_id__in=pks).order_by()
         .values("node_id", "signature").annotate(
@@ -143,9 +144,9 @@ def _ci_facts(suite: Suite, pks: list[int], window: DayWindow,
             counted=Value(0))]
     commits = {commit for at in measured_at.values() for commit in at}
     if commits:
-        parts.append(outcomes.filter(node_id__in=list(measured_at), commit__in=commits)
-                     .values("node_id", "commit").annotate(
-                         kind=Value(COMMITS), key=F("commit"), runs=runs,
+        parts.append(outcomes.filter(node_id__in=list(measured_at), run__commit__in=commits)
+                     .values("node_id", "run__commit").annotate(
+                         kind=Value(COMMITS), key=F("run__commit"), runs=runs,
                          counted=Sum("failures")))
     shape = ("kind", "node_id", "key", "runs", "counted")
     first, *rest = [part.values_list(*shape) for part in parts]

@@ -6,7 +6,8 @@ the other jobs' failing ones and, for the tests that failed here, passing ones) 
 day, so its cost follows the file's size, never the history's. The rules are
 ``junit.rules`` (``is_flaky``, ``commit_finding``); this module counts.
 
-- ``JobOutcome``: each test's passes and failures in this job of this commit, over its
+- ``JobOutcome``: each test's passes and failures in this job of this commit (its
+  ``JobRun``, made by the job's first file and moved to the day of its latest), over its
   attempts. A test becomes flaky in the job when its counts first hold a pass and a
   failure; the job's failures so far then count as flaky failures, and so does every
   later one.
@@ -24,18 +25,18 @@ from dataclasses import dataclass
 from datetime import date
 
 from django.db import connection
-from django.db.models import Q
+from django.db.models import FilteredRelation, Q
 
 from flakeboard.rules.summary import DayCounts
 from ledger.models import Suite
 from web.bulk import counts_added, insert_plain, plain_rows, update_rows
 
-from .models import JobOutcome, NodeDay, SignatureDay
+from .models import JobOutcome, JobRun, NodeDay, SignatureDay
 from .rules import CaseOutcome, CommitFinding, commit_finding, is_flaky
 from .summary import summary_add
 
 CHUNK = 5000
-JOB_COLUMNS = ("suite_id", "node_id", "commit", "job", "passes", "failures", "flaky", "last_day")
+JOB_COLUMNS = ("run_id", "node_id", "passes", "failures", "flaky", "last_day")
 DAY_COUNTS = ("runs", "failures", "flaky_failures", "flaky_commits")
 
 
@@ -60,36 +61,71 @@ def _rows(queryset, *names) -> list[tuple]:
     return list(plain_rows(queryset.values_list(*names), CHUNK))
 
 
-def _job_outcomes(upload: FileContext, results: dict[int, CaseOutcome]):
+@dataclass(frozen=True)
+class CommitRuns:
+    """The upload's job run (its primary key and last day; None before the job's first
+    file), its counts so far ({node: (pk, passes, failures, flaky)}), and the commit's
+    other runs (primary keys)."""
+
+    run: int | None
+    last_day: date | None
+    counts: dict[int, tuple]
+    others: list[int]
+
+
+def _commit_runs(upload: FileContext) -> CommitRuns:
+    """The commit's runs, read with the counts of the upload's job in one query."""
+    mine = FilteredRelation("outcomes", condition=Q(job=upload.job))
+    runs = JobRun.objects.filter(suite=upload.suite, commit=upload.commit).annotate(mine=mine)
+    run, last_day, counts, others = None, None, {}, set()
+    for pk, job, run_day, node, *count in _rows(
+            runs, "pk", "job", "last_day", "mine__node_id", "mine__pk", "mine__passes",
+            "mine__failures", "mine__flaky"):
+        if job != upload.job:
+            others.add(pk)
+            continue
+        run, last_day = pk, run_day
+        if node is not None:
+            counts[node] = tuple(count)
+    return CommitRuns(run, last_day, counts, sorted(others))
+
+
+def _job_outcomes(upload: FileContext, runs: CommitRuns, results: dict[int, CaseOutcome]):
     """This job's counts with the file's added: {node: (passes, failures, became flaky,
-    flaky failures added)}, written back."""
-    day, suite = connection.ops.adapt_datefield_value(upload.day), upload.suite.pk
-    mine = JobOutcome.objects.filter(suite=upload.suite, commit=upload.commit, job=upload.job)
-    before = {node: rest for node, *rest in _rows(mine, "node_id", "pk", "passes",
-                                                  "failures", "flaky")}
+    flaky failures added)}, written back. The job's run is made by its first file with a
+    test that ran, and moved to the day of each later one (never back)."""
+    day = connection.ops.adapt_datefield_value(upload.day)
     after, updates, inserts = {}, [], []
     for node, result in results.items():
-        pk, passes, failures, was_flaky = before.get(node, (None, 0, 0, False))
+        pk, passes, failures, was_flaky = runs.counts.get(node, (None, 0, 0, False))
         passes, failures = passes + result.passes, failures + result.failures
         flaky = is_flaky(passes, failures)
         became = flaky and not was_flaky
         after[node] = (passes, failures, became,
                        failures if became else result.failures if flaky else 0)
         if pk is None:
-            inserts.append((suite, node, upload.commit, upload.job, passes, failures, flaky,
-                            day))
+            inserts.append((node, passes, failures, flaky, day))
         else:
             updates.append((passes, failures, flaky, day, pk))
+    run = runs.run
+    if run is None and inserts:
+        run = JobRun.objects.create(suite=upload.suite, commit=upload.commit, job=upload.job,
+                                    last_day=upload.day).pk
+    elif run is not None and runs.last_day < upload.day:
+        JobRun.objects.filter(pk=run).update(last_day=upload.day)
     update_rows(JobOutcome, ("passes", "failures", "flaky", "last_day"), updates)
-    insert_plain(JobOutcome, JOB_COLUMNS, inserts)
+    if inserts:
+        insert_plain(JobOutcome, JOB_COLUMNS, [(run, *row) for row in inserts])
     return after
 
 
-def _other_jobs(upload: FileContext, failed_here: list[int]) -> dict[int, list[tuple]]:
+def _other_jobs(runs: CommitRuns, failed_here: list[int]) -> dict[int, list[tuple]]:
     """The other jobs of the commit that could change a finding, by node: every job that
-    failed a test, and for the tests that failed here, every job that passed them."""
-    others = JobOutcome.objects.filter(suite=upload.suite, commit=upload.commit).exclude(
-        job=upload.job)
+    failed a test, and for the tests that failed here, every job that passed them. No
+    query when the commit has no other run."""
+    if not runs.others:
+        return {}
+    others = JobOutcome.objects.filter(run_id__in=runs.others)
     failing = Q(failures__gt=0)
     passing = [Q(passes__gt=0, node_id__in=failed_here[start : start + CHUNK])
                for start in range(0, len(failed_here), CHUNK)]
@@ -144,8 +180,9 @@ def detect(upload: FileContext, results: dict[int, CaseOutcome],
     failing one's signature) to the rollups; answer the tests newly flaky on the commit
     and those that differ by job."""
     ran = {node: r for node, r in results.items() if r.ran}
-    jobs = _job_outcomes(upload, ran)
-    others = _other_jobs(upload, [n for n, (p, f, _, _) in jobs.items() if f and not p])
+    runs = _commit_runs(upload)
+    jobs = _job_outcomes(upload, runs, ran)
+    others = _other_jobs(runs, [n for n, (p, f, _, _) in jobs.items() if f and not p])
     findings = _findings(jobs, others)
     _add_day(upload, ran, jobs, set(findings.newly_flaky), signatures)
     return findings

@@ -58,7 +58,7 @@ def _job_finished(kept: JobOutcome, row: JobOutcome) -> None:
 def _flaky_commits(node: int) -> set[tuple]:
     """The (day, commit) pairs of a node's jobs it was flaky in, by their last day."""
     return set(JobOutcome.objects.filter(node_id=node, flaky=True)
-               .values_list("last_day", "commit"))
+               .values_list("last_day", "run__commit"))
 
 
 def merge_guess(guess: int, into: int) -> None:
@@ -74,8 +74,7 @@ def merge_guess(guess: int, into: int) -> None:
     _merge_rows(NodeDay, ("suite_id", "day", "branch"),
                 ("runs", "failures", "flaky_failures", "flaky_commits"), guess, into,
                 day_finished)
-    _merge_rows(JobOutcome, ("suite_id", "commit", "job"), ("passes", "failures"), guess,
-                into, _job_finished)
+    _merge_rows(JobOutcome, ("run_id",), ("passes", "failures"), guess, into, _job_finished)
     _merge_rows(SignatureDay, ("suite_id", "day", "branch", "signature"), ("failures",),
                 guess, into)
     if not MeasureTarget.objects.filter(node_id=into).exists():

@@ -2,9 +2,11 @@
 rows, kept JUNIT_RETENTION_DAYS), and the rollups that detection and the flaky-tests
 page read, so that neither's cost grows with history.
 
-- ``JobOutcome``: per node, commit and job, the passes and failures so far (every attempt
-  and rerun of that job). Detection reads only the rows of the upload's own commit; they
-  are pruned with the raw rows, since a job's attempts come within days.
+- ``JobRun`` and ``JobOutcome``: per commit and job, a run (the commit and the job stored
+  once, with the last day a file of the run came), and per node of the run, its passes and
+  failures so far (every attempt and rerun of that job). Detection reads only the rows of
+  the upload's own commit; they are pruned with the raw rows, a run whole, since a job's
+  attempts come within days.
 - ``NodeDay``: per node, day and branch, the runs, failures and flaky failures, and the
   commits the node became flaky on: the page's ranking, rate, first and last seen, read
   over a window of days. Kept.
@@ -156,25 +158,52 @@ class DayRollup(NodeRollup):
         abstract = True
 
 
-class JobOutcome(RawRow):
-    """A node's passes and failures in one job of one commit, over its attempts."""
+class JobRun(models.Model):
+    """One job of one commit, over its attempts and reruns: what its nodes' counts
+    (``JobOutcome``) belong to, so that the commit and the job are stored once a run, and
+    each count and its unique key hold integers. A few rows a commit, so its suite keeps a
+    foreign key in the database."""
 
+    # The unique key leads with the suite, so the foreign key needs no index of its own.
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="job_runs",
+                              db_index=False)
     commit = models.CharField(max_length=META)
     job = models.CharField(max_length=META, blank=True)
-    passes = models.PositiveIntegerField(default=0)
-    failures = models.PositiveIntegerField(default=0)
-    flaky = models.BooleanField(default=False)
-    last_day = models.DateField()
+    last_day = models.DateField(
+        help_text="The day of the last file of this run that detection counted.")
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["suite", "commit", "job", "node"],
-                                    name="one_job_outcome_per_node")
+            models.UniqueConstraint(fields=["suite", "commit", "job"], name="one_job_run")
         ]
-        indexes = [models.Index(fields=["last_day"], name="joboutcome_last_day")]
+        indexes = [models.Index(fields=["last_day"], name="jobrun_last_day")]  # pruning
 
     def __str__(self):
-        return (f"{self.node_id} on {self.commit[:12]} {self.job or '-'}: "
+        return f"{self.commit[:12]} {self.job or '-'} (last {self.last_day})"
+
+
+class JobOutcome(models.Model):
+    """A node's passes and failures in one job run, over its attempts. A raw row: its keys
+    have no foreign key in the database, as ``RawRow``'s, for the same reason; its run and
+    node go only through Django's delete, whose ``CASCADE`` deletes it first. Its suite is
+    its run's."""
+
+    run = models.ForeignKey(JobRun, on_delete=models.CASCADE, related_name="outcomes",
+                            db_index=False, db_constraint=False)
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+", db_index=False,
+                             db_constraint=False)
+    passes = models.PositiveIntegerField(default=0)
+    failures = models.PositiveIntegerField(default=0)
+    flaky = models.BooleanField(default=False)
+    last_day = models.DateField(help_text="The last day a file of the run held this node.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "node"], name="one_job_outcome_per_run_node")
+        ]
+
+    def __str__(self):
+        return (f"{self.node_id} in run {self.run_id}: "
                 f"{self.passes} passed, {self.failures} failed")
 
 

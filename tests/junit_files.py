@@ -9,13 +9,13 @@ from xml.sax.saxutils import quoteattr
 
 from django.db.models import Model
 
-from junit.models import CaseResult, JobOutcome, JUnitFile, NodeDay, SignatureDay
+from junit.models import CaseResult, JobOutcome, JobRun, JUnitFile, NodeDay, SignatureDay
 from ledger.models import Node
 
 CORPUS = Path(__file__).parent / "corpus" / "junit"
 XML = "application/xml"
 # What a JUnit upload may store: a refused one changes none of them.
-STORED = (JUnitFile, CaseResult, JobOutcome, NodeDay, SignatureDay, Node)
+STORED = (JUnitFile, CaseResult, JobRun, JobOutcome, NodeDay, SignatureDay, Node)
 
 
 def corpus(name: str) -> bytes:

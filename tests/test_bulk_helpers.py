@@ -11,7 +11,7 @@ from datetime import date
 
 import pytest
 
-from junit.models import CaseResult, JobOutcome, NodeDay
+from junit.models import CaseResult, JobOutcome, JobRun, NodeDay
 from ledger.models import Node
 from runs.ingest import signals_ingest
 from runs.wire import UploadInvalid
@@ -89,8 +89,8 @@ def test_update_rows_sets_each_row_its_own_values_in_every_chunk(suite, monkeypa
     monkeypatch.setattr(bulk, "UPDATE_ROWS", 2)  # five rows: three statements on PostgreSQL
     signals_ingest(suite=suite, body=body([record(f"t.py::t{i}") for i in range(6)]),
                    actor="ci")
-    outcomes = [JobOutcome.objects.create(suite=suite, node=node, commit="c0ffee", job="j",
-                                          last_day=date(2026, 12, 1))
+    run = JobRun.objects.create(suite=suite, commit="c0ffee", job="j", last_day=date(2026, 12, 1))
+    outcomes = [JobOutcome.objects.create(run=run, node=node, last_day=date(2026, 12, 1))
                 for node in Node.objects.order_by("nodeid")]
     *changed, untouched = outcomes
     update_rows(JobOutcome, ("passes", "failures", "flaky", "last_day"),

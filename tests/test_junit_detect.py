@@ -36,7 +36,7 @@ def upload(suite, *cases, commit="c1", job="", attempt=1, branch="main", xml=Non
 
 def job_counts() -> dict:
     return {(nodeid, job): (passes, failures, flaky) for nodeid, job, passes, failures, flaky
-            in JobOutcome.objects.values_list("node__nodeid", "job", "passes", "failures",
+            in JobOutcome.objects.values_list("node__nodeid", "run__job", "passes", "failures",
                                               "flaky")}
 
 

@@ -174,9 +174,10 @@ def test_every_corpus_id_is_written_as_pytest_writes_it():
 def _rollups(suite) -> dict[str, list[tuple]]:
     """A suite's JUnit results and rollups, each row without its keys, named by node."""
     def rows(model, *fields):
-        return sorted(model.objects.filter(suite=suite).values_list("node__nodeid", *fields))
+        return sorted(model.objects.filter(node__suite=suite).values_list("node__nodeid",
+                                                                          *fields))
     return {"results": rows(CaseResult, "outcome", "passes", "failures"),
-            "jobs": rows(JobOutcome, "commit", "job", "passes", "failures", "flaky"),
+            "jobs": rows(JobOutcome, "run__commit", "run__job", "passes", "failures", "flaky"),
             "days": rows(NodeDay, "day", "branch", "runs", "failures", "flaky_failures",
                          "flaky_commits"),
             "signatures": rows(SignatureDay, "day", "signature", "failures")}

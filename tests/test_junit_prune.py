@@ -47,7 +47,7 @@ def kept() -> tuple:
     return (
         sorted(JUnitFile.objects.filter(results__isnull=False).distinct()
                .values_list("commit", "attempt")),
-        sorted(JobOutcome.objects.values_list("commit", flat=True).distinct()),
+        sorted(JobOutcome.objects.values_list("run__commit", flat=True).distinct()),
     )
 
 

@@ -1,21 +1,22 @@
 """How the JUnit rows are stored. The raw rows (``CaseResult``, ``JobOutcome``) have no
 foreign key in the database, whose check at the commit cost an upload more than writing
-them: deleting their suite, node or file still deletes them (Django's ``CASCADE``), and the
-prune leaves none without its suite, node or file. On PostgreSQL the summary, whose rows
-every upload updates, keeps room on its pages for the updates."""
+them: deleting their suite, node, file or job run still deletes them (Django's
+``CASCADE``), and the prune leaves none without its suite, node, file or run. A job count
+holds integers only: the commit and the job are its run's (``JobRun``). On PostgreSQL the
+summary, whose rows every upload updates, keeps room on its pages for the updates."""
 
 from __future__ import annotations
 
 import pytest
 from django.db import connection
 
-from junit.models import CaseResult, JobOutcome, JUnitFile, NodeSummary
+from junit.models import CaseResult, JobOutcome, JobRun, JUnitFile, NodeSummary
 from junit.prune import prune_junit
 from ledger.models import Node
 from tests.test_junit_prune import upload
 
 pytestmark = pytest.mark.django_db
-RAW_KEYS = {CaseResult: ("suite", "node", "file"), JobOutcome: ("suite", "node")}
+RAW_KEYS = {CaseResult: ("suite", "node", "file"), JobOutcome: ("run", "node")}
 
 
 def orphans() -> dict[str, int]:
@@ -32,7 +33,7 @@ def orphans() -> dict[str, int]:
 
 def raw_rows(suite) -> tuple[int, int]:
     return (CaseResult.objects.filter(suite_id=suite.pk).count(),
-            JobOutcome.objects.filter(suite_id=suite.pk).count())
+            JobOutcome.objects.filter(run__suite_id=suite.pk).count())
 
 
 @pytest.fixture
@@ -53,9 +54,33 @@ def test_the_raw_rows_have_no_foreign_key_in_the_database():
 
 
 def test_deleting_a_suite_deletes_its_raw_rows(suite, other_suite, stored):
+    assert JobOutcome.objects.filter(run__suite=suite).count() == 4
     suite.delete()
     assert raw_rows(suite) == (0, 0) and raw_rows(other_suite) == (2, 2)
     assert orphans() == {}
+
+
+def test_deleting_a_suite_deletes_its_job_runs_and_their_counts(suite, other_suite, stored):
+    assert JobRun.objects.filter(suite=suite).count() == 2
+    suite.delete()
+    assert not JobRun.objects.filter(suite_id=suite.pk).exists()
+    assert list(JobRun.objects.values_list("suite_id", "commit")) == [(other_suite.pk, "c0")]
+    assert JobOutcome.objects.count() == 2
+    assert not JobOutcome.objects.exclude(run__in=JobRun.objects.all()).exists()
+
+
+def test_a_job_count_holds_no_commit_or_job_and_is_unique_by_run_and_node():
+    table = JobOutcome._meta.db_table
+    with connection.cursor() as cursor:
+        columns = {column.name for column in connection.introspection.get_table_description(
+            cursor, table)}
+        constraints = connection.introspection.get_constraints(cursor, table)
+    assert columns == {"id", "run_id", "node_id", "passes", "failures", "flaky", "last_day"}
+    # Beside the primary key and the counts' checks, the unique key alone: no index of
+    # days, none of the run or the node alone.
+    keys = {name: (c["columns"], c["unique"]) for name, c in constraints.items()
+            if not c["primary_key"] and not c["check"]}
+    assert keys == {"one_job_outcome_per_run_node": (["run_id", "node_id"], True)}
 
 
 def test_deleting_a_node_deletes_its_raw_rows(suite, other_suite, stored):

@@ -24,9 +24,10 @@ AFTER = ("junit", "0010_job_outcomes_keyed_by_job_run")
 OK, BAD = ("tests.test_a", "test_ok", "passed"), ("tests.test_a", "test_bad", "failed")
 
 
-def upload(suite, commit: str, job: str = "", attempt: int = 1, days_ago: int = 0,
+def upload(suite, commit: str, job: str = "", attempt: int = 1, age: int = 0,
            cases=(OK, BAD)):
-    now = datetime.combine(days_ago_(days_ago), time(12), tzinfo=timezone.UTC)
+    """A file of ``cases`` uploaded ``age`` days ago."""
+    now = datetime.combine(days_ago(age), time(12), tzinfo=timezone.UTC)
     return junit_ingest(suite=suite, body=junit_xml(*cases), actor="ci", now=now,
                         query={"commit": commit, "job": job, "attempt": attempt}).file
 
@@ -45,9 +46,6 @@ def days_ago(days: int) -> date:
     return timezone.now().date() - timedelta(days=days)
 
 
-days_ago_ = days_ago
-
-
 @pytest.mark.django_db
 def test_two_jobs_of_one_commit_share_no_run(suite):
     upload(suite, "c1", job="linux")
@@ -61,9 +59,9 @@ def test_two_jobs_of_one_commit_share_no_run(suite):
 
 @pytest.mark.django_db
 def test_a_later_attempt_of_a_job_keeps_its_run_and_moves_its_day_forward(suite):
-    upload(suite, "c1", job="linux", days_ago=3)
+    upload(suite, "c1", job="linux", age=3)
     (run,) = JobRun.objects.values_list("pk", flat=True)
-    upload(suite, "c1", job="linux", attempt=2, days_ago=1, cases=[OK])
+    upload(suite, "c1", job="linux", attempt=2, age=1, cases=[OK])
     assert list(JobRun.objects.values_list("pk", "last_day")) == [(run, days_ago(1))]
     # Each test's own day is its last file's: test_bad was not in the second attempt.
     assert counts() == [("c1", "linux", "tests/test_a.py::test_bad", 0, 1, days_ago(3)),
@@ -72,8 +70,8 @@ def test_a_later_attempt_of_a_job_keeps_its_run_and_moves_its_day_forward(suite)
 
 @pytest.mark.django_db
 def test_a_file_of_an_earlier_day_does_not_move_its_run_back(suite):
-    upload(suite, "c1", job="linux", days_ago=1)
-    upload(suite, "c1", job="linux", attempt=2, days_ago=5)
+    upload(suite, "c1", job="linux", age=1)
+    upload(suite, "c1", job="linux", attempt=2, age=5)
     assert runs() == [("c1", "linux", days_ago(1))]
     assert [row[3:5] for row in counts()] == [(0, 2), (2, 0)]
 
@@ -86,11 +84,11 @@ def test_a_file_of_no_test_that_ran_makes_no_run(suite):
 
 @pytest.mark.django_db
 def test_the_prune_deletes_expired_runs_and_keeps_a_run_seen_in_the_window_whole(suite, today):
-    upload(suite, "old", days_ago=45)
-    upload(suite, "again", days_ago=45)
+    upload(suite, "old", age=45)
+    upload(suite, "again", age=45)
     # Seen today, with one test of the two: the other's own day is 45 days old.
     upload(suite, "again", attempt=2, cases=[OK])
-    upload(suite, "new", days_ago=29)
+    upload(suite, "new", age=29)
     assert prune_junit(days=30, today=today, dry_run=True).job_outcomes == 2
     assert len(counts()) == 6
     assert prune_junit(days=30, today=today).job_outcomes == 2
@@ -137,10 +135,10 @@ def old_columns() -> list[tuple]:
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_makes_a_run_per_commit_and_job_and_keeps_the_counts(suite,
                                                                            other_suite):
-    upload(suite, "c1", job="linux", days_ago=2)
-    upload(suite, "c1", job="linux", attempt=2, days_ago=1, cases=[OK])
-    upload(suite, "c1", job="windows", days_ago=1)
-    upload(other_suite, "c1", job="linux", days_ago=3)
+    upload(suite, "c1", job="linux", age=2)
+    upload(suite, "c1", job="linux", attempt=2, age=1, cases=[OK])
+    upload(suite, "c1", job="windows", age=1)
+    upload(other_suite, "c1", job="linux", age=3)
     before = counts()
     by_suite = sorted(JobOutcome.objects.values_list(
         "run__suite__slug", "run__commit", "run__job", "node__nodeid", "passes", "failures"))

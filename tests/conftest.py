@@ -198,7 +198,11 @@ def record_migrations_applied():
     for connection in connections.all(initialized_only=True):
         recorder = MigrationRecorder(connection)
         recorder.ensure_schema()
-        for app, name in MigrationLoader(connection).disk_migrations:
+        for (app, name), migration in MigrationLoader(connection).disk_migrations.items():
+            # As migrate records a squashed migration: the ones it replaces too, or the
+            # loader reads it as unapplied, and the migrations after it as applied on nothing.
+            for replaced_app, replaced in migration.replaces:
+                recorder.record_applied(replaced_app, replaced)
             recorder.record_applied(app, name)
 
 

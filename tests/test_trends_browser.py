@@ -5,6 +5,7 @@ of errors, CSP violations included."""
 from __future__ import annotations
 
 import shutil
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
@@ -139,6 +140,27 @@ def test_every_chart_is_drawn_and_htmx_redraws_them(live_server, client, suite, 
                 assert color == shades[dataset["tone"]][dataset["shade"]], (key, dataset)
 
 
+@contextmanager
+def _signed_in(live_server, client, user, address: str):
+    """A page of Chromium at ``address``, signed in as ``user``, loaded and idle."""
+    from playwright.sync_api import sync_playwright
+
+    client.force_login(user)
+    session = client.cookies[settings.SESSION_COOKIE_NAME].value
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+        context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": session,
+                              "url": live_server.url}])
+        page = context.new_page()
+        page.goto(f"{live_server.url}{address}")
+        page.wait_for_load_state("networkidle")
+        try:
+            yield page
+        finally:
+            browser.close()
+
+
 def test_a_custom_day_can_be_typed_and_applies_on_enter(live_server, client, suite, lead,
                                                         today):
     """Typing a date digit by digit requests only the day typed. Each keystroke that
@@ -148,21 +170,10 @@ def test_a_custom_day_can_be_typed_and_applies_on_enter(live_server, client, sui
     the range. (The form also applies the day once typing settles; whether that came before
     the Enter depends on the host's speed, so what is checked is what was requested, never
     when.)"""
-    from playwright.sync_api import sync_playwright
-
     _history(suite, today)
-    client.force_login(lead)
-    session = client.cookies[settings.SESSION_COOKIE_NAME].value
     page_url = reverse("trends", args=[suite.slug])
     first = today - timedelta(days=20)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
-        context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": session,
-                              "url": live_server.url}])
-        page = context.new_page()
-        page.goto(f"{live_server.url}{page_url}?range=custom")
-        page.wait_for_load_state("networkidle")
+    with _signed_in(live_server, client, lead, f"{page_url}?range=custom") as page:
         asked = []
         page.on("request", lambda r: asked.append(r.url) if page_url in r.url else None)
         # Each day the script hands to the form to apply, as the form held it then.
@@ -179,7 +190,6 @@ def test_a_custom_day_can_be_typed_and_applies_on_enter(live_server, client, sui
         page.wait_for_url(f"**from={first.isoformat()}**")
         summary = page.locator(".range-summary").inner_text()
         address = page.url
-        browser.close()
     assert applied[-1] == first.isoformat()
     assert all(day.startswith(f"{first.year}-") for day in applied), applied
     assert asked and all(f"from={first.isoformat()}&" in url for url in asked), asked
@@ -192,19 +202,8 @@ def test_a_form_just_swapped_in_submits_in_place(live_server, client, suite, lea
     same moment (as an Enter pressed then), htmx sends it and the address gets the range
     alone. With htmx's settle delay, the new form was still plain HTML then and the browser
     loaded it as a whole page, its every field in the address."""
-    from playwright.sync_api import sync_playwright
-
-    client.force_login(lead)
-    session = client.cookies[settings.SESSION_COOKIE_NAME].value
     page_url = reverse("trends", args=[suite.slug])
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
-        context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": session,
-                              "url": live_server.url}])
-        page = context.new_page()
-        page.goto(f"{live_server.url}{page_url}")
-        page.wait_for_load_state("networkidle")
+    with _signed_in(live_server, client, lead, page_url) as page:
         loads = []
         page.on("request",
                 lambda r: loads.append(r.url) if r.resource_type == "document" else None)
@@ -219,7 +218,6 @@ def test_a_form_just_swapped_in_submits_in_place(live_server, client, suite, lea
         page.wait_for_load_state("networkidle")
         address = page.url
         asked = [first.value.request, second.value.request]
-        browser.close()
     assert [request.headers.get("hx-request") for request in asked] == ["true", "true"]
     assert loads == []
     assert address.endswith(f"{page_url}?range=30&bucket=week")

@@ -124,10 +124,13 @@ commit, which then held the commit and the job as text, in the row and in its un
 the issue's 50M testcases a day kept 30 days that is about 560 GiB. A JobOutcome row now
 holds its job run's key (``JobRun``, a row per job of a commit) instead: 200,000 counts
 over 40 runs took 286.5 bytes a count before and 131.2 after, the runs included (57 KB),
-on this machine's PostgreSQL, measured apart from this run. At about a count a testcase,
-that takes the raw rows from about 400 to about 245 bytes a testcase, some 2.3 times the
-XML (an estimate until B10 runs again). The next remedies are CaseResult's: its suite,
-which its file holds, and its counts in narrower integers.
+on this machine's PostgreSQL, measured apart from this run (a count's size no longer
+depends on the commit's and the job's length). Here a count took about 225 bytes (56% of
+the raw bytes, with this run's 14-character commits and 6-character jobs) and a result
+175: about 130 and 175 would make some 300 bytes a testcase, 2.9 times the XML (an
+estimate until B10 runs again). The next remedies are CaseResult's: its indexes (28 bytes
+each a row: the key, a file's order, a node's recent results) and its own id, which a key
+of (file, position, day) would make one index.
 The rollups take 11 MiB per million testcases: a NodeDay row of about 240 bytes per test
 and day, however often it ran.
 """

@@ -176,7 +176,7 @@ def _raw_day(company: Company, today: date, offset: int) -> tuple[int, int, int]
 
     def results():
         for file, node, pos, (kind, attempts, passes, failures, message, sig) in rows():
-            yield (suite.pk, file.pk, node, db_day, pos, kind, attempts, passes, failures,
+            yield (file.pk, node, db_day, pos, kind, attempts, passes, failures,
                    0.05 * attempts, message, sig)
 
     def job_counts():

@@ -193,7 +193,7 @@ def _world(scale: float, today: date):
         # test a file) by now; this machine's server runs without it.
         cursor.execute("VACUUM ANALYZE" if connection.vendor == "postgresql" else "ANALYZE")
     world = {"nodes": len(ids), "flaky_nodes": len(tests.flaky()), "files": files,
-             "days": days, "case_results": CaseResult.objects.filter(suite=suite).count(),
+             "days": days, "case_results": CaseResult.objects.filter(file__suite=suite).count(),
              "node_days": NodeDay.objects.filter(suite=suite).count(),
              "signature_days": SignatureDay.objects.filter(suite=suite).count(),
              "build_xml_s": round(built["xml_s"], 2),

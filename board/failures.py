@@ -107,7 +107,7 @@ def _on_default_branch(suite: Suite, pks: list[int]) -> tuple[dict, dict]:
     whether its last result there passed; a node without a result there is in neither."""
     if not pks:
         return {}, {}
-    newest = F("day").desc(), F("file__created_at").desc(), F("pk").desc()
+    newest = F("day").desc(), F("file__created_at").desc(), F("file_id").desc()
     results = (CaseResult.objects.filter(
         node_id__in=pks, file__branch=suite.default_branch, file__infrastructure_reason="",
         outcome__in=[Outcome.PASSED, *FAILURES])

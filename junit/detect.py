@@ -64,8 +64,8 @@ def _rows(queryset, *names) -> list[tuple]:
 @dataclass(frozen=True)
 class CommitRuns:
     """The upload's job run (its primary key and last day; None before the job's first
-    file), its counts so far ({node: (pk, passes, failures, flaky)}), and the commit's
-    other runs (primary keys)."""
+    file), its counts so far ({node: (passes, failures, flaky)}), and the commit's other
+    runs (primary keys)."""
 
     run: int | None
     last_day: date | None
@@ -79,8 +79,8 @@ def _commit_runs(upload: FileContext) -> CommitRuns:
     runs = JobRun.objects.filter(suite=upload.suite, commit=upload.commit).annotate(mine=mine)
     run, last_day, counts, others = None, None, {}, set()
     for pk, job, run_day, node, *count in _rows(
-            runs, "pk", "job", "last_day", "mine__node_id", "mine__pk", "mine__passes",
-            "mine__failures", "mine__flaky"):
+            runs, "pk", "job", "last_day", "mine__node_id", "mine__passes", "mine__failures",
+            "mine__flaky"):
         if job != upload.job:
             others.add(pk)
             continue
@@ -97,16 +97,17 @@ def _job_outcomes(upload: FileContext, runs: CommitRuns, results: dict[int, Case
     day = connection.ops.adapt_datefield_value(upload.day)
     after, updates, inserts = {}, [], []
     for node, result in results.items():
-        pk, passes, failures, was_flaky = runs.counts.get(node, (None, 0, 0, False))
+        known = node in runs.counts
+        passes, failures, was_flaky = runs.counts.get(node, (0, 0, False))
         passes, failures = passes + result.passes, failures + result.failures
         flaky = is_flaky(passes, failures)
         became = flaky and not was_flaky
         after[node] = (passes, failures, became,
                        failures if became else result.failures if flaky else 0)
-        if pk is None:
-            inserts.append((node, passes, failures, flaky, day))
+        if known:
+            updates.append((passes, failures, flaky, day, runs.run, node))
         else:
-            updates.append((passes, failures, flaky, day, pk))
+            inserts.append((node, passes, failures, flaky, day))
     run = runs.run
     if run is None and inserts:
         run = JobRun.objects.create(suite=upload.suite, commit=upload.commit, job=upload.job,
@@ -133,8 +134,8 @@ def _other_jobs(runs: CommitRuns, failed_here: list[int]) -> dict[int, list[tupl
     # The failing jobs read with the first chunk's passing ones: one query for a file of
     # up to CHUNK tests that failed here.
     for wanted in [failing | passing[0], *passing[1:]] if passing else [failing]:
-        rows.update((pk, rest) for pk, *rest in _rows(
-            others.filter(wanted), "pk", "node_id", "passes", "failures"))
+        rows.update(((run, node), (node, passes, failures)) for run, node, passes, failures
+                    in _rows(others.filter(wanted), "run_id", "node_id", "passes", "failures"))
     jobs = defaultdict(list)
     for node, passes, failures in rows.values():
         jobs[node].append((passes, failures))

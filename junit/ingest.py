@@ -52,8 +52,8 @@ from .nodes import nodes_for_cases
 from .parse import JUnitInvalid, ParsedFile, parse_junit
 from .rules import Outcome, Producer, failing_tests, merge_attempts
 
-RESULT_COLUMNS = ("suite_id", "file_id", "node_id", "day", "position", "outcome", "attempts",
-                  "passes", "failures", "duration", "message", "signature")
+RESULT_COLUMNS = ("file_id", "node_id", "day", "position", "outcome", "attempts", "passes",
+                  "failures", "duration", "message", "signature")
 
 
 class UploadMeta(BaseModel):
@@ -166,9 +166,9 @@ def _store(suite: Suite, parsed: ParsedFile, meta: UploadMeta, *, digest: str, a
         differs_by_job=[names[node] for node in findings.differs_by_job],
         test_set_untrusted=sizing is gate_rules.Sizing.UNTRUSTED,
     )
-    day, suite_id, file_id = connection.ops.adapt_datefield_value(today), suite.pk, file.pk
+    day, file_id = connection.ops.adapt_datefield_value(today), file.pk
     insert_plain(CaseResult, RESULT_COLUMNS, [
-        (suite_id, file_id, node, day, positions[node], r.outcome.value, r.attempts,
+        (file_id, node, day, positions[node], r.outcome.value, r.attempts,
          r.passes, r.failures, r.duration, r.message, signatures.get(node, ""))
         for node, r in results.items()
     ])

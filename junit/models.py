@@ -88,31 +88,25 @@ class JUnitFile(models.Model):
         return bool(self.infrastructure_reason)
 
 
-class RawRow(models.Model):
-    """A raw row of one node, written by an upload (tens of thousands a file) and deleted by
-    the prune. Its keys have no foreign key in the database: PostgreSQL checks each at the
-    commit, a query and a row lock on the parent a key, which cost an upload more than
-    writing the rows. The upload writes them under its suite's lock, beside its file (whose
-    own foreign key refuses a suite deleted meanwhile), and their suite, node and file go
-    only through Django's delete, whose ``CASCADE`` deletes them first."""
+class CaseResult(models.Model):
+    """One test in one file, its attempts merged (``junit.rules.merge_attempts``). A raw row,
+    written by an upload (tens of thousands a file) and deleted by the prune. On PostgreSQL
+    the table is partitioned by ``day``, its file's day (``junit.partitions``).
 
-    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="+",
-                              db_index=False, db_constraint=False)
-    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+", db_index=False,
-                             db_constraint=False)
+    Its keys have no foreign key in the database: PostgreSQL checks each at the commit, a
+    query and a row lock on the parent a key, which cost an upload more than writing the
+    rows. The upload writes them under its suite's lock, beside its file (whose own foreign
+    key refuses a suite deleted meanwhile), and their node and file go only through
+    Django's delete, whose ``CASCADE`` deletes them first. Its suite is its file's."""
 
-    class Meta:
-        abstract = True
-
-
-class CaseResult(RawRow):
-    """One test in one file, its attempts merged (``junit.rules.merge_attempts``). On
-    PostgreSQL the table is partitioned by ``day``, its file's day (``junit.partitions``)."""
-
-    # A file's rows are found by (file, position), a node's by (node, day): the indexes
-    # below, and no other (each index is written for every row of every file).
+    # Its key is its place, (file, position), with the partition's day that a partitioned
+    # table's keys hold: it is a file's rows in order too. A node's rows are found by
+    # (node, day). No other index, and no id: each is written for every row of every file.
+    pk = models.CompositePrimaryKey("file", "position", "day")
     file = models.ForeignKey(JUnitFile, on_delete=models.CASCADE, related_name="results",
                              db_index=False, db_constraint=False)
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+", db_index=False,
+                             db_constraint=False)
     day = models.DateField()
     position = models.PositiveIntegerField(help_text="Its first testcase's index in the file.")
     outcome = models.CharField(max_length=7, choices=[(o.value, o.value) for o in Outcome],
@@ -127,10 +121,7 @@ class CaseResult(RawRow):
 
     class Meta:
         ordering = ["position"]
-        indexes = [
-            models.Index(fields=["file", "position"], name="caseresult_file_pos"),
-            models.Index(fields=["node", "-day"], name="caseresult_node_recent"),
-        ]
+        indexes = [models.Index(fields=["node", "-day"], name="caseresult_node_recent")]
 
     def __str__(self):
         return f"{self.node_id}: {self.outcome} ({self.passes}/{self.attempts} passed)"
@@ -184,10 +175,11 @@ class JobRun(models.Model):
 
 class JobOutcome(models.Model):
     """A node's passes and failures in one job run, over its attempts. A raw row: its keys
-    have no foreign key in the database, as ``RawRow``'s, for the same reason; its run and
-    node go only through Django's delete, whose ``CASCADE`` deletes it first. Its suite is
-    its run's."""
+    have no foreign key in the database, as ``CaseResult``'s, for the same reason; its run
+    and node go only through Django's delete, whose ``CASCADE`` deletes it first. Its suite
+    is its run's, and its key (run, node) its only index."""
 
+    pk = models.CompositePrimaryKey("run", "node")
     run = models.ForeignKey(JobRun, on_delete=models.CASCADE, related_name="outcomes",
                             db_index=False, db_constraint=False)
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+", db_index=False,
@@ -196,11 +188,6 @@ class JobOutcome(models.Model):
     failures = models.PositiveIntegerField(default=0)
     flaky = models.BooleanField(default=False)
     last_day = models.DateField(help_text="The last day a file of the run held this node.")
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["run", "node"], name="one_job_outcome_per_run_node")
-        ]
 
     def __str__(self):
         return (f"{self.node_id} in run {self.run_id}: "

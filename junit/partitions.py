@@ -2,9 +2,9 @@
 (``RANGE (day)``, migration 0009): a partition a day, named ``junit_caseresult_pYYYYMMDD``,
 made by the first upload of its day, and dropped whole by the prune once the day is past
 the retention (``junit.prune``), instead of deleting its rows. The primary key is
-``(id, day)``, as a partitioned table's unique keys hold its partition key; Django reads
-``id`` alone as the key, and nothing refers to a result by a foreign key. SQLite keeps one
-plain table, its old rows deleted.
+``(file, position, day)``, as a partitioned table's unique keys hold its partition key
+(migration 0011), and nothing refers to a result by a foreign key. SQLite keeps one plain
+table, its old rows deleted.
 
 There is no default partition: a row of a day with no partition is refused, so every
 writer of results makes its day's partition first (``day_partition``), and a partition is

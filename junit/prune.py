@@ -58,8 +58,12 @@ def _prune_job_counts(days: int, today: date, dry_run: bool) -> int:
     counts = JobOutcome.objects.filter(run__in=runs)
     if dry_run:
         return counts.count()
-    deleted = delete_in_chunks(counts.annotate(suite_id=F("run__suite_id")), CHUNK,
-                               lambda _, pks: counts.filter(pk__in=pks).delete()[0])
+    # A chunk's keys, (run, node) in order, are a range: one suite's share of it is deleted
+    # by its bounds (a list of 10,000 pairs would be a statement too deep to plan).
+    deleted = delete_in_chunks(
+        counts.annotate(suite_id=F("run__suite_id")), CHUNK,
+        lambda suite, pks: counts.filter(run__suite_id=suite, pk__gte=pks[0],
+                                         pk__lte=pks[-1]).delete()[0])
     # Django's delete of a run deletes its counts first: those an upload added since.
     return delete_in_chunks(runs, RUNS_CHUNK, lambda _, pks: runs.filter(pk__in=pks).delete()[1]
                             .get(JobOutcome._meta.label, 0), deleted)

@@ -256,7 +256,7 @@ def passive_history(node: Node, today: date, latest: int = 10,
 
 def latest_results(node: Node, latest: int) -> list[CaseResult]:
     return list(CaseResult.objects.filter(node=node).select_related("file").order_by(
-        "-day", "-file__created_at", "-pk")[:latest])
+        "-day", "-file__created_at", "-file_id")[:latest])
 
 
 def summary_none(today: date) -> dict:

@@ -29,8 +29,8 @@ def delete_in_chunks(rows, size: int, delete, total=0):
     at a time in primary-key order, each suite's share of a chunk in its own transaction
     under the suite's lock; ``total`` plus what each call answered. The walk goes by key,
     so a row ``delete`` decides to keep is not asked about again."""
-    last = 0
-    while chunk := list(rows.filter(pk__gt=last).order_by("pk")
+    last = None  # a key, a tuple for a composite one
+    while chunk := list((rows if last is None else rows.filter(pk__gt=last)).order_by("pk")
                         .values_list("suite_id", "pk")[:size]):
         last = chunk[-1][1]
         for suite_id in sorted({suite for suite, _ in chunk}):

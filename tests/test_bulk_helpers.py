@@ -94,7 +94,7 @@ def test_update_rows_sets_each_row_its_own_values_in_every_chunk(suite, monkeypa
                 for node in Node.objects.order_by("nodeid")]
     *changed, untouched = outcomes
     update_rows(JobOutcome, ("passes", "failures", "flaky", "last_day"),
-                [(i, 10 * i, i % 2 == 1, date(2026, 12, 2 + i), outcome.pk)
+                [(i, 10 * i, i % 2 == 1, date(2026, 12, 2 + i), *outcome.pk)
                  for i, outcome in enumerate(changed)])
     rows = {pk: rest for pk, *rest in JobOutcome.objects.values_list(
         "pk", "passes", "failures", "flaky", "last_day")}

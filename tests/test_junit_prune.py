@@ -4,12 +4,15 @@ files' counts and the per-day rollups stay."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, time, timedelta
 from io import StringIO
 
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from junit import prune
@@ -85,6 +88,30 @@ def test_chunks_of_any_size_delete_the_same(history, monkeypatch):
     monkeypatch.setattr(prune, "CHUNK", 1)
     prune_command()
     assert kept() == ([("c0", 1), ("c29", 1), ("c45", 2)], ["c0", "c29", "c45"])
+
+
+def test_a_chunk_of_job_counts_is_deleted_by_its_bounds_each_suite_under_its_own(
+        suite, other_suite, monkeypatch):
+    """Expired runs of two suites, their keys interleaved: chunks of 50 counts, each deleted
+    by a statement of the same size whatever the chunk's, by each suite's share."""
+    many = [("tests.test_m", f"test_{i:02d}", "passed") for i in range(40)]
+    for commit in ("c1", "c2"):
+        for owner in (suite, other_suite):
+            junit_ingest(suite=owner, body=junit_xml(*many), actor="ci", query={
+                "commit": commit}, now=timezone.now() - timedelta(days=45))
+    upload(suite, 0, "c0")
+    monkeypatch.setattr(prune, "CHUNK", 50)
+    with CaptureQueriesContext(connection) as queries:
+        assert prune_command() == (
+            "Deleted 160 testcase results and 160 job counts older than 30 days.\n")
+    deletes = [q["sql"] for q in queries if q["sql"].startswith('DELETE FROM "junit_joboutcome"')
+               and ">=" in q["sql"]]  # not the runs' own delete, which finds none left
+    # Runs of 40 counts, the suites' in turn: chunks of 50, 50, 50 and 10 counts, the first
+    # three each across two suites' runs.
+    assert len(deletes) == 7
+    # One statement whatever the chunk holds: they differ in their numbers only.
+    assert len({re.sub(r"\d+", "N", sql) for sql in deletes}) == 1
+    assert kept() == ([("c0", 1)], ["c0"])
 
 
 def test_a_duplicate_of_a_pruned_file_still_answers(suite, history):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.db.models import F
 
 from junit.models import CaseResult, JobOutcome, JobRun, JUnitFile, NodeSummary
 from junit.prune import prune_junit
@@ -16,7 +18,7 @@ from ledger.models import Node
 from tests.test_junit_prune import upload
 
 pytestmark = pytest.mark.django_db
-RAW_KEYS = {CaseResult: ("suite", "node", "file"), JobOutcome: ("run", "node")}
+RAW_KEYS = {CaseResult: ("node", "file"), JobOutcome: ("run", "node")}
 
 
 def orphans() -> dict[str, int]:
@@ -32,7 +34,7 @@ def orphans() -> dict[str, int]:
 
 
 def raw_rows(suite) -> tuple[int, int]:
-    return (CaseResult.objects.filter(suite_id=suite.pk).count(),
+    return (CaseResult.objects.filter(file__suite_id=suite.pk).count(),
             JobOutcome.objects.filter(run__suite_id=suite.pk).count())
 
 
@@ -69,18 +71,82 @@ def test_deleting_a_suite_deletes_its_job_runs_and_their_counts(suite, other_sui
     assert not JobOutcome.objects.exclude(run__in=JobRun.objects.all()).exists()
 
 
-def test_a_job_count_holds_no_commit_or_job_and_is_unique_by_run_and_node():
-    table = JobOutcome._meta.db_table
+def columns_and_indexes(model) -> tuple[set[str], list[str], dict[tuple[str, ...], bool]]:
+    """A table's columns, its primary key's columns in order, and its other indexes by
+    their columns (unique or not), the checks left out."""
+    table = model._meta.db_table
     with connection.cursor() as cursor:
         columns = {column.name for column in connection.introspection.get_table_description(
             cursor, table)}
+        if connection.vendor == "sqlite":  # Django's introspection gives the table's order
+            cursor.execute("SELECT name FROM pragma_table_info(%s) WHERE pk > 0 ORDER BY pk",
+                           [table])
+            key = [name for (name,) in cursor.fetchall()]
+        else:
+            key = connection.introspection.get_primary_key_columns(cursor, table)
         constraints = connection.introspection.get_constraints(cursor, table)
-    assert columns == {"id", "run_id", "node_id", "passes", "failures", "flaky", "last_day"}
-    # Beside the primary key and the counts' checks, the unique key alone: no index of
-    # days, none of the run or the node alone.
-    keys = {name: (c["columns"], c["unique"]) for name, c in constraints.items()
-            if not c["primary_key"] and not c["check"]}
-    assert keys == {"one_job_outcome_per_run_node": (["run_id", "node_id"], True)}
+    return columns, key, {tuple(c["columns"]): c["unique"] for c in constraints.values()
+                          if not c["check"] and not c["primary_key"] and c["columns"]}
+
+
+def test_a_job_count_holds_no_commit_or_job_and_is_keyed_by_run_and_node():
+    columns, key, indexes = columns_and_indexes(JobOutcome)
+    assert columns == {"run_id", "node_id", "passes", "failures", "flaky", "last_day"}
+    # Its key alone: no id, no index of days, none of the run or the node alone.
+    assert key == ["run_id", "node_id"]
+    assert indexes == {}
+
+
+def test_a_result_is_keyed_by_its_place_in_its_file():
+    columns, key, indexes = columns_and_indexes(CaseResult)
+    assert columns == {"file_id", "node_id", "day", "position", "outcome", "attempts",
+                       "passes", "failures", "duration", "message", "signature"}
+    # The key is a file's rows in order; a node's are found by day. No id, no suite.
+    assert key == ["file_id", "position", "day"]
+    assert indexes == {("node_id", "day"): False}
+
+
+RESULT = ("file_id", "position", "day", "node_id", "outcome", "attempts", "passes",
+          "failures", "duration", "message", "signature")
+COUNT = ("run_id", "node_id", "passes", "failures", "flaky", "last_day")
+KEYED_BY_ID = ("junit", "0010_job_outcomes_keyed_by_job_run")
+NEWEST = ("junit", "0011_raw_rows_keyed_by_their_place")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_to_keys_of_place_keeps_every_row_both_ways(suite, other_suite, stored):
+    """Migration 0011 and back, over results of two days (two partitions on PostgreSQL)."""
+    results = sorted(CaseResult.objects.values_list(*RESULT))
+    counts = sorted(JobOutcome.objects.values_list(*COUNT))
+    executor = MigrationExecutor(connection)
+    try:
+        executor.migrate([KEYED_BY_ID])
+        apps = executor.loader.project_state(KEYED_BY_ID).apps
+        old_results = apps.get_model("junit", "CaseResult").objects
+        old_counts = apps.get_model("junit", "JobOutcome").objects
+        assert sorted(old_results.values_list(*RESULT)) == results
+        assert sorted(old_counts.values_list(*COUNT)) == counts
+        # Backwards, each row has an id of its own, and a result its file's suite.
+        assert len(set(old_results.values_list("pk", flat=True))) == len(results)
+        assert len(set(old_counts.values_list("pk", flat=True))) == len(counts)
+        assert not old_results.exclude(suite_id=F("file__suite_id")).exists()
+        assert old_results.filter(suite_id=suite.pk).count() == 4
+        # The ids' sequence goes on after them.
+        newest = old_results.order_by("-pk").first()
+        added = old_results.create(suite_id=suite.pk, file_id=newest.file_id, day=newest.day,
+                                   node_id=newest.node_id, position=99, outcome="passed")
+        assert added.pk > newest.pk
+        added.delete()
+        executor = MigrationExecutor(connection)
+        executor.migrate([NEWEST])
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    assert sorted(CaseResult.objects.values_list(*RESULT)) == results
+    assert sorted(JobOutcome.objects.values_list(*COUNT)) == counts
+    assert columns_and_indexes(CaseResult)[1:] == (["file_id", "position", "day"],
+                                                   {("node_id", "day"): False})
+    assert columns_and_indexes(JobOutcome)[1:] == (["run_id", "node_id"], {})
 
 
 def test_deleting_a_node_deletes_its_raw_rows(suite, other_suite, stored):

@@ -119,35 +119,37 @@ def update_pks(model, pks: Sequence[int], **values) -> None:
 
 def update_rows(model, attnames: Sequence[str], rows: list[tuple]) -> None:
     """Set ``attnames`` on many rows, each its own values: ``rows`` are tuples of the
-    values in the order of ``attnames``, then the row's primary key. On PostgreSQL, one
-    ``UPDATE … FROM unnest(…)`` per UPDATE_ROWS rows, a parameter per column (an array of
-    its values): a statement a row cost a quarter of a large upload, and a statement of a
-    parameter a value most of its time in the driver's reading of the statement's text; on
-    SQLite, one prepared statement run for every row."""
+    values in the order of ``attnames``, then the row's primary key (its fields' values, in
+    order, for a composite one). On PostgreSQL, one ``UPDATE … FROM unnest(…)`` per
+    UPDATE_ROWS rows, a parameter per column (an array of its values): a statement a row
+    cost a quarter of a large upload, and a statement of a parameter a value most of its
+    time in the driver's reading of the statement's text; on SQLite, one prepared
+    statement run for every row."""
     if not rows:
         return
     quote = connection.ops.quote_name
     meta = model._meta
-    fields = [meta.get_field(name) for name in attnames]
-    table, pk = quote(meta.db_table), quote(meta.pk.column)
+    fields, key = [meta.get_field(name) for name in attnames], meta.pk_fields
+    table = quote(meta.db_table)
     if connection.vendor == "postgresql":
-        every = (*fields, meta.pk)
+        every = (*fields, *key)
         arrays = ", ".join(f"%s::{field.db_type(connection)}[]" for field in every)
         names = ", ".join(quote(f"v_{field.column}") for field in every)
         sets = ", ".join(f"{quote(field.column)} = v.{quote('v_' + field.column)}"
                          for field in fields)
+        match = " AND ".join(f"{table}.{quote(field.column)} = v.{quote('v_' + field.column)}"
+                             for field in key)
         with connection.cursor() as cursor:
             for start in range(0, len(rows), UPDATE_ROWS):
                 columns = [pg_array(column) for column in zip(*rows[start:start + UPDATE_ROWS],
                                                           strict=True)]
-                cursor.execute(
-                    f"UPDATE {table} SET {sets} FROM unnest({arrays}) "  # noqa: S608
-                    f"AS v({names}) WHERE {table}.{pk} = v.{quote('v_' + meta.pk.column)}",
-                    columns)
+                cursor.execute(f"UPDATE {table} SET {sets} FROM unnest({arrays}) "  # noqa: S608
+                               f"AS v({names}) WHERE {match}", columns)
         return
     assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
+    match = " AND ".join(f"{quote(field.column)} = %s" for field in key)
     with connection.cursor() as cursor:
-        cursor.executemany(f"UPDATE {table} SET {assignments} WHERE {pk} = %s",  # noqa: S608
+        cursor.executemany(f"UPDATE {table} SET {assignments} WHERE {match}",  # noqa: S608
                            rows)
 
 

@@ -2,8 +2,10 @@
 foreign key in the database, whose check at the commit cost an upload more than writing
 them: deleting their suite, node, file or job run still deletes them (Django's
 ``CASCADE``), and the prune leaves none without its suite, node, file or run. A job count
-holds integers only: the commit and the job are its run's (``JobRun``). On PostgreSQL the
-summary, whose rows every upload updates, keeps room on its pages for the updates."""
+holds integers only: the commit and the job are its run's (``JobRun``), and neither raw row
+has an id: a result is keyed by its place in its file, a count by its run and node. On
+PostgreSQL the summary and the day's rollups, whose rows every upload updates, keep room on
+their pages for the updates."""
 
 from __future__ import annotations
 
@@ -12,9 +14,11 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.db.models import F
 
-from junit.models import CaseResult, JobOutcome, JobRun, JUnitFile, NodeSummary
+from junit.ingest import junit_ingest
+from junit.models import CaseResult, JobOutcome, JobRun, JUnitFile, NodeDay, NodeSummary
 from junit.prune import prune_junit
 from ledger.models import Node
+from tests.junit_files import junit_xml
 from tests.test_junit_prune import upload
 
 pytestmark = pytest.mark.django_db
@@ -172,8 +176,25 @@ def test_the_prune_leaves_no_raw_row_without_its_suite_node_or_file(suite, other
 
 
 @pytest.mark.skipif("connection.vendor != 'postgresql'", reason="PostgreSQL's fillfactor")
-def test_the_summary_keeps_room_on_its_pages_for_its_updates():
+@pytest.mark.parametrize("model", [NodeSummary, NodeDay])
+def test_the_rollups_updated_by_every_file_keep_room_on_their_pages(model):
     with connection.cursor() as cursor:
         cursor.execute("SELECT reloptions FROM pg_class WHERE relname = %s",
-                       [NodeSummary._meta.db_table])
+                       [model._meta.db_table])
         assert cursor.fetchone()[0] == ["fillfactor=70"]
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'", reason="PostgreSQL's HOT updates")
+def test_a_days_later_file_updates_its_tests_rollups_on_their_pages(suite):
+    """The day's second file of 1,000 tests updates each test's row of the day: most of the
+    updates find room on their row's page and write no index entry. With full pages, only
+    the last page's would."""
+    cases = [("tests.test_many", f"test_{i:04d}", "passed") for i in range(1000)]
+    for commit in ("c1", "c2"):
+        junit_ingest(suite=suite, body=junit_xml(*cases), actor="ci", query={"commit": commit})
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables "
+                       "WHERE relname = %s", [NodeDay._meta.db_table])
+        updated, hot = cursor.fetchone()
+    assert updated == 1000
+    assert hot >= 300

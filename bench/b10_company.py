@@ -6,11 +6,11 @@ threads, as docs/deployment.md has it), under sustained JUnit ingest.
 The history is written with COPY, as the ingest would have left it: 30 days of JUnit
 rollups (``NodeDay`` for every test that ran, ``SignatureDay`` for its failures) for every
 suite, each test run ``RUNS_PER_DAY`` times a day (10 commits, each in B7's two jobs), and for
-the largest suite the raw rows of its last 7 days (``JUnitFile``, ``CaseResult`` and
-``JobOutcome``: one file per shard of 5,000 tests per run, so 200 files and 1M testcases a
-day), newest day first, the day's files in one pass, until the 7 days are written, the
-setup has run ``SETUP_BUDGET_S`` (the next day would not fit) or the database's disk has
-under 20 GiB free; the row counts, the time and the database's size are printed. 4% of
+the largest suite the raw rows of its last 7 days (``JUnitFile`` and ``CaseResult``: one
+file per shard of 5,000 tests per run, so 200 files and 1M testcases a day), newest day
+first, the day's files in one pass, until the 7 days are written, the setup has run
+``SETUP_BUDGET_S`` (the next day would not fit) or the database's disk has under 20 GiB
+free; the row counts, the time and the database's size are printed. 4% of
 each suite's tests are flaky, 2% skipped (B7's ``Tests``); one in two flaky tests of the
 largest suite holds a quarantine entry.
 
@@ -38,7 +38,7 @@ Then the prune of the oldest raw day of the largest suite (``prune_junit``, as
 ``manage.py prune_junit`` runs it) with a ledger GET after another beside it: the rows
 deleted a second (B9's goal, ≥ 5,000) and the ledger's p95 meanwhile (≤ 50 ms). Last, the
 database's bytes per million testcases (tables with their indexes and TOAST, as
-``pg_total_relation_size`` counts them): raw (files, results, job runs and counts) per testcase
+``pg_total_relation_size`` counts them): raw (files and results) per testcase
 result stored, and rolled up (``NodeDay``, ``SignatureDay``) per testcase they count, each
 against the bytes of the pytest XML those testcases came in (the issue sets no goal for
 them: the row's goal is no more than the XML itself). On SQLite the run makes one row,
@@ -95,40 +95,49 @@ Measured on an idle machine (2026-12-07 09:57 and 10:03 UTC, twice, the second b
 1-minute load of 3.4 left by the first). The ingest stores 27,400 to 27,900 testcases a
 second by keeping 1.75 of the 2 CPUs busy: per 1,000 testcases 31 ms of gunicorn's CPU and
 31 ms of PostgreSQL's. The same machine that morning, before the raw rows lost their ids
-(junit 0011): 18,957 a second, 38 and 51 ms; after them, before ``NodeDay`` kept room on
-its pages (junit 0012): 21,504, 34 and 45 ms. Two CPUs top out near 32,000 a second. The
-profile of one 5,000-test file (0.25 s under cProfile, in the bench's own process, after
-the load) is half waiting on PostgreSQL (0.12 s, a quarter of it on the day's rollups and
-the summary); reading the file takes 0.09 s and finding its nodes 0.06 s.
+(junit 0011): 18,957 a second, 38 and 51 ms; after them, before ``NodeDay`` kept room on its
+pages (junit 0012): 21,504, 34 and 45 ms. Two CPUs top out near 32,000 a second. Since the
+job counts went (junit 0013), run at 12:01 and 12:15 UTC (begun at 1-minute loads of 0.7 and
+1.2): 26,647 and 24,319 a second, at 32 and 34 ms of gunicorn's CPU and 32 and 36 ms of
+PostgreSQL's; the commit before it, run at 12:20 on the same machine (begun at 2.9): 21,703,
+35 and 42 ms. An upload no longer writes a count a test; it reads instead the results of its
+commit's earlier files (its own job's, for its own tests, and the tests the other jobs
+failed). The profile of one 5,000-test file (0.34 s under cProfile, in the bench's own
+process, after the load) is half waiting on PostgreSQL (0.16 s, most of it on the day's
+rollups and the summary); reading the file takes 0.09 s and finding its nodes 0.07 s.
 
 The upload latency is queueing, not slow queries. 8 uploaders on 4 sync workers keep every
-worker busy and four uploads waiting, so an upload's p95 (1.94 s; p50 1.38 s) is mostly its
-wait, as Little's law has it (8 uploads in flight at 5.6 a second: 1.43 s). Reads sent to
-the uploads' workers wait in the same queue (the ledger's p95 there: 1.2 s); served by a
-gunicorn of their own (docs/deployment.md), the ledger's p95 is 21 ms during the ingest.
+worker busy and four uploads waiting, so an upload's p95 (1.94 s that morning; 2.13 and 2.26
+s after junit 0013, 2.53 s before it at 12:20) is mostly its wait, as Little's law has it (8
+uploads in flight at 4.9 to 5.6 a second: 1.4 to 1.6 s). Reads sent to the uploads' workers
+wait in the same queue (the ledger's p95 there: 1.2 s); served by a gunicorn of their own
+(docs/deployment.md), the ledger's p95 is 21 to 31 ms during the ingest.
 
-The four pages meet 150 ms idle (medians 18 to 66 ms, within their 12 queries) and three
-miss it during the ingest (200 to 344 ms; the node page 141 to 156 ms) because the ingest
-keeps the two CPUs busy: the difference is contention, not their work. Their remedy is
-CPUs of their own: the reads' gunicorn on another host and their queries on a replica
+The four pages meet 150 ms idle (medians 18 to 97 ms, within their 12 queries) and miss it
+during the ingest (200 to 438 ms; the node page 141 to 202 ms) because the ingest keeps the
+two CPUs busy: the difference is contention, not their work. Their remedy is CPUs of their
+own: the reads' gunicorn on another host and their queries on a replica
 (``READ_DATABASE_URL``), which this single machine cannot show. Less work per page helps in
-proportion only: each is slowed three to eight times by the contention.
+proportion only: each is slowed three to eight times by the contention. The diagnoses the
+flaky-tests page and the targets file show read each test's flaky failures per job from its
+results (a column of the flaky failures each file added), one sum, not a pass a commit: read
+a pass a commit, the first try took those two pages from 66 and 35 ms to 970 and 739 ms
+idle.
 
-The prune deletes about 100,000 rows a second (a day of the largest suite, 2M rows, in 20
-s) and the ledger does not notice (p95 under 2 ms). The raw rows take 2.23 times the XML
-they came from, 236 bytes a testcase (2.97 times, 314 bytes, before junit 0011): a result
-(``CaseResult``) about 139 bytes, its row (a 24-byte header, 58 bytes of values, a 4-byte
-pointer) and two index entries (its key (file, position, day) and a node's days); a job
-count (``JobOutcome``) about 97 bytes, its row and its key's entry. A row a testcase in
-each cannot come under the XML's 106 bytes a testcase on PostgreSQL: two rows' headers and
-pointers and three index entries are over 100 bytes before any value. The next remedies:
-detection reading a job's counts from the results themselves, so that the job counts go
-(about 40% of the raw bytes); then a file's results stored in one row, its values in
-arrays (a few bytes a testcase), found by node through an index of the day's rows a node
-is in. Narrower columns in a result (its outcome, counts and duration in 2 to 4 bytes,
-about 24 bytes) would not reach the goal alone. The rollups take 12.9 MiB per million
-testcases (11.1 before 0012's room on the pages): a NodeDay row of about 280 bytes per test
-and day, however often it ran.
+The prune drops a day of the largest suite (1M results) in under 0.2 s (before junit 0013,
+deleting the day's job counts row by row took 20 s) and the ledger does not notice (p95
+under 5 ms). The raw rows take 1.39 times the XML they came from (2.23 before junit 0013,
+2.97 before 0011): a result (``CaseResult``) about 147 bytes, its row (a 24-byte header, 68
+bytes of values padded to 72, a 4-byte pointer) and two index entries (its key (file,
+position, day) and a node's days); the files are under 0.1%. One row a testcase cannot come
+under the XML's 106 bytes a testcase on PostgreSQL: a row's header and pointer and two index
+entries are about 80 bytes before any value. The next remedies: a file's results stored in
+one row, its values in arrays (a few bytes a testcase), found by node through an index of
+the day's rows a node is in; the results' parent table made again with its columns widest
+first, so that the partitions made from it lose 8 bytes of padding a row; narrower columns
+(outcome, counts and duration in 2 to 4 bytes, about 20 bytes a row), which would not reach
+the goal alone. The rollups take 12.9 MiB per million testcases: a NodeDay row of about 280
+bytes per test and day, however often it ran.
 """
 
 
@@ -297,15 +306,13 @@ def _idle_page_rows(backend: str, idle: dict, during: dict) -> list[Row]:
 
 def _prune_rows(backend: str, seconds: float, pruned, pruning: Sampler, idle: Sampler,
                 world: dict) -> list[Row]:
-    deleted = pruned.results + pruned.job_outcomes
-    figures = {"prune_s": seconds, "deleted": {"results": pruned.results,
-                                               "job_outcomes": pruned.job_outcomes},
+    deleted = pruned.results
+    figures = {"prune_s": seconds, "deleted": {"results": pruned.results},
                "get_s_during": pruning.seconds, "get_s_idle": idle.seconds}
     return [
         _rate_row(backend, "prune of one raw day of the largest suite: rows deleted a second",
                   deleted, seconds, "rows", PRUNE_RATE_LIMIT, figures=figures,
-                  detail=f"{deleted:,} rows ({pruned.results:,} testcase results, "
-                         f"{pruned.job_outcomes:,} job counts) in {fmt_seconds(seconds)}; "
+                  detail=f"{deleted:,} testcase results in {fmt_seconds(seconds)}; "
                          f"{world['raw_days'] - 1} raw days kept"),
         _latency_row(backend, "GET /ledger while the prune runs (p95)", pruning.seconds,
                      LEDGER_P95_MS / 1000, baseline=f"{p95_text(idle.seconds)} idle",
@@ -324,7 +331,7 @@ def _size_rows(backend: str, sizes: dict, made: dict, xml: float) -> list[Row]:
     shares = ", ".join(f"{model.__name__} {tables[model._meta.db_table] / sizes['raw']:.0%}"
                        for model in RAW)
     kinds = {
-        "raw": (raw, f"files, testcase results, job runs and counts with their indexes: "
+        "raw": (raw, f"files and testcase results with their indexes: "
                      f"{fmt_bytes(sizes['raw'])} ({shares}) for {made['case_results']:,} results "
                      f"({made['raw_days']} days of the largest suite); at the issue's "
                      f"{COMPANY_DAY / 1e6:.0f}M testcases a day kept {retention} days "

@@ -16,7 +16,7 @@ from django.db import connection
 from flakeboard.rules.signatures import signature
 from junit import partitions
 from junit.ingest import RESULT_COLUMNS
-from junit.models import CaseResult, JobOutcome, JobRun, JUnitFile, NodeDay, SignatureDay
+from junit.models import CaseResult, JUnitFile, NodeDay, SignatureDay
 from junit.summary import rebuild_summary
 from ledger.models import Node
 from ledger.tokens import token_create
@@ -34,12 +34,11 @@ RUNS_PER_DAY = 20  # each test's runs a day: 10 commits, each in B7's two jobs
 BRANCH = "main"
 SETUP_BUDGET_S = 420.0  # no raw day is begun that would end past this
 MIN_FREE_DISK = 20 * 2**30
-RAW = (JUnitFile, CaseResult, JobRun, JobOutcome)
+RAW = (JUnitFile, CaseResult)
 ROLLED_UP = (NodeDay, SignatureDay)
 NODE_DAY_COLUMNS = ("suite_id", "node_id", "day", "branch", "runs", "failures",
                     "flaky_failures", "flaky_commits")
 SIGNATURE_DAY_COLUMNS = ("suite_id", "node_id", "day", "branch", "signature", "failures")
-JOB_COLUMNS = ("run_id", "node_id", "passes", "failures", "flaky", "last_day")
 
 
 @dataclass
@@ -136,9 +135,9 @@ def run_commit(slug: str, run: int) -> str:
     return f"{zlib.crc32(f'{slug}-{run}'.encode()):08x}{run:06x}"
 
 
-def _raw_day(company: Company, today: date, offset: int) -> tuple[int, int, int]:
+def _raw_day(company: Company, today: date, offset: int) -> tuple[int, int]:
     """One day of a suite's raw rows, as ``RUNS_PER_DAY`` runs of every shard would have
-    left them: the files, testcase results, job runs and job counts written."""
+    left them: the files and testcase results written."""
     suite, roles, sigs = company.suite, company.roles, company.signatures()
     day = today - timedelta(days=offset)
     size, jobs = len(company.shards[0].roles), b7_junit.JOBS
@@ -152,9 +151,6 @@ def _raw_day(company: Company, today: date, offset: int) -> tuple[int, int, int]
                   testcases=size, skipped=skipped[s], passed=size - skipped[s],
                   infrastructure_share=suite.junit_infrastructure_share)
         for run, s in specs], batch_size=1000)
-    runs = {(run.commit, run.job): run.pk for run in JobRun.objects.bulk_create([
-        JobRun(suite=suite, commit=commit, job=job, last_day=day)
-        for commit, job in dict.fromkeys((file.commit, file.job) for file in files)])}
     db_day = data.db_date(day)
 
     def outcome(i: int, run: int) -> tuple:
@@ -168,26 +164,18 @@ def _raw_day(company: Company, today: date, offset: int) -> tuple[int, int, int]
             return "failed", 2, 0, 2, sigs[i], sigs[i]
         return "passed", 1, 1, 0, "", ""
 
-    def rows():
+    def results():
         for file, (run, s) in zip(files, specs, strict=True):
             for pos in range(size):
                 i = s * size + pos
-                yield file, company.node_pks[i], pos, outcome(i, run)
-
-    def results():
-        for file, node, pos, (kind, attempts, passes, failures, message, sig) in rows():
-            yield (file.pk, node, db_day, pos, kind, attempts, passes, failures,
-                   0.05 * attempts, message, sig)
-
-    def job_counts():
-        for file, node, _, (_, _, passes, failures, _, _) in rows():
-            if passes or failures:
-                yield (runs[file.commit, file.job], node, passes, failures,
-                       bool(passes and failures), db_day)
+                kind, attempts, passes, failures, message, sig = outcome(i, run)
+                # A test flaky within its file is flaky in its job: its failures count.
+                flaky = failures if passes else 0
+                yield (file.pk, company.node_pks[i], db_day, pos, kind, attempts, passes,
+                       failures, flaky, 0.05 * attempts, message, sig)
 
     partitions.day_partition(day)
-    return (len(files), data.insert_rows(CaseResult, RESULT_COLUMNS, results()),
-            data.insert_rows(JobOutcome, JOB_COLUMNS, job_counts()))
+    return len(files), data.insert_rows(CaseResult, RESULT_COLUMNS, results())
 
 
 def free_disk() -> int:
@@ -232,11 +220,11 @@ def make_world(scale: float, today: date) -> tuple[list[Company], dict]:
                      f"setup, a day takes {day_s:.0f} s, {fmt_bytes(free)} free")
             break
         began = time.monotonic()
-        files, results, job_counts = _raw_day(companies[0], today, offset)
+        files, results = _raw_day(companies[0], today, offset)
         day_s = time.monotonic() - began
-        made.update(raw_days=1, files=files, case_results=results, job_outcomes=job_counts)
-        progress(f"{ID}: raw day -{offset}: {files:,} files, {results:,} testcase results, "
-                 f"{job_counts:,} job counts in {day_s:.0f} s")
+        made.update(raw_days=1, files=files, case_results=results)
+        progress(f"{ID}: raw day -{offset}: {files:,} files, {results:,} testcase results "
+                 f"in {day_s:.0f} s")
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     made["setup_s"] = round(time.monotonic() - started, 1)
@@ -263,7 +251,7 @@ def database_sizes(made: dict) -> dict:
              "rolled_up": sum(rolled_up.values()), "tables": {**raw, **rolled_up}}
     progress(f"{ID}: setup {made['setup_s']:.0f} s; database {fmt_bytes(database)}: raw rows "
              f"{fmt_bytes(sizes['raw'])} ({made['files']:,} files, {made['case_results']:,} "
-             f"results, {made['job_outcomes']:,} job counts over {made['raw_days']} days), "
+             f"results over {made['raw_days']} days), "
              f"rollups {fmt_bytes(sizes['rolled_up'])} ({made['node_days']:,} NodeDay, "
              f"{made['signature_days']:,} SignatureDay)")
     return sizes

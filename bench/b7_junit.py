@@ -6,7 +6,7 @@ suite holding 1M stored testcase results, judged against 150 ms and 12 queries.
 
 The data is real ingests, not bulk inserts: 100 files of 10,000 tests go through
 ``junit_ingest``, two jobs (py3.12, py3.13) of one commit a day over 50 days, each at its
-own ``now``, so the results, job counts and daily rollups are what the service itself
+own ``now``, so the results and daily rollups are what the service itself
 writes; the time that takes is reported (about 40 s on SQLite and a minute on PostgreSQL
 on a 2-core machine, so no bulk insert is needed), then on PostgreSQL a ``VACUUM ANALYZE``
 as autovacuum would run meanwhile (an ``ANALYZE`` on SQLite), untimed. The raw results are
@@ -69,27 +69,23 @@ The ingest meets its goal on both databases, not yet issue 53's 300 ms. An uploa
 each of its rows once and reads back only what it must: the day's rollups and the summary
 gain the file's counts in one INSERT … ON CONFLICT DO UPDATE (a plain insert for the
 day's first file), and a later day moves the summary by the days that left and joined its
-window instead of summing 30 days of rollups again. The raw rows (results, job counts) carry
-no database foreign key, whose checks at the commit cost PostgreSQL more than writing them;
-SQLite's commits checkpoint the WAL once it holds 16,384 pages, one upload in two or three.
-What is left is the rows: a 10,000-test file writes four rows a test (its result, its job's
-counts, its day's rollup, its summary), each with its indexes. On SQLite their executemany
-and the commit are about half of the time, reading the file (parse_junit) about a quarter,
-finding the nodes about a tenth. On PostgreSQL the server's writing of the rows and their
-indexes is most of it; a day's first file, which also inserts the day's rollups (two
-foreign keys a row, still checked at the commit), took 818 ms against the second's 644 ms.
-The next remedies are fewer and narrower rows (issue 53, point 3), and the rollups' keys
-kept as the raw rows' are.
+window instead of summing 30 days of rollups again. The results carry no database foreign
+key, whose checks at the commit cost PostgreSQL more than writing them, and a job keeps no
+counts of its own (junit 0013: detection reads them from the results of the commit's
+earlier files, none here, since each timed file is a new commit's). SQLite's commits
+checkpoint the WAL once it holds 16,384 pages, one upload in two or three. What is left is
+the rows: a 10,000-test file writes three rows a test (its result, its day's rollup, its
+summary), each with its indexes. On SQLite their executemany and the commit are about half
+of the time, reading the file (parse_junit) about a quarter, finding the nodes about a
+tenth. On PostgreSQL the server's writing of the rows and their indexes is most of it; a
+day's first file, which also inserts the day's rollups, took 596 ms against the second's
+431 ms (2026-12-07, after 0013; 572 and 407 ms that morning before it, within the run's
+noise: the job counts' rows cost about what reading the commit's results costs). The next
+remedies are fewer and narrower rows (issue 53, point 3): a file's results in one row.
 
-The flaky-tests page meets its goal on SQLite whatever the filter, and on PostgreSQL
-without a text filter. With one, PostgreSQL estimates that the node id's ``icontains``
-(UPPER(nodeid) LIKE '%…%') keeps about one node, so it joins node by node through
-NodeDay's (node, day) index, reading every day's row of each matching node, flaky or not,
-twice a page (the paginator's count, then the page): a few hundredths of a millisecond a
-node, which a filter that most node ids match (``tests/``) turns into the whole time. A
-partial index on NodeDay (node, day) where flaky_failures > 0 (only the flaky days, so
-little to write) makes that join read only the flaky days: tried by hand on this data, it
-took the ``tests/`` filter's two queries from 200 to 430 ms each to 20 to 40 ms.
+The flaky-tests page meets its goal on both databases, with and without a text filter: a
+partial index of NodeDay's flaky days by node (``nodeday_flaky_node_days``) keeps a filter
+that most node ids match (``tests/``) from reading every day's row of each matching node.
 """
 
 

@@ -7,8 +7,9 @@ Of each node, the facts are:
 
 - its latest measurement (``runs``): its classification, the cause of an order-dependent
   one as the pages word it, and the client's experiments (seed replay, CPU load);
-- what CI's JUnit files show of it (``junit``), from the rollups detection writes, which
-  leave out every file that was an infrastructure failure (``rules.infrastructure``):
+- what CI's JUnit files show of it (``junit``), from the results and rollups detection
+  counts, which leave out every file that was an infrastructure failure
+  (``rules.infrastructure``):
   - per job, its runs and flaky failures (failures in a job of a commit that also passed
     it, ``junit.rules.is_flaky``) over the flaky-tests page's default window;
   - at the commits it was measured at, CI's runs and failures there against the runs and
@@ -22,12 +23,13 @@ from collections import defaultdict
 from collections.abc import Iterable
 from datetime import date
 
-from django.db.models import Case, F, OuterRef, Q, Sum, Value, When, Window
+from django.db.models import F, OuterRef, Q, Sum, Value, Window
 from django.db.models.functions import RowNumber
 
 from flakeboard import rules
-from junit.models import JobOutcome, SignatureDay
+from junit.models import SignatureDay
 from junit.selectors import Window as DayWindow
+from junit.selectors import counted_results
 from ledger.models import Node, Suite
 from runs.models import Measurement
 
@@ -133,27 +135,26 @@ def _ci_facts(suite: Suite, pks: list[int], window: DayWindow,
     # One query: the union of each node's figures per job over the window, at each commit
     # it was measured at, and per failure signature over the window.
     # The nodes are the suite's, so their counts are too.
-    outcomes = JobOutcome.objects.filter(node_id__in=pks).order_by()
+    results = counted_results(node_id__in=pks)
     runs = Sum(F("passes") + F("failures"))
-    parts = [outcomes.filter(last_day__gte=window.since).values("node_id", "run__job").annotate(
-        kind=Value(JOBS), key=F("run__job"), runs=runs,
-        counted=Sum(Case(When(flaky=True, then=F("failures")), default=Value(0)))),
+    parts = [results.filter(window.q()).values("node_id", "file__job").annotate(
+        kind=Value(JOBS), key=F("file__job"), runs=runs, counted=Sum("flaky_failures")),
         window.rows(SignatureDay, suite=suite, node_id__in=pks).order_by()
         .values("node_id", "signature").annotate(
             kind=Value(SIGNATURES), key=F("signature"), runs=Sum("failures"),
             counted=Value(0))]
     commits = {commit for at in measured_at.values() for commit in at}
     if commits:
-        parts.append(outcomes.filter(node_id__in=list(measured_at), run__commit__in=commits)
-                     .values("node_id", "run__commit").annotate(
-                         kind=Value(COMMITS), key=F("run__commit"), runs=runs,
+        parts.append(results.filter(node_id__in=list(measured_at), file__commit__in=commits)
+                     .values("node_id", "file__commit").annotate(
+                         kind=Value(COMMITS), key=F("file__commit"), runs=runs,
                          counted=Sum("failures")))
     shape = ("kind", "node_id", "key", "runs", "counted")
     first, *rest = [part.values_list(*shape) for part in parts]
     jobs = defaultdict(dict)  # node → job → (runs, flaky failures), over the window
     ci_at = defaultdict(dict)  # node → commit → (runs, failures), at its measured commits
     signatures = defaultdict(list)  # node → [(signature, failures)], over the window
-    for kind, node, key, total, counted in first.union(*rest, all=True):
+    for kind, node, key, total, counted in first.union(*rest, all=True).order_by():
         if kind == JOBS:
             jobs[node][key] = (total, counted)
         elif kind == SIGNATURES:

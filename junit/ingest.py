@@ -53,7 +53,7 @@ from .parse import JUnitInvalid, ParsedFile, parse_junit
 from .rules import Outcome, Producer, failing_tests, merge_attempts
 
 RESULT_COLUMNS = ("file_id", "node_id", "day", "position", "outcome", "attempts", "passes",
-                  "failures", "duration", "message", "signature")
+                  "failures", "flaky_failures", "duration", "message", "signature")
 
 
 class UploadMeta(BaseModel):
@@ -169,7 +169,8 @@ def _store(suite: Suite, parsed: ParsedFile, meta: UploadMeta, *, digest: str, a
     day, file_id = connection.ops.adapt_datefield_value(today), file.pk
     insert_plain(CaseResult, RESULT_COLUMNS, [
         (file_id, node, day, positions[node], r.outcome.value, r.attempts,
-         r.passes, r.failures, r.duration, r.message, signatures.get(node, ""))
+         r.passes, r.failures, findings.flaky_failures.get(node, 0), r.duration, r.message,
+         signatures.get(node, ""))
         for node, r in results.items()
     ])
     if not reason:

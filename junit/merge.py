@@ -19,12 +19,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from django.db.models import Model, Q
+from django.db.models import Max, Model, Q, Sum
 
 from ledger.models import MeasureTarget, Node
 
-from .models import CaseResult, JobOutcome, NodeDay, SignatureDay
+from .models import CaseResult, NodeDay, SignatureDay
 from .rules import is_flaky
+from .selectors import counted_results
 from .summary import summary_node_merged
 
 
@@ -50,15 +51,13 @@ def _merge_rows(model: type[Model], key: Iterable[str], counts: Iterable[str], g
     model.objects.filter(pk__in=moved).update(node_id=into)
 
 
-def _job_finished(kept: JobOutcome, row: JobOutcome) -> None:
-    kept.flaky = is_flaky(kept.passes, kept.failures)
-    kept.last_day = max(kept.last_day, row.last_day)
-
-
 def _flaky_commits(node: int) -> set[tuple]:
-    """The (day, commit) pairs of a node's jobs it was flaky in, by their last day."""
-    return set(JobOutcome.objects.filter(node_id=node, flaky=True)
-               .values_list("last_day", "run__commit"))
+    """The (day, commit) pairs of the jobs a node was flaky in, each by the last day a
+    counted file of the job held it."""
+    jobs = (counted_results(node_id=node).values("file__commit", "file__job")
+            .annotate(passes=Sum("passes"), failures=Sum("failures"), last=Max("day")))
+    return {(job["last"], job["file__commit"]) for job in jobs
+            if is_flaky(job["passes"], job["failures"])}
 
 
 def merge_guess(guess: int, into: int) -> None:
@@ -74,7 +73,6 @@ def merge_guess(guess: int, into: int) -> None:
     _merge_rows(NodeDay, ("suite_id", "day", "branch"),
                 ("runs", "failures", "flaky_failures", "flaky_commits"), guess, into,
                 day_finished)
-    _merge_rows(JobOutcome, ("run_id",), ("passes", "failures"), guess, into, _job_finished)
     _merge_rows(SignatureDay, ("suite_id", "day", "branch", "signature"), ("failures",),
                 guess, into)
     if not MeasureTarget.objects.filter(node_id=into).exists():

@@ -2,11 +2,9 @@
 rows, kept JUNIT_RETENTION_DAYS), and the rollups that detection and the flaky-tests
 page read, so that neither's cost grows with history.
 
-- ``JobRun`` and ``JobOutcome``: per commit and job, a run (the commit and the job stored
-  once, with the last day a file of the run came), and per node of the run, its passes and
-  failures so far (every attempt and rerun of that job). Detection reads only the rows of
-  the upload's own commit; they are pruned with the raw rows, a run whole, since a job's
-  attempts come within days.
+- ``CaseResult``: each test's result in each file, its attempts merged, and the flaky
+  failures the file added to its job's. Detection reads a job's counts from them too (the
+  results of the commit's files of that job), so a job keeps no counts of its own.
 - ``NodeDay``: per node, day and branch, the runs, failures and flaky failures, and the
   commits the node became flaky on: the page's ranking, rate, first and last seen, read
   over a window of days. Kept.
@@ -114,6 +112,8 @@ class CaseResult(models.Model):
     attempts = models.PositiveIntegerField(default=1)
     passes = models.PositiveIntegerField(default=0)
     failures = models.PositiveIntegerField(default=0, help_text="Failed or error attempts.")
+    flaky_failures = models.PositiveIntegerField(
+        default=0, help_text="The flaky failures this file added to its job's (junit.detect).")
     duration = models.FloatField(null=True, blank=True, help_text="Seconds, all attempts.")
     message = models.CharField(max_length=MESSAGE_MAX_LENGTH, blank=True,
                                help_text="The first failure's first line.")
@@ -147,51 +147,6 @@ class DayRollup(NodeRollup):
 
     class Meta:
         abstract = True
-
-
-class JobRun(models.Model):
-    """One job of one commit, over its attempts and reruns: what its nodes' counts
-    (``JobOutcome``) belong to, so that the commit and the job are stored once a run, and
-    each count and its unique key hold integers. A few rows a commit, so its suite keeps a
-    foreign key in the database."""
-
-    # The unique key leads with the suite, so the foreign key needs no index of its own.
-    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="job_runs",
-                              db_index=False)
-    commit = models.CharField(max_length=META)
-    job = models.CharField(max_length=META, blank=True)
-    last_day = models.DateField(
-        help_text="The day of the last file of this run that detection counted.")
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["suite", "commit", "job"], name="one_job_run")
-        ]
-        indexes = [models.Index(fields=["last_day"], name="jobrun_last_day")]  # pruning
-
-    def __str__(self):
-        return f"{self.commit[:12]} {self.job or '-'} (last {self.last_day})"
-
-
-class JobOutcome(models.Model):
-    """A node's passes and failures in one job run, over its attempts. A raw row: its keys
-    have no foreign key in the database, as ``CaseResult``'s, for the same reason; its run
-    and node go only through Django's delete, whose ``CASCADE`` deletes it first. Its suite
-    is its run's, and its key (run, node) its only index."""
-
-    pk = models.CompositePrimaryKey("run", "node")
-    run = models.ForeignKey(JobRun, on_delete=models.CASCADE, related_name="outcomes",
-                            db_index=False, db_constraint=False)
-    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+", db_index=False,
-                             db_constraint=False)
-    passes = models.PositiveIntegerField(default=0)
-    failures = models.PositiveIntegerField(default=0)
-    flaky = models.BooleanField(default=False)
-    last_day = models.DateField(help_text="The last day a file of the run held this node.")
-
-    def __str__(self):
-        return (f"{self.node_id} in run {self.run_id}: "
-                f"{self.passes} passed, {self.failures} failed")
 
 
 class NodeDay(DayRollup):

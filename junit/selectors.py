@@ -254,6 +254,12 @@ def passive_history(node: Node, today: date, latest: int = 10,
     return PassiveHistory(window, figures, signatures, spark, results)
 
 
+def counted_results(**filters):
+    """The results detection counted (``junit.detect``): those of the files that were not
+    an infrastructure failure."""
+    return CaseResult.objects.filter(file__infrastructure_reason="", **filters).order_by()
+
+
 def latest_results(node: Node, latest: int) -> list[CaseResult]:
     return list(CaseResult.objects.filter(node=node).select_related("file").order_by(
         "-day", "-file__created_at", "-file_id")[:latest])

@@ -4,18 +4,23 @@ small ones made here, in the shape pytest writes (``junit_xml``)."""
 from __future__ import annotations
 
 import gzip
+from contextlib import contextmanager
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
-from django.db.models import Model
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.db.models import Max, Model, Sum
 
-from junit.models import CaseResult, JobOutcome, JobRun, JUnitFile, NodeDay, SignatureDay
+from junit.models import CaseResult, JUnitFile, NodeDay, SignatureDay
+from junit.rules import is_flaky
+from junit.selectors import counted_results
 from ledger.models import Node
 
 CORPUS = Path(__file__).parent / "corpus" / "junit"
 XML = "application/xml"
 # What a JUnit upload may store: a refused one changes none of them.
-STORED = (JUnitFile, CaseResult, JobRun, JobOutcome, NodeDay, SignatureDay, Node)
+STORED = (JUnitFile, CaseResult, NodeDay, SignatureDay, Node)
 
 
 def corpus(name: str) -> bytes:
@@ -56,3 +61,29 @@ def sizes() -> dict[str, int]:
 
 def newest(model: type[Model]):
     return model.objects.order_by("-pk").first()
+
+
+def job_counts(flaky_failures: bool = False) -> list[tuple]:
+    """Each job's counts as detection reads them, in order: (suite, commit, job, node id,
+    passes, failures, flaky, the last day a counted file of the job held the test), for
+    the tests that ran; with ``flaky_failures``, the flaky failures its files added last."""
+    rows = (counted_results().exclude(passes=0, failures=0)
+            .values_list("file__suite__slug", "file__commit", "file__job", "node__nodeid")
+            .annotate(Sum("passes"), Sum("failures"), Max("day"), Sum("flaky_failures")))
+    return sorted((*key, passes, failures, is_flaky(passes, failures), day,
+                   *([added] if flaky_failures else []))
+                  for *key, passes, failures, day, added in rows)
+
+
+@contextmanager
+def migrated_back(target: tuple[str, str]):
+    """The database migrated back to ``target`` for the block, which gets the models as
+    they were then; migrated forward to the newest migrations after it, whatever the block
+    does."""
+    executor = MigrationExecutor(connection)
+    try:
+        executor.migrate([target])
+        yield executor.loader.project_state(target).apps
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())

@@ -11,11 +11,13 @@ from datetime import date
 
 import pytest
 
-from junit.models import CaseResult, JobOutcome, JobRun, NodeDay
+from junit.ingest import junit_ingest
+from junit.models import CaseResult, NodeDay
 from ledger.models import Node
 from runs.ingest import signals_ingest
 from runs.wire import UploadInvalid
 from tests.helpers import body, record
+from tests.junit_files import junit_xml
 from web import bulk
 from web.bulk import cycle_collector_paused, plain_rows, update_rows
 
@@ -86,21 +88,18 @@ def test_plain_rows_are_the_drivers_values(suite):
 
 
 def test_update_rows_sets_each_row_its_own_values_in_every_chunk(suite, monkeypatch):
+    """Rows found by a composite key (a result's file, position and day)."""
     monkeypatch.setattr(bulk, "UPDATE_ROWS", 2)  # five rows: three statements on PostgreSQL
-    signals_ingest(suite=suite, body=body([record(f"t.py::t{i}") for i in range(6)]),
-                   actor="ci")
-    run = JobRun.objects.create(suite=suite, commit="c0ffee", job="j", last_day=date(2026, 12, 1))
-    outcomes = [JobOutcome.objects.create(run=run, node=node, last_day=date(2026, 12, 1))
-                for node in Node.objects.order_by("nodeid")]
-    *changed, untouched = outcomes
-    update_rows(JobOutcome, ("passes", "failures", "flaky", "last_day"),
-                [(i, 10 * i, i % 2 == 1, date(2026, 12, 2 + i), *outcome.pk)
-                 for i, outcome in enumerate(changed)])
-    rows = {pk: rest for pk, *rest in JobOutcome.objects.values_list(
-        "pk", "passes", "failures", "flaky", "last_day")}
-    assert [rows[outcome.pk] for outcome in changed] == [
-        [i, 10 * i, i % 2 == 1, date(2026, 12, 2 + i)] for i in range(5)]
-    assert rows[untouched.pk] == [0, 0, False, date(2026, 12, 1)]
+    cases = [("tests.test_a", f"test_{i}", "passed") for i in range(6)]
+    junit_ingest(suite=suite, body=junit_xml(*cases), actor="ci", query={"commit": "c0ffee"})
+    *changed, untouched = CaseResult.objects.order_by("position")
+    update_rows(CaseResult, ("passes", "failures", "message"),
+                [(i, 10 * i, f"it's {{{i}}}", *result.pk) for i, result in enumerate(changed)])
+    rows = {pk: rest for pk, *rest in CaseResult.objects.values_list(
+        "pk", "passes", "failures", "message")}
+    assert [rows[result.pk] for result in changed] == [
+        [i, 10 * i, f"it's {{{i}}}"] for i in range(5)]
+    assert rows[untouched.pk] == [1, 0, ""]
 
 
 def test_update_rows_keeps_text_as_it_is_and_none_as_null(suite):

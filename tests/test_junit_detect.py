@@ -12,12 +12,13 @@ from hypothesis import strategies as st
 
 from junit.answers import summary as junit_summary
 from junit.ingest import junit_ingest
-from junit.models import CaseResult, JobOutcome, JUnitFile, NodeDay, SignatureDay
+from junit.models import CaseResult, JUnitFile, NodeDay, SignatureDay
 from junit.rules import CommitFinding, commit_finding
 from ledger.models import Node
 from ledger.selectors import share_figures
 from runs.ingest import report_ingest
 from tests.helpers import body, measurement
+from tests.junit_files import job_counts as counted_jobs
 from tests.junit_files import junit_xml
 from tests.properties import db_property, rolled_back
 
@@ -35,9 +36,8 @@ def upload(suite, *cases, commit="c1", job="", attempt=1, branch="main", xml=Non
 
 
 def job_counts() -> dict:
-    return {(nodeid, job): (passes, failures, flaky) for nodeid, job, passes, failures, flaky
-            in JobOutcome.objects.values_list("node__nodeid", "run__job", "passes", "failures",
-                                              "flaky")}
+    return {(nodeid, job): (passes, failures, flaky)
+            for _, _, job, nodeid, passes, failures, flaky, _ in counted_jobs()}
 
 
 def day_counts(nodeid: str) -> tuple:
@@ -113,12 +113,13 @@ def suite_run(failing: int, total: int, *extra) -> list[tuple]:
 
 
 def test_a_file_where_most_tests_fail_is_an_infrastructure_failure(suite):
-    before = {model: model.objects.count() for model in (JobOutcome, NodeDay, SignatureDay)}
+    before = {model: model.objects.count() for model in (NodeDay, SignatureDay)}
     file = upload(suite, *suite_run(9, 10, case(A, "rerun"), case(A, "passed")))
     assert (file.infrastructure_reason, file.failing_share) == ("failing_share", 9 / 11)
     assert file.newly_flaky == [] and file.flaky_in_file == 1
     assert CaseResult.objects.filter(file=file).count() == 11  # stored and shown
     assert {m: m.objects.count() for m in before} == before  # left out of detection
+    assert job_counts() == {}
     assert "An infrastructure failure: 82% of the tests that ran never passed, over the " \
            "suite's 80%" in junit_summary(file)
 
@@ -154,7 +155,7 @@ ERRORS_OUTSIDE_TESTS = {
 def test_an_error_outside_any_test_is_an_infrastructure_failure(suite, name):
     file = upload(suite, xml=ERRORS_OUTSIDE_TESTS[name])
     assert file.infrastructure_reason == "error_outside_tests"
-    assert JobOutcome.objects.count() == 0
+    assert job_counts() == {} and CaseResult.objects.filter(file=file).exists()
     assert "an error outside any test" in junit_summary(file)
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from board.targets import measure_targets
 from junit.ingest import junit_ingest
-from junit.models import CaseResult, JobOutcome, NodeDay, SignatureDay
+from junit.models import CaseResult, NodeDay, SignatureDay
 from junit.nodeids import escaped, generic_nodeid, pytest_nodeid, pytest_written
 from junit.parse import parse_junit
 from ledger.measure_targets import measure_target_set
@@ -22,7 +22,7 @@ from ledger.models import Node
 from ledger.quarantine import quarantine_create
 from runs.ingest import report_ingest, signals_ingest
 from tests.helpers import body, measurement, record
-from tests.junit_files import corpus, corpus_ids, junit_xml
+from tests.junit_files import corpus, corpus_ids, job_counts, junit_xml
 from tests.properties import PROPERTY
 from tests.test_nodeid_corpus import ALL_IDS
 
@@ -177,7 +177,8 @@ def _rollups(suite) -> dict[str, list[tuple]]:
         return sorted(model.objects.filter(node__suite=suite).values_list("node__nodeid",
                                                                           *fields))
     return {"results": rows(CaseResult, "outcome", "passes", "failures"),
-            "jobs": rows(JobOutcome, "run__commit", "run__job", "passes", "failures", "flaky"),
+            "jobs": sorted((nodeid, *counts) for slug, commit, job, nodeid, *counts, _
+                           in job_counts() if slug == suite.slug),
             "days": rows(NodeDay, "day", "branch", "runs", "failures", "flaky_failures",
                          "flaky_commits"),
             "signatures": rows(SignatureDay, "day", "signature", "failures")}

@@ -1,9 +1,8 @@
-"""How the JUnit rows are stored. The raw rows (``CaseResult``, ``JobOutcome``) have no
-foreign key in the database, whose check at the commit cost an upload more than writing
-them: deleting their suite, node, file or job run still deletes them (Django's
-``CASCADE``), and the prune leaves none without its suite, node, file or run. A job count
-holds integers only: the commit and the job are its run's (``JobRun``), and neither raw row
-has an id: a result is keyed by its place in its file, a count by its run and node. On
+"""How the JUnit rows are stored. The raw rows (``CaseResult``) have no foreign key in the
+database, whose check at the commit cost an upload more than writing them: deleting their
+suite, node or file still deletes them (Django's ``CASCADE``), and the prune leaves none
+without its suite, node or file. A result has no id: it is keyed by its place in its file.
+They are the only raw rows: a job's counts are read from them (``junit.detect``). On
 PostgreSQL the summary and the day's rollups, whose rows every upload updates, keep room on
 their pages for the updates."""
 
@@ -11,18 +10,17 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.db.models import F
 
 from junit.ingest import junit_ingest
-from junit.models import CaseResult, JobOutcome, JobRun, JUnitFile, NodeDay, NodeSummary
+from junit.models import CaseResult, JUnitFile, NodeDay, NodeSummary
 from junit.prune import prune_junit
 from ledger.models import Node
-from tests.junit_files import junit_xml
+from tests.junit_files import junit_xml, migrated_back
 from tests.test_junit_prune import upload
 
 pytestmark = pytest.mark.django_db
-RAW_KEYS = {CaseResult: ("node", "file"), JobOutcome: ("run", "node")}
+RAW_KEYS = {CaseResult: ("node", "file")}
 
 
 def orphans() -> dict[str, int]:
@@ -37,16 +35,15 @@ def orphans() -> dict[str, int]:
     return found
 
 
-def raw_rows(suite) -> tuple[int, int]:
-    return (CaseResult.objects.filter(file__suite_id=suite.pk).count(),
-            JobOutcome.objects.filter(run__suite_id=suite.pk).count())
+def raw_rows(suite) -> int:
+    return CaseResult.objects.filter(file__suite_id=suite.pk).count()
 
 
 @pytest.fixture
 def stored(suite, other_suite) -> list[JUnitFile]:
     """Two files of the suite (today, and 40 days ago) and one of the other suite."""
     files = [upload(suite, 0, "c0"), upload(suite, 40, "c40"), upload(other_suite, 0, "c0")]
-    assert raw_rows(suite) == (4, 4) and raw_rows(other_suite) == (2, 2)
+    assert raw_rows(suite) == 4 and raw_rows(other_suite) == 2
     return files
 
 
@@ -56,23 +53,20 @@ def test_the_raw_rows_have_no_foreign_key_in_the_database():
             name for name, constraint in connection.introspection.get_constraints(
                 cursor, model._meta.db_table).items() if constraint["foreign_key"])
             for model in RAW_KEYS}
-    assert keys == {"junit_caseresult": [], "junit_joboutcome": []}
+    assert keys == {"junit_caseresult": []}
+
+
+def test_the_results_are_the_only_raw_rows():
+    with connection.cursor() as cursor:
+        tables = connection.introspection.table_names(cursor)
+    assert "junit_caseresult" in tables
+    assert not {"junit_joboutcome", "junit_jobrun"} & set(tables)
 
 
 def test_deleting_a_suite_deletes_its_raw_rows(suite, other_suite, stored):
-    assert JobOutcome.objects.filter(run__suite=suite).count() == 4
     suite.delete()
-    assert raw_rows(suite) == (0, 0) and raw_rows(other_suite) == (2, 2)
+    assert raw_rows(suite) == 0 and raw_rows(other_suite) == 2
     assert orphans() == {}
-
-
-def test_deleting_a_suite_deletes_its_job_runs_and_their_counts(suite, other_suite, stored):
-    assert JobRun.objects.filter(suite=suite).count() == 2
-    suite.delete()
-    assert not JobRun.objects.filter(suite_id=suite.pk).exists()
-    assert list(JobRun.objects.values_list("suite_id", "commit")) == [(other_suite.pk, "c0")]
-    assert JobOutcome.objects.count() == 2
-    assert not JobOutcome.objects.exclude(run__in=JobRun.objects.all()).exists()
 
 
 def columns_and_indexes(model) -> tuple[set[str], list[str], dict[tuple[str, ...], bool]]:
@@ -93,18 +87,11 @@ def columns_and_indexes(model) -> tuple[set[str], list[str], dict[tuple[str, ...
                           if not c["check"] and not c["primary_key"] and c["columns"]}
 
 
-def test_a_job_count_holds_no_commit_or_job_and_is_keyed_by_run_and_node():
-    columns, key, indexes = columns_and_indexes(JobOutcome)
-    assert columns == {"run_id", "node_id", "passes", "failures", "flaky", "last_day"}
-    # Its key alone: no id, no index of days, none of the run or the node alone.
-    assert key == ["run_id", "node_id"]
-    assert indexes == {}
-
-
 def test_a_result_is_keyed_by_its_place_in_its_file():
     columns, key, indexes = columns_and_indexes(CaseResult)
     assert columns == {"file_id", "node_id", "day", "position", "outcome", "attempts",
-                       "passes", "failures", "duration", "message", "signature"}
+                       "passes", "failures", "flaky_failures", "duration", "message",
+                       "signature"}
     # The key is a file's rows in order; a node's are found by day. No id, no suite.
     assert key == ["file_id", "position", "day"]
     assert indexes == {("node_id", "day"): False}
@@ -112,27 +99,20 @@ def test_a_result_is_keyed_by_its_place_in_its_file():
 
 RESULT = ("file_id", "position", "day", "node_id", "outcome", "attempts", "passes",
           "failures", "duration", "message", "signature")
-COUNT = ("run_id", "node_id", "passes", "failures", "flaky", "last_day")
 KEYED_BY_ID = ("junit", "0010_job_outcomes_keyed_by_job_run")
-NEWEST = ("junit", "0011_raw_rows_keyed_by_their_place")
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_to_keys_of_place_keeps_every_row_both_ways(suite, other_suite, stored):
     """Migration 0011 and back, over results of two days (two partitions on PostgreSQL)."""
     results = sorted(CaseResult.objects.values_list(*RESULT))
-    counts = sorted(JobOutcome.objects.values_list(*COUNT))
-    executor = MigrationExecutor(connection)
-    try:
-        executor.migrate([KEYED_BY_ID])
-        apps = executor.loader.project_state(KEYED_BY_ID).apps
+    with migrated_back(KEYED_BY_ID) as apps:
         old_results = apps.get_model("junit", "CaseResult").objects
         old_counts = apps.get_model("junit", "JobOutcome").objects
         assert sorted(old_results.values_list(*RESULT)) == results
-        assert sorted(old_counts.values_list(*COUNT)) == counts
         # Backwards, each row has an id of its own, and a result its file's suite.
         assert len(set(old_results.values_list("pk", flat=True))) == len(results)
-        assert len(set(old_counts.values_list("pk", flat=True))) == len(counts)
+        assert len(set(old_counts.values_list("pk", flat=True))) == old_counts.count() == 6
         assert not old_results.exclude(suite_id=F("file__suite_id")).exists()
         assert old_results.filter(suite_id=suite.pk).count() == 4
         # The ids' sequence goes on after them.
@@ -141,37 +121,30 @@ def test_the_migration_to_keys_of_place_keeps_every_row_both_ways(suite, other_s
                                    node_id=newest.node_id, position=99, outcome="passed")
         assert added.pk > newest.pk
         added.delete()
-        executor = MigrationExecutor(connection)
-        executor.migrate([NEWEST])
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.migrate(executor.loader.graph.leaf_nodes())
     assert sorted(CaseResult.objects.values_list(*RESULT)) == results
-    assert sorted(JobOutcome.objects.values_list(*COUNT)) == counts
     assert columns_and_indexes(CaseResult)[1:] == (["file_id", "position", "day"],
                                                    {("node_id", "day"): False})
-    assert columns_and_indexes(JobOutcome)[1:] == (["run_id", "node_id"], {})
 
 
 def test_deleting_a_node_deletes_its_raw_rows(suite, other_suite, stored):
     bad = Node.objects.filter(suite=suite, nodeid="tests/test_a.py::test_bad")
     assert bad.count() == 1
     bad.delete()
-    assert raw_rows(suite) == (2, 2) and raw_rows(other_suite) == (2, 2)
+    assert raw_rows(suite) == 2 and raw_rows(other_suite) == 2
     assert orphans() == {}
 
 
 def test_deleting_a_file_deletes_its_results(suite, stored):
     stored[0].delete()
-    assert raw_rows(suite) == (2, 4)  # the job counts are the prune's to delete
+    assert raw_rows(suite) == 2
     assert orphans() == {}
 
 
 def test_the_prune_leaves_no_raw_row_without_its_suite_node_or_file(suite, other_suite,
                                                                   stored, today):
     pruned = prune_junit(days=30, today=today)
-    assert (pruned.results, pruned.job_outcomes) == (2, 2)
-    assert raw_rows(suite) == (2, 2) and raw_rows(other_suite) == (2, 2)
+    assert pruned.results == 2
+    assert raw_rows(suite) == 2 and raw_rows(other_suite) == 2
     assert orphans() == {}
 
 

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import pytest
 
+from board import diagnosis
 from board.diagnosis import node_diagnoses, node_diagnosis
 from flakeboard import rules
 from junit.ingest import junit_ingest
+from junit.selectors import Window
+from ledger.models import Node
 from runs.ingest import report_ingest
 from runs.models import Measurement
 from tests.helpers import body, measurement
@@ -181,3 +184,20 @@ def test_the_database_picks_the_measurements_the_rule_does(suite, today):
                 if rules.needs_diagnosis(row.get("classification"), row["fails"])}
     assert set(node_diagnoses(suite, today=today)) == expected
     assert "tests/test_a.py::test_None_0" not in expected
+
+
+def test_a_jobs_flaky_failures_are_its_failures_at_commits_it_also_passed(suite, today):
+    """Per job, a failure is a flaky one when a file of the same commit and job passed the
+    test: the same file, or another attempt. A job that only failed it at a commit has no
+    flaky failure there, and an infrastructure failure's file counts nothing."""
+    job_specific(suite)  # py3.13 flaky in each of three commits' one file: 3 of 6 runs
+    junit(suite, case(NODE, "failed"), commit="c4", job="py3.13")
+    junit(suite, case(NODE, "passed"), commit="c4", job="py3.13", attempt=2)
+    junit(suite, case(NODE, "failed"), commit="c5", job="py3.12")
+    fillers = [case(f"tests/test_a.py::test_{i}", "failed", RESET) for i in range(12)]
+    junit(suite, case(NODE, "failed"), case(NODE, "passed"), *fillers, commit="c6",
+          job="py3.11")
+    (node,) = Node.objects.filter(nodeid=NODE).values_list("pk", flat=True)
+    facts = diagnosis._ci_facts(suite, [node], Window(today), {})[node]
+    assert facts.jobs == (rules.JobFigures("py3.11", 12, 0), rules.JobFigures("py3.12", 13, 0),
+                          rules.JobFigures("py3.13", 8, 4))

@@ -77,11 +77,18 @@ checkpoint the WAL once it holds 16,384 pages, one upload in two or three. What 
 the rows: a 10,000-test file writes three rows a test (its result, its day's rollup, its
 summary), each with its indexes. On SQLite their executemany and the commit are about half
 of the time, reading the file (parse_junit) about a quarter, finding the nodes about a
-tenth. On PostgreSQL the server's writing of the rows and their indexes is most of it; a
-day's first file, which also inserts the day's rollups, took 596 ms against the second's
-431 ms (2026-12-07, after 0013; 572 and 407 ms that morning before it, within the run's
-noise: the job counts' rows cost about what reading the commit's results costs). The next
-remedies are fewer and narrower rows (issue 53, point 3): a file's results in one row.
+tenth. On PostgreSQL the server's writing of the rows and their indexes is most of it; a day's
+first file, which also inserts the day's rollups, took 596 ms against the second's 431 ms
+(2026-12-07, after 0013; 572 and 407 ms that morning before it, within the run's noise: the
+job counts' rows cost about what reading the commit's results costs). The results narrower
+(0014) change nothing the runs' noise shows: three runs that afternoon at a 1-minute load of
+about 1 took 578 to 798 ms, and the commit before 491 ms between them (a COPY of 10,000
+results alone: 25 to 37 ms, against 34 to 55 before). The server's log of one such run
+(statements over 15 ms) gives a later file's time: its commit 65 to 105 ms (writing the
+WAL), the day's rollups 56 to 102 ms, the summary's read and update 55 to 71 ms, its nodes
+33 to 43 ms, its results 24 to 40 ms; the rest is Python's, reading the file most of it.
+The next remedies: the day's rollups and the summary with fewer index entries to write, and
+the file read by a faster parser.
 
 The flaky-tests page meets its goal on both databases, with and without a text filter: a
 partial index of NodeDay's flaky days by node (``nodeday_flaky_node_days``) keeps a filter

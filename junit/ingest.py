@@ -37,7 +37,7 @@ from flakeboard import rules as gate_rules
 from flakeboard.rules.signatures import signature
 from ledger.clearance import ci_failures_seen
 from ledger.models import Suite
-from ledger.refusals import Code, problems, refusal
+from ledger.refusals import Code, WireProblem, problems, refusal
 from ledger.stored_once import stored_once
 from ledger.test_set import ci_run_add
 from ledger.trust import guarded_test_set, vouched
@@ -50,7 +50,7 @@ from .detect import FileContext, Findings, detect
 from .models import CaseResult, JUnitFile
 from .nodes import nodes_for_cases
 from .parse import JUnitInvalid, ParsedFile, parse_junit
-from .rules import Outcome, Producer, failing_tests, merge_attempts
+from .rules import ATTEMPTS_MAX, Outcome, Producer, failing_tests, merge_attempts
 
 RESULT_COLUMNS = ("file_id", "node_id", "day", "position", "outcome", "attempts", "passes",
                   "failures", "flaky_failures", "duration", "message", "signature")
@@ -137,6 +137,12 @@ def _store(suite: Suite, parsed: ParsedFile, meta: UploadMeta, *, digest: str, a
         attempts[node].extend(case.attempts)
         positions.setdefault(node, case.position)
         names[node] = nodeid
+    if repeated := [(positions[node], len(a)) for node, a in attempts.items()
+                    if len(a) > ATTEMPTS_MAX]:
+        raise JUnitInvalid("validation_failed", "", [WireProblem(
+            Code.OUT_OF_RANGE, f"the test is repeated {count:,} times in the file: at most "
+            f"{ATTEMPTS_MAX:,} attempts of one test are kept", position, "name")
+            for position, count in repeated])
     copies_rerun = parsed.producer is Producer.PYTEST
     results = {node: merge_attempts(a, copies_rerun=copies_rerun) for node, a in attempts.items()}
     signatures = {node: signature(r.message) for node, r in results.items() if r.failures}

@@ -32,7 +32,7 @@ from ledger.messages import phrase
 from ledger.refusals import Code, WireProblem
 
 from . import nodeids
-from .rules import Attempt, Outcome, Producer
+from .rules import DURATION_MAX_S, Attempt, Outcome, Producer
 
 MAX_PROBLEMS = 50
 ELEMENTS_PER_CASE = 20  # a testcase, its results, reruns, outputs and properties, and more
@@ -316,7 +316,7 @@ def _duration(value: str | None) -> float | None:
         seconds = float((value or "").replace(",", ""))
     except ValueError:
         return None
-    return seconds if 0 <= seconds < float("inf") else None
+    return seconds if 0 <= seconds <= DURATION_MAX_S else None
 
 
 def _attempts(testcase: _Testcase, producer: Producer) -> tuple[Attempt, ...]:

@@ -1,10 +1,11 @@
 """On PostgreSQL the testcase results (``CaseResult``) are a table partitioned by day
 (``RANGE (day)``, migration 0009): a partition a day, named ``junit_caseresult_pYYYYMMDD``,
 made by the first upload of its day, and dropped whole by the prune once the day is past
-the retention (``junit.prune``), instead of deleting its rows. The primary key is
-``(file, position, day)``, as a partitioned table's unique keys hold its partition key
-(migration 0011), and nothing refers to a result by a foreign key. SQLite keeps one plain
-table, its old rows deleted.
+the retention (``junit.prune``), instead of deleting its rows. A result's key,
+``(file, position, day)``, is no index here (migration 0014): a file's rows are found by a
+plain index of the file, and nothing refers to a result by a foreign key. A partition is
+made like the parent, whose columns are in the order that leaves no padding. SQLite keeps
+one plain table, its old rows deleted, and its key.
 
 There is no default partition: a row of a day with no partition is refused, so every
 writer of results makes its day's partition first (``day_partition``), and a partition is

@@ -14,8 +14,8 @@ attempts carry no ``<failure>`` (the file then says ``failures="0"``): in a pyte
 every copy of a testcase but the last is a failed attempt whatever it says, since the
 plugin reruns only a failure.
 
-**A file's test.** Its outcome is its last attempt's; its failures are every failed or
-error attempt; its message is the first failure's first line.
+**A file's test.** At most ATTEMPTS_MAX attempts. Its outcome is its last attempt's; its
+failures are every failed or error attempt; its message is the first failure's first line.
 
 **Flaky.** A test is flaky in a job of a commit when that job (its attempts and the reruns
 within its files) has at least one pass and at least one failure of it. Passing in one
@@ -48,6 +48,11 @@ class Outcome(StrEnum):
 
 
 FAILURES = frozenset({Outcome.FAILED, Outcome.ERROR})
+# A test's attempts in one file: a file repeating one test more often is refused, naming it
+# (its counts are stored in 2 bytes). A duration an attempt states past DURATION_MAX_S
+# (about 31 years) is unknown, as a missing or infinite one is.
+ATTEMPTS_MAX = 32_767
+DURATION_MAX_S = 1e9
 
 
 class Producer(StrEnum):

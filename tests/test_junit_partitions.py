@@ -1,8 +1,9 @@
 """On PostgreSQL the testcase results are a table partitioned by day (``junit.partitions``,
 migration 0009): an upload makes its day's partition, the prune drops the partitions of the
 days past the retention, counting what deleting their rows would have, and the migration
-keeps the rows the table held. SQLite keeps one table and deletes rows
-(tests/test_junit_prune.py)."""
+keeps the rows the table held. Since migration 0014 a partition's columns are widest first
+and a file's rows are found by a plain index of the file, not by a key. SQLite keeps one
+table and deletes rows (tests/test_junit_prune.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from datetime import date, datetime, timedelta
 from datetime import time as clock_time
 
 import pytest
+from django.apps import apps as django_apps
 from django.db import OperationalError, connection, connections
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
@@ -23,7 +25,7 @@ from junit.models import CaseResult
 from junit.prune import prune_junit
 from junit.selectors import latest_results
 from ledger.models import Node
-from tests.junit_files import junit_xml
+from tests.junit_files import junit_xml, migrated_back
 from tests.test_junit_prune import CASES
 
 pytestmark = pytest.mark.skipif("connection.vendor != 'postgresql'",
@@ -31,6 +33,7 @@ pytestmark = pytest.mark.skipif("connection.vendor != 'postgresql'",
 DAYS_AGO = (0, 29, 30, 45)
 BEFORE = ("junit", "0008_node_summary_fillfactor")
 AFTER = ("junit", "0009_case_results_partitioned_by_day")
+WIDER = ("junit", "0013_job_counts_read_from_results")
 TABLE = partitions.TABLE
 
 
@@ -229,3 +232,74 @@ def test_a_partition_a_stopped_prune_left_detached_is_dropped_by_the_next(commit
                [pending]) is True
     assert prune_junit(days=30, today=today).results == 2 * len(CASES)
     assert not any(exists(today - timedelta(days=d)) for d in (100, 200))
+
+
+def widths(table: str) -> list[int]:
+    """Each column's bytes in order (-1 for text)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT t.typlen FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
+                       "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped "
+                       "ORDER BY a.attnum", [table])
+        return [width for (width,) in cursor.fetchall()]
+
+
+def indexes(table: str) -> set[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT regexp_replace(pg_get_indexdef(indexrelid), '.* USING ', '') "
+                       "FROM pg_index WHERE indrelid = %s::regclass", [table])
+        return {definition for (definition,) in cursor.fetchall()}
+
+
+NARROW = [8, 8, 4, 4, 4, 4, 2, 2, 2, -1, -1, -1]  # widest first: no padding between them
+WIDE = [4, 4, -1, 4, 4, 4, 8, -1, -1, 8, 8, 4]  # as 0013 left them
+INDEXES = {"btree (file_id)", "btree (node_id, day DESC)"}  # no key: junit 0014
+
+
+@pytest.mark.django_db
+def test_a_days_partition_has_its_columns_widest_first_and_no_key(suite, today):
+    day = today - timedelta(days=1000)  # a day of its own: no other test's partition
+    if exists(day):
+        partitions.drop_partition(day)
+    upload(suite, today, 1000)
+    name = partitions.partition_name(day)
+    assert widths(name) == widths(TABLE) == NARROW
+    assert indexes(name) == indexes(TABLE) == INDEXES
+
+
+def result_rows(apps) -> list[tuple]:
+    return sorted(apps.get_model("junit", "CaseResult").objects.values_list(
+        "file_id", "position", "day", "node_id", "attempts", "passes", "failures",
+        "flaky_failures", "duration", "outcome", "message", "signature"))
+
+
+@pytest.mark.django_db
+def test_the_migration_to_narrower_results_keeps_every_row_both_ways():
+    """Migration 0014 and back, over two days' partitions: the rows are copied into the
+    narrower columns (a count past 2 bytes kept as 32,767) and back."""
+    start = date(2026, 3, 30)
+    with migrated_back(WIDER) as apps:
+        assert widths(TABLE) == WIDE
+        for n in range(2):
+            partitions.day_partition(start + timedelta(days=n))
+        results = apps.get_model("junit", "CaseResult")
+        results.objects.bulk_create(
+            results(node_id=n, file_id=n % 3, day=start + timedelta(days=n % 2), position=n,
+                    outcome="failed", attempts=40_000 if n == 5 else n, passes=n // 2,
+                    failures=n - n // 2, flaky_failures=n, duration=[0.123, None, 7.5][n % 3],
+                    message=f"m{n}", signature=f"s{n}") for n in range(9))
+        before = result_rows(apps)
+    # Forwards: the same rows, the count too large for 2 bytes kept as the most it holds.
+    after = [(*row[:4], min(row[4], 32_767), *row[5:]) for row in before]
+    assert result_rows(django_apps) == after
+    assert rows_by_partition() == {partitions.partition_name(start): 5,
+                                   partitions.partition_name(start + timedelta(days=1)): 4}
+    for table in (TABLE, partitions.partition_name(start)):
+        assert widths(table) == NARROW and indexes(table) == INDEXES
+    assert one("SELECT to_regclass('junit_caseresult_old')") is None
+    with migrated_back(WIDER) as apps:
+        assert result_rows(apps) == after
+        assert widths(partitions.partition_name(start)) == WIDE
+        assert indexes(TABLE) == {"btree (file_id, \"position\", day)",
+                                  "btree (node_id, day DESC)"}
+        assert one("SELECT count(*) FROM pg_constraint WHERE conrelid = %s::regclass "
+                   "AND contype = 'p'", [TABLE]) == 1

@@ -9,13 +9,17 @@ their pages for the updates."""
 from __future__ import annotations
 
 import pytest
-from django.db import connection
+from django.db import DataError, connection, transaction
 from django.db.models import F
 
+from junit import ingest
 from junit.ingest import junit_ingest
 from junit.models import CaseResult, JUnitFile, NodeDay, NodeSummary
+from junit.parse import JUnitInvalid
 from junit.prune import prune_junit
+from junit.rules import ATTEMPTS_MAX, DURATION_MAX_S
 from ledger.models import Node
+from ledger.refusals import Code
 from tests.junit_files import junit_xml, migrated_back
 from tests.test_junit_prune import upload
 
@@ -45,6 +49,49 @@ def stored(suite, other_suite) -> list[JUnitFile]:
     files = [upload(suite, 0, "c0"), upload(suite, 40, "c40"), upload(other_suite, 0, "c0")]
     assert raw_rows(suite) == 4 and raw_rows(other_suite) == 2
     return files
+
+
+def test_a_results_counts_and_duration_hold_what_a_file_may_say(stored):
+    """The counts take 2 bytes and the duration 4 (junit 0014): the most a file may hold
+    is stored, and a duration reads back as it was written, not as its nearest float."""
+    row = CaseResult.objects.filter(file=stored[0])
+    most = {"attempts": ATTEMPTS_MAX, "passes": ATTEMPTS_MAX, "failures": ATTEMPTS_MAX}
+    for duration in (0.123, 0.001, 12.5, DURATION_MAX_S * ATTEMPTS_MAX):
+        row.update(**most, duration=duration)
+        assert set(row.values_list("attempts", "passes", "failures", "duration")) == {
+            (ATTEMPTS_MAX, ATTEMPTS_MAX, ATTEMPTS_MAX, duration)}
+    if connection.vendor == "postgresql":
+        with pytest.raises(DataError), transaction.atomic():
+            row.update(attempts=ATTEMPTS_MAX + 1)
+
+
+def cases_timed(*times: str) -> bytes:
+    cases = "".join(f'<testcase classname="tests.test_t" name="test_{n}" time="{time}"/>'
+                    for n, time in enumerate(times))
+    return f'<testsuites><testsuite name="pytest">{cases}</testsuite></testsuites>'.encode()
+
+
+def test_a_duration_past_the_limit_is_unknown(suite):
+    file = junit_ingest(suite=suite, actor="ci", query={"commit": "c1"},
+                        body=cases_timed("0.123", f"{DURATION_MAX_S:.0f}", "1e12", "inf"))
+    assert list(file.file.results.values_list("duration", flat=True)) == [
+        0.123, DURATION_MAX_S, None, None]
+
+
+def test_a_file_repeating_a_test_past_the_attempts_limit_is_refused(suite, monkeypatch):
+    monkeypatch.setattr(ingest, "ATTEMPTS_MAX", 3)
+    nodes = Node.objects.count()
+    body = junit_xml(("tests.test_a", "test_other", "passed"),
+                     *[("tests.test_a", "test_again", "passed")] * 4)
+    with pytest.raises(JUnitInvalid) as refused:
+        junit_ingest(suite=suite, body=body, actor="ci", query={"commit": "c1"})
+    (problem,) = refused.value.problems
+    assert (problem.code, problem.row, problem.field) == (Code.OUT_OF_RANGE, 1, "name")
+    assert "repeated 4 times in the file: at most 3 attempts" in problem.message
+    assert not JUnitFile.objects.exists() and Node.objects.count() == nodes
+    body = junit_xml(*[("tests.test_a", "test_again", "passed")] * 3)
+    stored = junit_ingest(suite=suite, body=body, actor="ci", query={"commit": "c1"}).file
+    assert list(stored.results.values_list("attempts", flat=True)) == [3]
 
 
 def test_the_raw_rows_have_no_foreign_key_in_the_database():
@@ -87,14 +134,21 @@ def columns_and_indexes(model) -> tuple[set[str], list[str], dict[tuple[str, ...
                           if not c["check"] and not c["primary_key"] and c["columns"]}
 
 
+def result_keys() -> tuple[list[str] | None, dict[tuple[str, ...], bool]]:
+    """How the results are found: by their place in their file, the key on SQLite and on
+    PostgreSQL a plain index of the file (junit 0014); a node's by day."""
+    if connection.vendor == "sqlite":
+        return ["file_id", "position", "day"], {("node_id", "day"): False}
+    return None, {("node_id", "day"): False, ("file_id",): False}
+
+
 def test_a_result_is_keyed_by_its_place_in_its_file():
     columns, key, indexes = columns_and_indexes(CaseResult)
     assert columns == {"file_id", "node_id", "day", "position", "outcome", "attempts",
                        "passes", "failures", "flaky_failures", "duration", "message",
                        "signature"}
-    # The key is a file's rows in order; a node's are found by day. No id, no suite.
-    assert key == ["file_id", "position", "day"]
-    assert indexes == {("node_id", "day"): False}
+    # No id, no suite.
+    assert (key, indexes) == result_keys()
 
 
 RESULT = ("file_id", "position", "day", "node_id", "outcome", "attempts", "passes",
@@ -122,8 +176,7 @@ def test_the_migration_to_keys_of_place_keeps_every_row_both_ways(suite, other_s
         assert added.pk > newest.pk
         added.delete()
     assert sorted(CaseResult.objects.values_list(*RESULT)) == results
-    assert columns_and_indexes(CaseResult)[1:] == (["file_id", "position", "day"],
-                                                   {("node_id", "day"): False})
+    assert columns_and_indexes(CaseResult)[1:] == result_keys()
 
 
 def test_deleting_a_node_deletes_its_raw_rows(suite, other_suite, stored):

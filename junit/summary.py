@@ -22,13 +22,12 @@ from collections import defaultdict
 from datetime import date, timedelta
 
 from django.db import connection, transaction
-from django.db.models import Max, Min, Q, Sum
+from django.db.models import Exists, Max, Min, OuterRef, Q, Sum
 
 from flakeboard.rules.summary import (
     SUMMARY_DAYS,
     DayCounts,
     SummaryCounts,
-    counts_moved,
     summary_added,
     summary_moved,
     summary_window,
@@ -192,64 +191,86 @@ def _moved(suite_id: int, as_of: date, today: date) -> None:
     """Move the summary of ``as_of`` to ``today``, a later day whose window holds
     ``as_of``: only the rollups of the days that left the window and of those that joined
     it are read (``summary_moved``), not the window's every day. A test keeps its row
-    while it has a day in the window, as a rebuild would."""
+    while it has a day in the window, as a rebuild would.
+
+    A test with a flaky day, before or now, has its row read and written whole (its spark
+    moves). The others, nearly all, only change their counts: the database moves them
+    itself (``_counts_moved``), without a row of theirs read here."""
     one = timedelta(days=1)
     first_before, _ = summary_window().bounds(as_of)
     first_now, _ = summary_window().bounds(today)
     days = NodeDay.objects.filter(suite_id=suite_id)
     gone_days, new_days = (first_before, first_now - one), (as_of + one, today)
-    left = _sums(days.filter(day__range=gone_days))
-    joined = _sums(days.filter(day__range=new_days))
+    # A test that ran on a day that left and on none left in the window has no row now.
+    gone = sorted(days.filter(day__range=gone_days).filter(~Exists(days.filter(
+        window_q("day", summary_window(), today), node_id=OuterRef("node_id")))).values_list(
+        "node_id", flat=True).distinct())
+    if gone:
+        NodeSummary.objects.filter(node_id__in=one_parameter(gone, "bigint")).delete()
     joined_flaky = defaultdict(dict)
     for node, day, flaky in days.filter(day__range=new_days, flaky_failures__gt=0).values_list(
             "node_id", "day").annotate(Sum("flaky_failures")).order_by():
         joined_flaky[node][day] = flaky
-    # A test with flaky days, before or now, has its spark moved: its row read and written
-    # whole. The others (no flaky day before or now) only change their counts.
     sparked = _summaries(NodeSummary.objects.filter(suite_id=suite_id, flaky_failures__gt=0))
-    whole = sparked.keys() | joined_flaky.keys()
-    stored = {node: (pk, tuple(counts)) for node, pk, *counts in plain_rows(
-        NodeSummary.objects.filter(node_id__in=one_parameter(
-            sorted((left.keys() | joined.keys()) - sparked.keys()), "bigint")).values_list(
-            "node_id", "pk", *COUNTS), CHUNK)}
-    # A test that ran on a day that left and on none that joined may have no day left.
-    maybe_gone = [node for node in left.keys() - joined.keys()
-                  if node in stored or node in sparked]
-    kept = {node for (node,) in plain_rows(days.filter(
-        window_q("day", summary_window(), today), node_id__in=one_parameter(
-            maybe_gone, "bigint")).values_list("node_id").distinct(), CHUNK)
-            } if maybe_gone else set()
+    whole = sorted((sparked.keys() | joined_flaky.keys()) - set(gone))
+    _counts_moved(suite_id, gone_days, new_days)
+    if not whole:
+        _signatures_moved(suite_id, gone_days, new_days)
+        return
+    # The rows of those flaky only on a day that joined: their counts, and no spark yet.
+    stored = {**_summaries(NodeSummary.objects.filter(node_id__in=one_parameter(
+        joined_flaky.keys() - sparked.keys(), "bigint"))), **sparked}
+    chosen = days.filter(node_id__in=one_parameter(whole, "bigint"))
+    left, joined = (_sums(chosen.filter(day__range=span)) for span in (gone_days, new_days))
     none = (0,) * len(COUNTS)
-    updates, inserts, whole_updates, gone = [], [], [], []
-    for node in left.keys() | joined.keys() | whole:
-        if node in left and node not in joined and node not in kept:
-            gone.append(node)
-            continue
-        moved = {"left": left.get(node, none), "joined": joined.get(node, none)}
-        if node in sparked:
-            pk, summary = sparked[node]
-        else:
-            pk, counts = stored.get(node, (None, none))
-            if node not in whole:
-                counts = counts_moved(counts, **moved)
-                if pk is None:
-                    inserts.append((suite_id, node, *counts, *NO_FLAKY_DAYS.values()))
-                else:
-                    updates.append((*counts, pk))
-                continue
-            summary = SummaryCounts(*counts)
-        summary = summary_moved(summary, as_of=as_of, today=today, **moved,
+    updates, inserts = [], []
+    for node in whole:
+        pk, summary = stored.get(node, (None, SummaryCounts()))
+        summary = summary_moved(summary, as_of=as_of, today=today, left=left.get(node, none),
+                                joined=joined.get(node, none),
                                 joined_flaky=joined_flaky.get(node, {}))
         if pk is None:
             inserts.append((suite_id, node, *_plain(summary)))
         else:
-            whole_updates.append((*_plain(summary), pk))
-    if gone:
-        NodeSummary.objects.filter(node_id__in=one_parameter(gone, "bigint")).delete()
-    update_rows(NodeSummary, COUNTS, updates)
-    update_rows(NodeSummary, SUMMARY_FIELDS, whole_updates)
+            updates.append((*_plain(summary), pk))
+    update_rows(NodeSummary, SUMMARY_FIELDS, updates)
     insert_plain(NodeSummary, ("suite_id", "node_id", *SUMMARY_FIELDS), inserts)
     _signatures_moved(suite_id, gone_days, new_days)
+
+
+def _counts_moved(suite_id: int, gone_days: tuple, new_days: tuple) -> None:
+    """``counts_moved`` in the database, for the tests with no flaky day before or now (no
+    flaky failure in their summary, none on a day that joined): each row's counts less
+    those of the days that left, plus those of the days that joined; a test with no row
+    (it ran on no day of the window before) gets one, of the days that joined. Run after
+    the rows of the tests gone are deleted, before those with flaky days are written."""
+    quote = connection.ops.quote_name
+    summary, rollups = (quote(model._meta.db_table) for model in (NodeSummary, NodeDay))
+    counts = [quote(name) for name in COUNTS]
+    day = connection.ops.adapt_datefield_value
+    (gone_from, gone_to), (new_from, new_to) = ([day(d) for d in span]
+                                                for span in (gone_days, new_days))
+    # +1 a count of a day that joined, -1 of one that left.
+    signed = ", ".join(f"SUM(CASE WHEN day >= %s THEN {c} ELSE -{c} END) AS {c}"
+                       for c in counts)
+    sets = ", ".join(f"{c} = {summary}.{c} + d.{c}" for c in counts)
+    update = (f"UPDATE {summary} SET {sets} "  # noqa: S608
+              f"FROM (SELECT node_id, {signed} FROM {rollups} WHERE suite_id = %s "
+              "AND (day BETWEEN %s AND %s OR day BETWEEN %s AND %s) GROUP BY node_id "
+              "HAVING SUM(CASE WHEN day >= %s THEN flaky_failures ELSE 0 END) = 0) AS d "
+              f"WHERE {summary}.node_id = d.node_id AND {summary}.flaky_failures = 0")
+    columns = ", ".join(quote(name) for name in SUMMARY_FIELDS)
+    sums = ", ".join(f"SUM({c})" for c in counts)
+    insert = (f"INSERT INTO {summary} (suite_id, node_id, {columns}) "  # noqa: S608
+              f"SELECT %s, node_id, {sums}, %s, %s, %s FROM {rollups} AS r "
+              "WHERE suite_id = %s AND day BETWEEN %s AND %s AND NOT EXISTS (SELECT 1 FROM "
+              f"{summary} AS s WHERE s.node_id = r.node_id) GROUP BY node_id "
+              "HAVING SUM(flaky_failures) = 0")
+    with connection.cursor() as cursor:
+        # The names are the models' own, quoted; the values are parameters.
+        cursor.execute(update, [*[new_from] * len(counts), suite_id, gone_from, gone_to,
+                                new_from, new_to, new_from])
+        cursor.execute(insert, [suite_id, *NO_FLAKY_DAYS.values(), suite_id, new_from, new_to])
 
 
 def _signatures_moved(suite_id: int, gone_days: tuple, new_days: tuple) -> None:

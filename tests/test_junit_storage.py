@@ -14,7 +14,14 @@ from django.db.models import F
 
 from junit import ingest
 from junit.ingest import junit_ingest
-from junit.models import CaseResult, JUnitFile, NodeDay, NodeSummary
+from junit.models import (
+    CaseResult,
+    JUnitFile,
+    NodeDay,
+    NodeSummary,
+    SignatureDay,
+    SignatureSummary,
+)
 from junit.parse import JUnitInvalid
 from junit.prune import prune_junit
 from junit.rules import ATTEMPTS_MAX, DURATION_MAX_S
@@ -101,6 +108,25 @@ def test_the_raw_rows_have_no_foreign_key_in_the_database():
                 cursor, model._meta.db_table).items() if constraint["foreign_key"])
             for model in RAW_KEYS}
     assert keys == {"junit_caseresult": []}
+
+
+def test_the_rollups_have_no_foreign_key_in_the_database_and_go_with_their_suite(
+        suite, other_suite, stored):
+    """junit 0015: PostgreSQL checked each key of each rollup inserted at the commit."""
+    rollups = (NodeDay, SignatureDay, NodeSummary, SignatureSummary)
+    with connection.cursor() as cursor:
+        keys = {model._meta.db_table: [
+            name for name, constraint in connection.introspection.get_constraints(
+                cursor, model._meta.db_table).items() if constraint["foreign_key"]]
+            for model in rollups}
+    assert keys == {model._meta.db_table: [] for model in rollups}
+    assert NodeDay.objects.filter(suite=suite).exists()
+    assert SignatureDay.objects.filter(suite=suite).exists()
+    suite.delete()
+    for model in rollups:
+        assert not model.objects.filter(suite_id=suite.pk).exists()
+        assert not model.objects.exclude(node__in=Node.objects.all()).exists()
+    assert NodeDay.objects.filter(suite=other_suite).exists()
 
 
 def test_the_results_are_the_only_raw_rows():

@@ -29,7 +29,7 @@ from django.db.models.functions import RowNumber
 from flakeboard import rules
 from junit.models import SignatureDay
 from junit.selectors import Window as DayWindow
-from junit.selectors import counted_results
+from junit.selectors import counted_node_results
 from ledger.models import Node, Suite
 from runs.models import Measurement
 
@@ -135,7 +135,7 @@ def _ci_facts(suite: Suite, pks: list[int], window: DayWindow,
     # One query: the union of each node's figures per job over the window, at each commit
     # it was measured at, and per failure signature over the window.
     # The nodes are the suite's, so their counts are too.
-    results = counted_results(node_id__in=pks)
+    results = counted_node_results(suite.pk, node_id__in=pks)
     runs = Sum(F("passes") + F("failures"))
     parts = [results.filter(window.q()).values("node_id", "file__job").annotate(
         kind=Value(JOBS), key=F("file__job"), runs=runs, counted=Sum("flaky_failures")),

@@ -21,7 +21,7 @@ from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 
 from flakeboard import rules
-from junit.models import CaseResult
+from junit.models import node_results
 from junit.rules import FAILURES, Outcome
 from junit.selectors import Window as DayWindow
 from ledger.models import Node, QuarantineEntry, Suite
@@ -108,9 +108,9 @@ def _on_default_branch(suite: Suite, pks: list[int]) -> tuple[dict, dict]:
     if not pks:
         return {}, {}
     newest = F("day").desc(), F("file__created_at").desc(), F("file_id").desc()
-    results = (CaseResult.objects.filter(
-        node_id__in=pks, file__branch=suite.default_branch, file__infrastructure_reason="",
-        outcome__in=[Outcome.PASSED, *FAILURES])
+    results = (node_results(
+        suite.pk, node_id__in=pks, file__branch=suite.default_branch,
+        file__infrastructure_reason="", outcome__in=[Outcome.PASSED, *FAILURES])
         .annotate(nth=Window(RowNumber(), partition_by=[F("node_id")], order_by=newest))
         .filter(nth__lte=DEFAULT_RESULTS_READ)
         .order_by("node_id", "nth").values_list("node_id", "outcome", "file__commit"))

@@ -23,9 +23,9 @@ from django.db.models import Max, Model, Q, Sum
 
 from ledger.models import MeasureTarget, Node
 
-from .models import CaseResult, NodeDay, SignatureDay
+from .models import NodeDay, SignatureDay, node_results
 from .rules import is_flaky
-from .selectors import counted_results
+from .selectors import counted_node_results
 from .summary import summary_node_merged
 
 
@@ -51,25 +51,27 @@ def _merge_rows(model: type[Model], key: Iterable[str], counts: Iterable[str], g
     model.objects.filter(pk__in=moved).update(node_id=into)
 
 
-def _flaky_commits(node: int) -> set[tuple]:
+def _flaky_commits(suite_id: int, node: int) -> set[tuple]:
     """The (day, commit) pairs of the jobs a node was flaky in, each by the last day a
     counted file of the job held it."""
-    jobs = (counted_results(node_id=node).values("file__commit", "file__job")
+    jobs = (counted_node_results(suite_id, node_id=node).values("file__commit", "file__job")
             .annotate(passes=Sum("passes"), failures=Sum("failures"), last=Max("day")))
     return {(job["last"], job["file__commit"]) for job in jobs
             if is_flaky(job["passes"], job["failures"])}
 
 
-def merge_guess(guess: int, into: int) -> None:
-    """Merge the guessed node ``guess`` into the node ``into`` (primary keys), and delete
-    it. The caller holds the suite's write lock, in the upload's transaction."""
+def merge_guess(suite_id: int, guess: int, into: int) -> None:
+    """Merge the guessed node ``guess`` into the node ``into`` (primary keys, of the suite
+    ``suite_id``), and delete it. The caller holds the suite's write lock, in the upload's
+    transaction."""
     # A commit flaky under both names on one day is one flaky commit of that day.
-    twice = Counter(day for day, _ in _flaky_commits(guess) & _flaky_commits(into))
+    twice = Counter(day for day, _ in (_flaky_commits(suite_id, guess)
+                                       & _flaky_commits(suite_id, into)))
 
     def day_finished(kept: NodeDay, row: NodeDay) -> None:
         kept.flaky_commits = max(0, kept.flaky_commits - twice[kept.day])
 
-    CaseResult.objects.filter(node_id=guess).update(node_id=into)
+    node_results(suite_id, node_id=guess).update(node_id=into)
     _merge_rows(NodeDay, ("suite_id", "day", "branch"),
                 ("runs", "failures", "flaky_failures", "flaky_commits"), guess, into,
                 day_finished)

@@ -94,6 +94,37 @@ class JUnitFile(models.Model):
         return bool(self.infrastructure_reason)
 
 
+class NodeResultsIndex(models.Index):
+    """A test's results by day. On PostgreSQL ``(node, day DESC)``: each day is a
+    partition of its own, so an upload adds to its day's index alone. On SQLite, one table,
+    ``(day, node)``: an upload's entries go to one place, its day's, where by node they went
+    to one place a test of an index of every result, most of its pages dirtied (and carried
+    by the WAL) at every upload. There a test's results are read with their days
+    (``node_results``), each day's found by node."""
+
+    def create_sql(self, model, schema_editor, using="", **kwargs):
+        if schema_editor.connection.vendor != "sqlite":
+            return super().create_sql(model, schema_editor, using, **kwargs)
+        by_day = models.Index(fields=["day", "node"], name=self.name)
+        return by_day.create_sql(model, schema_editor, using, **kwargs)
+
+
+def node_results(suite_id: int, **filters):
+    """The results ``filters`` pick of the suite's tests (``node_id=…`` or
+    ``node_id__in=…``), on the days of the suite's files: on SQLite their index leads with
+    the day (``NodeResultsIndex``); on PostgreSQL the days are a semi-join after each
+    partition's index of its tests."""
+    days = JUnitFile.objects.filter(suite_id=suite_id).values("day")
+    return CaseResult.objects.filter(day__in=days, **filters).order_by()
+
+
+def cascade_by_day(collector, field, sub_objs, using):
+    """``CASCADE`` for a node's results, read on the days of the files there are
+    (``NodeResultsIndex``)."""
+    days = JUnitFile.objects.using(using).values("day")
+    models.CASCADE(collector, field, sub_objs.filter(day__in=days), using)
+
+
 class CaseResult(models.Model):
     """One test in one file, its attempts merged (``junit.rules.merge_attempts``). A raw row,
     written by an upload (tens of thousands a file) and deleted by the prune. On PostgreSQL
@@ -115,8 +146,8 @@ class CaseResult(models.Model):
     pk = models.CompositePrimaryKey("file", "position", "day")
     file = models.ForeignKey(JUnitFile, on_delete=models.CASCADE, related_name="results",
                              db_index=False, db_constraint=False)
-    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+", db_index=False,
-                             db_constraint=False)
+    node = models.ForeignKey(Node, on_delete=cascade_by_day, related_name="+",
+                             db_index=False, db_constraint=False)
     day = models.DateField()
     position = models.PositiveIntegerField(help_text="Its first testcase's index in the file.")
     outcome = models.CharField(max_length=7, choices=[(o.value, o.value) for o in Outcome],
@@ -135,7 +166,7 @@ class CaseResult(models.Model):
 
     class Meta:
         ordering = ["position"]
-        indexes = [models.Index(fields=["node", "-day"], name="caseresult_node_recent")]
+        indexes = [NodeResultsIndex(fields=["node", "-day"], name="caseresult_node_recent")]
 
     def __str__(self):
         return f"{self.node_id}: {self.outcome} ({self.passes}/{self.attempts} passed)"

@@ -79,7 +79,7 @@ def _merge_guesses(suite: Suite, settled: dict[str, str]) -> bool:
         return False
     into = _known(suite, [settled[guess] for guess in found])
     for guess, (pk,) in found.items():
-        merge_guess(pk, into[settled[guess]])
+        merge_guess(suite.pk, pk, into[settled[guess]])
     return True
 
 

@@ -20,7 +20,15 @@ from ledger.models import MeasureTarget, Node, QuarantineEntry, Suite
 from ledger.predicates import window_q
 from ledger.rows import EntryRow, entry_row
 
-from .models import CaseResult, JUnitFile, NodeDay, NodeSummary, SignatureDay, SignatureSummary
+from .models import (
+    CaseResult,
+    JUnitFile,
+    NodeDay,
+    NodeSummary,
+    SignatureDay,
+    SignatureSummary,
+    node_results,
+)
 from .rules import FlakyFigures
 from .summary import COUNTS, SUMMARY_DAYS, summary_of
 
@@ -260,8 +268,13 @@ def counted_results(**filters):
     return CaseResult.objects.filter(file__infrastructure_reason="", **filters).order_by()
 
 
+def counted_node_results(suite_id: int, **filters):
+    """``counted_results`` of some of the suite's tests (``node_results``)."""
+    return node_results(suite_id, file__infrastructure_reason="", **filters)
+
+
 def latest_results(node: Node, latest: int) -> list[CaseResult]:
-    return list(CaseResult.objects.filter(node=node).select_related("file").order_by(
+    return list(node_results(node.suite_id, node_id=node.pk).select_related("file").order_by(
         "-day", "-file__created_at", "-file_id")[:latest])
 
 

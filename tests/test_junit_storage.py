@@ -21,10 +21,12 @@ from junit.models import (
     NodeSummary,
     SignatureDay,
     SignatureSummary,
+    node_results,
 )
 from junit.parse import JUnitInvalid
 from junit.prune import prune_junit
 from junit.rules import ATTEMPTS_MAX, DURATION_MAX_S
+from junit.selectors import latest_results
 from ledger.models import Node
 from ledger.refusals import Code
 from tests.junit_files import junit_xml, migrated_back
@@ -129,6 +131,28 @@ def test_the_rollups_have_no_foreign_key_in_the_database_and_go_with_their_suite
     assert NodeDay.objects.filter(suite=other_suite).exists()
 
 
+def test_a_tests_results_are_read_through_their_index(suite, stored):
+    """On SQLite each day's results by node (junit 0016), found with the days of the suite's
+    files; on PostgreSQL each day's partition's results by node."""
+    node = Node.objects.get(suite=suite, nodeid="tests/test_a.py::test_bad")
+    for results in (node_results(suite.pk, node_id=node.pk),
+                    node_results(suite.pk, node_id__in=[node.pk, node.pk + 1])):
+        sql, params = results.query.sql_with_params()
+        with connection.cursor() as cursor:
+            if connection.vendor == "sqlite":
+                cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
+                plan = [row[-1] for row in cursor.fetchall()]
+                found = "USING INDEX caseresult_node_recent (day=? AND node_id=?)"
+            else:
+                cursor.execute("SET LOCAL enable_seqscan = off")
+                cursor.execute(f"EXPLAIN {sql}", params)
+                plan = [row[0] for row in cursor.fetchall()]
+                found = "Index Cond:"
+        assert any(found in line and "node_id" in line for line in plan), plan
+        assert not any("SCAN junit_caseresult" in line for line in plan), plan
+    assert [r.file.commit for r in latest_results(node, 10)] == ["c0", "c40"]
+
+
 def test_the_results_are_the_only_raw_rows():
     with connection.cursor() as cursor:
         tables = connection.introspection.table_names(cursor)
@@ -162,9 +186,10 @@ def columns_and_indexes(model) -> tuple[set[str], list[str], dict[tuple[str, ...
 
 def result_keys() -> tuple[list[str] | None, dict[tuple[str, ...], bool]]:
     """How the results are found: by their place in their file, the key on SQLite and on
-    PostgreSQL a plain index of the file (junit 0014); a node's by day."""
+    PostgreSQL a plain index of the file (junit 0014); a node's by day, on SQLite each
+    day's by node (junit 0016)."""
     if connection.vendor == "sqlite":
-        return ["file_id", "position", "day"], {("node_id", "day"): False}
+        return ["file_id", "position", "day"], {("day", "node_id"): False}
     return None, {("node_id", "day"): False, ("file_id",): False}
 
 

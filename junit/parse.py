@@ -152,14 +152,15 @@ class _Reader:
         self.testcases: list[_Testcase] = []
         self.errors_outside_tests = 0
         self.clues: set[str] = set()
+        self.clue_tags = set(CLUES)  # less those whose clue is found
         self.case: _Testcase | None = None
         self.case_depth = 0
         self.result: list | None = None  # [tag, message, own text, stackTrace's text]
         self.text: list[str] | None = None  # where the text read now goes, if anywhere
 
-    def start(self, tag: str, attributes: list[str]) -> None:
-        """expat's start handler: ``tag`` is ``namespace}name`` in a namespace,
-        ``attributes`` the names and values in turn."""
+    def start(self, tag: str, attrs: dict[str, str]) -> None:
+        """expat's start handler: ``tag`` is ``namespace}name`` in a namespace, ``attrs``
+        its attributes (a dict expat makes: ``parser``)."""
         self.left -= 1
         if self.left < 0:
             raise _TooManyElements
@@ -168,9 +169,8 @@ class _Reader:
             raise _TooDeep
         if "}" in tag:  # namespaces are ignored
             tag = tag.rpartition("}")[2]
-        attrs = dict(zip(attributes[::2], attributes[1::2], strict=True))
         self.text = None
-        if tag in CLUES:
+        if tag in self.clue_tags:
             self._clue(tag, attrs)
         if depth == 1:
             self.root, self.root_name = tag, attrs.get("name", "")
@@ -211,6 +211,7 @@ class _Reader:
         elif tag == "testcase":
             if attrs.get("file", "").endswith(".py"):
                 self.clues.add("python file")
+                self.clue_tags.discard(tag)
         else:  # Surefire's reruns
             self.clues.add("java")
 
@@ -246,7 +247,8 @@ class _Reader:
         parser = DefusedElementTree.DefusedXMLParser(
             target=self, forbid_dtd=True, forbid_entities=True, forbid_external=True)
         expat = parser.parser
-        assert expat.ordered_attributes and expat.buffer_text  # as this reader reads them
+        assert expat.buffer_text  # as this reader reads the text
+        expat.ordered_attributes = False  # each element's attributes as a dict, made in C
         expat.StartElementHandler, expat.EndElementHandler = self.start, self.end
         return parser
 
@@ -312,17 +314,20 @@ def _message(message: str | None, text: str, producer: Producer) -> str:
 
 
 def _duration(value: str | None) -> float | None:
+    if not value:
+        return None
     try:
-        seconds = float((value or "").replace(",", ""))
+        seconds = float(value.replace(",", "") if "," in value else value)
     except ValueError:
         return None
     return seconds if 0 <= seconds <= DURATION_MAX_S else None
 
 
 def _attempts(testcase: _Testcase, producer: Producer) -> tuple[Attempt, ...]:
-    own, before, after = Attempt(Outcome.PASSED, _duration(testcase.attrs.get("time"))), [], []
+    own = Attempt(Outcome.PASSED, _duration(testcase.attrs.get("time")))
     if not testcase.results:  # a passing test, the common case
         return (own,)
+    before, after = [], []
     for tag, message, text in testcase.results:
         # The first result element says how the attempt ended; a failure outranks an error
         # (pytest writes a test that failed and then errored in teardown with both).

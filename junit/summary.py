@@ -22,7 +22,7 @@ from collections import defaultdict
 from datetime import date, timedelta
 
 from django.db import connection, transaction
-from django.db.models import Exists, Max, Min, OuterRef, Q, Sum
+from django.db.models import Max, Min, Q, Sum
 
 from flakeboard.rules.summary import (
     SUMMARY_DAYS,
@@ -201,10 +201,14 @@ def _moved(suite_id: int, as_of: date, today: date) -> None:
     first_now, _ = summary_window().bounds(today)
     days = NodeDay.objects.filter(suite_id=suite_id)
     gone_days, new_days = (first_before, first_now - one), (as_of + one, today)
-    # A test that ran on a day that left and on none left in the window has no row now.
-    gone = sorted(days.filter(day__range=gone_days).filter(~Exists(days.filter(
-        window_q("day", summary_window(), today), node_id=OuterRef("node_id")))).values_list(
-        "node_id", flat=True).distinct())
+    # A test that ran on a day that left and on none left in the window has no row now:
+    # of those that ran on a day that left and on none that joined (few: one set
+    # difference), those with no other day in the window.
+    maybe_gone = {node for (node,) in days.filter(day__range=gone_days).values_list(
+        "node_id").difference(days.filter(day__range=new_days).values_list("node_id"))}
+    gone = sorted(maybe_gone - set(days.filter(
+        window_q("day", summary_window(), today), node_id__in=maybe_gone).values_list(
+        "node_id", flat=True))) if maybe_gone else []
     if gone:
         NodeSummary.objects.filter(node_id__in=one_parameter(gone, "bigint")).delete()
     joined_flaky = defaultdict(dict)

@@ -10,6 +10,7 @@ import threading
 from datetime import date
 
 import pytest
+from django.db import connection
 
 from junit.ingest import junit_ingest
 from junit.models import CaseResult, NodeDay
@@ -143,3 +144,25 @@ def test_counts_added_needs_a_unique_constraint_over_its_columns():
     with pytest.raises(ValueError, match="no unique constraint"):
         bulk.counts_added(CaseResult, fixed=fixed, key=("node_id",),
                           counts=("passes", "failures"), rows=[(1, 1, 0)])
+
+
+
+TEXTS = ["0f3a9c", "tests/test_a.py::test_b[1]", "", "NULL", "null", "Null", "a,b",
+         'say "hi"', "back\\slash", "two words", "tab\there", "{braces}", "naïve✓"]
+PLAIN = {"0f3a9c", "tests/test_a.py::test_b[1]", "naïve✓"}  # no quotes needed
+
+
+@pytest.mark.parametrize("values", [
+    ["0f3a9c", "deadbeef"], TEXTS, *([text] for text in TEXTS), [7, 8, 9],
+])
+def test_an_array_parameter_reads_back_as_written(db, values):
+    """``pg_array``: values whose text needs no quotes go as the array's text, the others
+    through the driver; either way the database reads back what was written, in order
+    (``one_parameter``: on SQLite a JSON array)."""
+    cast = "bigint" if isinstance(values[0], int) else "text"
+    parameter = bulk.one_parameter(values, cast)
+    with connection.cursor() as cursor:
+        cursor.execute(parameter.sql, parameter.params)
+        assert [value for (value,) in cursor.fetchall()] == values
+    plain = isinstance(values[0], int) or set(values) <= PLAIN | {"deadbeef"}
+    assert isinstance(bulk.pg_array(values), str) == plain

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from functools import lru_cache
 
 from django.db.models import Exists, Max, OuterRef, Q
 
@@ -28,7 +29,12 @@ from ledger.selectors import tier_rule_specs
 from web.bulk import one_parameter, plain_rows
 
 from .merge import merge_guess
-from .parse import Case
+from .parse import IDS_KEPT, Case
+
+# A suite's tests are the same from one upload to the next: the keys of their written
+# forms (a SHA-256 each) are kept for the process's later uploads, as their ids are
+# (``junit.parse``).
+_written_key = lru_cache(maxsize=IDS_KEPT)(written_key)
 
 # Nodes the suite knows from pytest itself: named by a gate upload or by an entry.
 VOUCHED = Q(first_seen__isnull=False) | Exists(QuarantineEntry.objects.filter(node=OuterRef("pk")))
@@ -86,7 +92,7 @@ def _merge_guesses(suite: Suite, settled: dict[str, str]) -> bool:
 def nodes_for_cases(suite: Suite, cases: list[Case], commit: str) -> list[tuple[int, str]]:
     """Each case's node, (primary key, node id), in the cases' order; new nodes created,
     and every one with evidence at ``commit`` (``rules.is_new``)."""
-    forms = [written_key(*case.written) if case.written else None for case in cases]
+    forms = [_written_key(*case.written) if case.written else None for case in cases]
     fits, read = _vouched_fits(suite, filter(None, forms))
     chosen = [_settled(case, fits.get(form)) for case, form in zip(cases, forms, strict=True)]
     if _merge_guesses(suite, {case.nodeid: nodeid

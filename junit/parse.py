@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from xml.etree.ElementTree import ParseError
 from xml.parsers.expat import ErrorString
 
@@ -35,6 +36,10 @@ from . import nodeids
 from .rules import DURATION_MAX_S, Attempt, Outcome, Producer
 
 MAX_PROBLEMS = 50
+# A suite's tests are the same from one upload to the next: the node ids of the last this
+# many pytest testcases read are kept for the process's later uploads (each a few hundred
+# bytes), as the keys of their written forms are (``junit.nodes``).
+IDS_KEPT = 16_384
 ELEMENTS_PER_CASE = 20  # a testcase, its results, reruns, outputs and properties, and more
 # Elements open at once, the root included: far more than any writer nests test suites,
 # and refused as the parser reads, so a deep file never becomes a deep tree.
@@ -354,14 +359,19 @@ def _outside_tests(testcase: _Testcase, producer: Producer) -> bool:
     return False
 
 
+@lru_cache(maxsize=IDS_KEPT)
+def _pytest_ids(classname: str, name: str, file: str) -> tuple[str, tuple[str, str] | None]:
+    written = None if nodeids.file_fits(classname, file) else (classname, name)
+    return nodeids.pytest_nodeid(classname, name, file), written
+
+
 def _nodeid(attrs: dict[str, str], producer: Producer, suite: str):
     """The testcase's node id, and what pytest wrote when that id is a guess."""
     classname, name = attrs.get("classname", ""), attrs.get("name", "")
     file = attrs.get("file", "").replace("\\", "/")
     if producer is not Producer.PYTEST:
         return nodeids.generic_nodeid(classname, name, file, suite), None
-    written = None if nodeids.file_fits(classname, file) else (classname, name)
-    return nodeids.pytest_nodeid(classname, name, file), written
+    return _pytest_ids(classname, name, file)
 
 
 def _problems(attrs: dict[str, str], position: int, nodeid: str):

@@ -253,19 +253,19 @@ def test_the_prune_leaves_no_raw_row_without_its_suite_node_or_file(suite, other
 
 
 @pytest.mark.skipif("connection.vendor != 'postgresql'", reason="PostgreSQL's fillfactor")
-@pytest.mark.parametrize("model", [NodeSummary, NodeDay])
-def test_the_rollups_updated_by_every_file_keep_room_on_their_pages(model):
+@pytest.mark.parametrize(("model", "percent"), [(NodeSummary, 70), (NodeDay, 50)])
+def test_the_rollups_updated_by_every_file_keep_room_on_their_pages(model, percent):
     with connection.cursor() as cursor:
         cursor.execute("SELECT reloptions FROM pg_class WHERE relname = %s",
                        [model._meta.db_table])
-        assert cursor.fetchone()[0] == ["fillfactor=70"]
+        assert cursor.fetchone()[0] == [f"fillfactor={percent}"]
 
 
 @pytest.mark.skipif("connection.vendor != 'postgresql'", reason="PostgreSQL's HOT updates")
 def test_a_days_later_file_updates_its_tests_rollups_on_their_pages(suite):
-    """The day's second file of 1,000 tests updates each test's row of the day: most of the
-    updates find room on their row's page and write no index entry. With full pages, only
-    the last page's would."""
+    """The day's second file of 1,000 tests updates each test's row of the day: the updates
+    find room on their row's page and write no index entry (junit 0017: half-full pages;
+    with 30% free, fewer than half did, and with full pages only the last page's would)."""
     cases = [("tests.test_many", f"test_{i:04d}", "passed") for i in range(1000)]
 
     def updates() -> tuple[int, int]:
@@ -281,4 +281,4 @@ def test_a_days_later_file_updates_its_tests_rollups_on_their_pages(suite):
     junit_ingest(suite=suite, body=junit_xml(*cases), actor="ci", query={"commit": "c2"})
     updated, hot = (after - earlier for after, earlier in zip(updates(), before, strict=True))
     assert updated == 1000
-    assert hot >= 300
+    assert hot >= 950

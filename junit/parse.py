@@ -157,7 +157,7 @@ class _Reader:
         self.testcases: list[_Testcase] = []
         self.errors_outside_tests = 0
         self.clues: set[str] = set()
-        self.clue_tags = set(CLUES)  # less those whose clue is found
+        self.clue_tags = set(CLUES)  # less those whose clue is found, or moot
         self.case: _Testcase | None = None
         self.case_depth = 0
         self.result: list | None = None  # [tag, message, own text, stackTrace's text]
@@ -179,6 +179,8 @@ class _Reader:
             self._clue(tag, attrs)
         if depth == 1:
             self.root, self.root_name = tag, attrs.get("name", "")
+            if self.root_name == "pytest tests":
+                self.clue_tags.clear()  # pytest's, whatever follows (``_producer``)
             self.open.append((tag, True, self.root_name))
             return
         parent, parent_read, suite = self.open[-1]
@@ -207,6 +209,7 @@ class _Reader:
         if tag == "testsuite":
             if attrs.get("name") == "pytest":
                 self.clues.add("pytest suite")
+                self.clue_tags.clear()  # pytest's, whatever follows (``_producer``)
         elif tag == "property":
             name = attrs.get("name", "")
             if name == "go.version":

@@ -1,8 +1,9 @@
 """B7: passive evidence from JUnit XML. The ingest of one 10,000-test pytest file through
 the service (``junit_ingest``: parse, resolve the nodes, merge the reruns, detect, store
-the results and rollups), judged on its time (goal ≤ 1 s) and shown against a baseline of
-``defusedxml.ElementTree.fromstring`` on the same bytes; and the flaky-tests page over a
-suite holding 1M stored testcase results, judged against 150 ms and 12 queries.
+the results and rollups), judged on its time (goal ≤ 300 ms, a company's; it was 1 s) and
+shown against a baseline of ``defusedxml.ElementTree.fromstring`` on the same bytes; and
+the flaky-tests page over a suite holding 1M stored testcase results, judged against 150
+ms and 12 queries.
 
 The data is real ingests, not bulk inserts: 100 files of 10,000 tests go through
 ``junit_ingest``, two jobs (py3.12, py3.13) of one commit a day over 50 days, each at its
@@ -49,7 +50,7 @@ from .pages import page_rows
 
 ID = "B7"
 TESTS = 10_000
-LIMIT_S = 1.0
+LIMIT_S = 0.3
 RESULTS = 1_000_000
 FILES = 100  # two jobs a day: 50 days
 JOBS = ("py3.12", "py3.13")
@@ -65,30 +66,38 @@ MESSAGES = (
     "sqlite3.OperationalError: database is locked (after {a}.{b:03d}s)",
 )
 GAP = """
-The ingest meets its goal on both databases, not yet issue 53's 300 ms. An upload writes
-each of its rows once and reads back only what it must: the day's rollups and the summary
-gain the file's counts in one INSERT … ON CONFLICT DO UPDATE (a plain insert for the
-day's first file), and a later day moves the summary by the days that left and joined its
-window instead of summing 30 days of rollups again. The results carry no database foreign
-key, whose checks at the commit cost PostgreSQL more than writing them, and a job keeps no
-counts of its own (junit 0013: detection reads them from the results of the commit's
-earlier files, none here, since each timed file is a new commit's). SQLite's commits
-checkpoint the WAL once it holds 16,384 pages, one upload in two or three. What is left is
-the rows: a 10,000-test file writes three rows a test (its result, its day's rollup, its
-summary), each with its indexes. On SQLite their executemany and the commit are about half
-of the time, reading the file (parse_junit) about a quarter, finding the nodes about a
-tenth. On PostgreSQL the server's writing of the rows and their indexes is most of it; a day's
-first file, which also inserts the day's rollups, took 596 ms against the second's 431 ms
-(2026-12-07, after 0013; 572 and 407 ms that morning before it, within the run's noise: the
-job counts' rows cost about what reading the commit's results costs). The results narrower
-(0014) change nothing the runs' noise shows: three runs that afternoon at a 1-minute load of
-about 1 took 578 to 798 ms, and the commit before 491 ms between them (a COPY of 10,000
-results alone: 25 to 37 ms, against 34 to 55 before). The server's log of one such run
-(statements over 15 ms) gives a later file's time: its commit 65 to 105 ms (writing the
-WAL), the day's rollups 56 to 102 ms, the summary's read and update 55 to 71 ms, its nodes
-33 to 43 ms, its results 24 to 40 ms; the rest is Python's, reading the file most of it.
-The next remedies: the day's rollups and the summary with fewer index entries to write, and
-the file read by a faster parser.
+Met on both databases since 2026-12-07 (at about 18:25 UTC, a 1-minute load of 1.2 to 1.3:
+260 ms on SQLite, its day's first file 265 ms and second 226 ms; 287 ms on PostgreSQL, 300
+and 259 ms), from 410 and 414 ms that afternoon before these changes:
+
+- on SQLite, a test's results are indexed by day, then node (junit 0016): by node, an
+  upload wrote one entry a test at that test's place in an index of every result, most of
+  its pages dirtied and carried by the WAL to the checkpoint (its commit took 75 ms a
+  file on average, its results' insert 45);
+- on PostgreSQL, the rollups have no database foreign key (junit 0015): a day's first file
+  inserts its tests' rows of the day, and the commit checked both keys of each, about 50
+  ms; ``NodeDay``'s pages are half full (junit 0017), so that a day's second file's updates
+  all stay on their rows' pages (46% did with 30% free, each other one writing an entry in
+  each of the table's five indexes);
+- a later day's first file moves the summary in the database for the tests with no flaky
+  day (one ``UPDATE … FROM`` of the two spans' sums and one ``INSERT … SELECT``), where
+  it read 30,000 rows into Python and wrote 10,000 back (135 ms on PostgreSQL; now about
+  85), and finds the tests gone by one set difference;
+- the parser takes each element's attributes as expat's dict and stops looking for its
+  producer once the file says pytest; the node ids of a suite's testcases and the keys of
+  their written forms are kept for the process's later uploads (16,384 of each); arrays of
+  strings that need no quotes go to PostgreSQL as their text. Reading the file took 60 ms,
+  now about 40; finding its nodes 75 ms on PostgreSQL, now about 50.
+
+What is left, on PostgreSQL (a day's second file): finding the nodes (a read of 10,000
+by their written form's key, about 35 ms), the day's rollups and the summary (an
+``INSERT … ON CONFLICT`` of 10,000 rows each, about 45 and 35 ms), the results' COPY (about
+25 ms) and the rest Python: reading the file, merging the attempts, the rows. A day's
+first file also moves the summary by a day (about 85 ms: the tests that ran on the day
+that left and on the day that joined, 10,000 rows updated), which the daily
+``prune_junit`` does at midnight in a deployment, so that no upload does. Its next remedies:
+the summary's counts moved a day by the prune alone, and the rollups of a day and the
+summary written by one statement.
 
 The flaky-tests page meets its goal on both databases, with and without a text filter: a
 partial index of NodeDay's flaky days by node (``nodeday_flaky_node_days``) keeps a filter

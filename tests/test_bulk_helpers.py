@@ -166,3 +166,31 @@ def test_an_array_parameter_reads_back_as_written(db, values):
         assert [value for (value,) in cursor.fetchall()] == values
     plain = isinstance(values[0], int) or set(values) <= PLAIN | {"deadbeef"}
     assert isinstance(bulk.pg_array(values), str) == plain
+
+
+def test_insert_plain_stores_every_value_as_given(suite):
+    """On PostgreSQL COPY's binary format where every column allows (a result's), its text
+    format where one does not (a summary's JSON): either way the values read back as
+    given, text with tabs, newlines, backslashes and any character, and nulls."""
+    from junit.ingest import RESULT_COLUMNS
+    from junit.models import CaseResult, NodeSummary
+
+    node = Node.objects.create(suite=suite, nodeid="tests/test_a.py::test_copy")
+    file = junit_ingest(suite=suite, body=junit_xml(("tests.test_a", "test_b", "passed")),
+                        actor="ci", query={"commit": "c1"}).file
+    messages = ["tab\there", "line\nbreak", "back\\slash \\N", "naïve ✓ 𝄞", ""]
+    rows = [(file.pk, node.pk, file.day, 100 + i, "failed", 3, 1, 2, i, [0.25, None][i % 2],
+             message, f"sig {i}") for i, message in enumerate(messages)]
+    bulk.insert_plain(CaseResult, RESULT_COLUMNS, rows)
+    stored = CaseResult.objects.filter(file=file, position__gte=100).order_by("position")
+    assert list(stored.values_list(*RESULT_COLUMNS)) == rows
+    summary = ("suite_id", "node_id", "runs", "failures", "flaky_failures", "flaky_commits",
+               "first_flaky", "last_flaky", "spark")
+    if connection.vendor == "postgresql":
+        assert bulk._binary_types(CaseResult, RESULT_COLUMNS) is not None
+        assert bulk._binary_types(NodeSummary, summary) is None  # its spark is JSON
+    bulk.insert_plain(NodeSummary, summary,
+                      [(suite.pk, node.pk, 5, 2, 2, 1, date(2026, 3, 1), None, "[0, 2]")])
+    assert NodeSummary.objects.filter(node=node).values_list(
+        "runs", "first_flaky", "last_flaky", "spark").get() == (5, date(2026, 3, 1), None,
+                                                               [0, 2])

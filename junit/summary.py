@@ -22,7 +22,7 @@ from collections import defaultdict
 from datetime import date, timedelta
 
 from django.db import connection, transaction
-from django.db.models import Max, Min, Q, Sum
+from django.db.models import Case, F, Max, Min, Q, Sum, When
 
 from flakeboard.rules.summary import (
     SUMMARY_DAYS,
@@ -201,11 +201,13 @@ def _moved(suite_id: int, as_of: date, today: date) -> None:
     first_now, _ = summary_window().bounds(today)
     days = NodeDay.objects.filter(suite_id=suite_id)
     gone_days, new_days = (first_before, first_now - one), (as_of + one, today)
-    # A test that ran on a day that left and on none left in the window has no row now:
-    # of those that ran on a day that left and on none that joined (few: one set
-    # difference), those with no other day in the window.
-    maybe_gone = {node for (node,) in days.filter(day__range=gone_days).values_list(
-        "node_id").difference(days.filter(day__range=new_days).values_list("node_id"))}
+    # The tests that ran on the days that left or on those that joined, not both (few):
+    # one of the first may have no day left in the window, and one of the others no row.
+    joins = Case(When(day__gte=new_days[0], then=1), default=0)
+    one_side = dict(days.filter(Q(day__range=gone_days) | Q(day__range=new_days)).values(
+        "node_id").annotate(first=Min(joins), last=Max(joins)).filter(
+        first=F("last")).order_by().values_list("node_id", "last"))
+    maybe_gone = {node for node, joined in one_side.items() if not joined}
     gone = sorted(maybe_gone - set(days.filter(
         window_q("day", summary_window(), today), node_id__in=maybe_gone).values_list(
         "node_id", flat=True))) if maybe_gone else []
@@ -217,7 +219,7 @@ def _moved(suite_id: int, as_of: date, today: date) -> None:
         joined_flaky[node][day] = flaky
     sparked = _summaries(NodeSummary.objects.filter(suite_id=suite_id, flaky_failures__gt=0))
     whole = sorted((sparked.keys() | joined_flaky.keys()) - set(gone))
-    _counts_moved(suite_id, gone_days, new_days)
+    _counts_moved(suite_id, gone_days, new_days, fresh=any(one_side.values()))
     if not whole:
         _signatures_moved(suite_id, gone_days, new_days)
         return
@@ -242,12 +244,14 @@ def _moved(suite_id: int, as_of: date, today: date) -> None:
     _signatures_moved(suite_id, gone_days, new_days)
 
 
-def _counts_moved(suite_id: int, gone_days: tuple, new_days: tuple) -> None:
+def _counts_moved(suite_id: int, gone_days: tuple, new_days: tuple, *, fresh: bool) -> None:
     """``counts_moved`` in the database, for the tests with no flaky day before or now (no
     flaky failure in their summary, none on a day that joined): each row's counts less
     those of the days that left, plus those of the days that joined; a test with no row
-    (it ran on no day of the window before) gets one, of the days that joined. Run after
-    the rows of the tests gone are deleted, before those with flaky days are written."""
+    (it ran on no day of the window before) gets one, of the days that joined, when
+    ``fresh`` says a test ran on a day that joined and on none that left (one that ran on
+    a day that left has a row). Run after the rows of the tests gone are deleted, before
+    those with flaky days are written."""
     quote = connection.ops.quote_name
     summary, rollups = (quote(model._meta.db_table) for model in (NodeSummary, NodeDay))
     counts = [quote(name) for name in COUNTS]
@@ -274,7 +278,9 @@ def _counts_moved(suite_id: int, gone_days: tuple, new_days: tuple) -> None:
         # The names are the models' own, quoted; the values are parameters.
         cursor.execute(update, [*[new_from] * len(counts), suite_id, gone_from, gone_to,
                                 new_from, new_to, new_from])
-        cursor.execute(insert, [suite_id, *NO_FLAKY_DAYS.values(), suite_id, new_from, new_to])
+        if fresh:
+            cursor.execute(insert, [suite_id, *NO_FLAKY_DAYS.values(), suite_id, new_from,
+                                    new_to])
 
 
 def _signatures_moved(suite_id: int, gone_days: tuple, new_days: tuple) -> None:

@@ -107,22 +107,26 @@ process, after the load) is half waiting on PostgreSQL (0.16 s, most of it on th
 rollups and the summary); reading the file takes 0.09 s and finding its nodes 0.07 s. With
 the results narrower (junit 0014), run at 14:32 and 14:47 UTC (begun at 0.6 and 0.8):
 27,575 and 25,892 a second, at 34 and 36 ms of gunicorn's CPU and 29 and 31 ms of
-PostgreSQL's.
+PostgreSQL's. With the rollups' keys and the summary's move in the database (junit 0015,
+0016, 0017 and the upload's own trims), run at 18:17 and 18:27 UTC (begun at 0.9 and 0.8):
+34,865 and 35,046 a second, at 30 and 29 ms of gunicorn's CPU and 21 ms of PostgreSQL's.
 
 The upload latency is queueing, not slow queries. 8 uploaders on 4 sync workers keep every
 worker busy and four uploads waiting, so an upload's p95 (1.94 s that morning; 2.13 and 2.26
-s after junit 0013, 2.53 s before it at 12:20; 1.97 and 2.26 s after junit 0014) is mostly
-its wait, as Little's law has it (8 uploads in flight at 4.9 to 5.6 a second: 1.4 to 1.6 s).
-On these 2 CPUs the p95 stays at about its goal, under it in one run and over it in the
-next; what brings it under for good is more throughput, from more CPUs for the uploads'
-workers (another host behind the same balancer), or fewer uploads in flight per worker.
+s after junit 0013, 2.53 s before it at 12:20; 1.97 and 2.26 s after junit 0014; 1.48 and
+1.60 s after 0017) is mostly its wait, as Little's law has it (8 uploads in flight at 7 a
+second: 1.1 s). It met its goal in both runs since 0017, with the throughput a third
+higher; more room comes from more CPUs for the uploads' workers (another host behind the
+same balancer), or fewer uploads in flight per worker.
 Reads sent to the uploads' workers wait in the same queue (the ledger's p95 there: 1.2 s);
 served by a gunicorn of their own (docs/deployment.md), the ledger's p95 is 21 to 31 ms
 during the ingest.
 
-The four pages meet 150 ms idle (medians 18 to 97 ms, within their 12 queries) and miss it
-during the ingest (200 to 438 ms; the node page 141 to 202 ms) because the ingest keeps the
-two CPUs busy: the difference is contention, not their work. Their remedy is CPUs of their
+The four pages meet 150 ms idle (medians 18 to 97 ms, within their 12 queries). During the
+ingest the targets file and the node page now meet it too (137 and 147 ms, 100 and 110 ms,
+after 0017), and the flaky-tests page and the overview miss it (224 and 257 ms, 192 and 190
+ms; before, 200 to 438 ms) because the ingest keeps the two CPUs busy: the difference is
+contention, not their work. Their remedy is CPUs of their
 own: the reads' gunicorn on another host and their queries on a replica
 (``READ_DATABASE_URL``), which this single machine cannot show. Less work per page helps in
 proportion only: each is slowed three to eight times by the contention. The diagnoses the
@@ -141,8 +145,9 @@ deduplication stores once (the key (file, position, day), which took 32 bytes a 
 index on PostgreSQL since 0014); the files are under 0.1%. The row is as narrow as it goes
 without changing what it holds: the outcome in 1 byte instead of its name would only fill
 the same padding. A file's results stored in one row, their values in arrays, would take a
-few bytes a testcase, should a later goal ask for it. The rollups take 12.9 MiB per million
-testcases: a NodeDay row of about 280 bytes per test and day, however often it ran.
+few bytes a testcase, should a later goal ask for it. The rollups take 15.2 MiB per million
+testcases (12.9 before junit 0017 left half of NodeDay's pages free for their updates): a
+NodeDay row of about 325 bytes per test and day, however often it ran.
 """
 
 

@@ -80,7 +80,7 @@ def parse_impact(body: bytes, max_nodes: int) -> ImpactUpload:
                          f"(its fields: commit, map)", None, str(key))
              for key in data if key not in FIELDS]
     try:
-        commit = CommitField.validate_python(data.get("commit") or "")
+        commit = CommitField.validate_python(data.get("commit", ""))
     except ValidationError as exc:
         commit = ""
         found += [WireProblem(p.code, p.message, None, "commit") for p in refusals.problems(exc)]

@@ -80,6 +80,8 @@ def test_without_a_map_no_test_is_named(impact):
     ({"map": {"": ["src/a.py"]}}, 0, "node", "node ''"),
     ({"map": {"t::x": ["src/a.py"]}, "branch": "main"}, None, "branch", "'branch' is not a"),
     ({"commit": "a\nb", "map": {}}, None, "commit", ""),
+    # Not a string, however empty: refused, not read as no commit.
+    *(({"commit": value, "map": {}}, None, "commit", "") for value in ([], {}, 0, False, None)),
     ({"commit": "c1"}, None, "map", "the body must be an object whose 'map' is an object"),
     ([], None, "map", "(got a list)"),
 ])

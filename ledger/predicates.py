@@ -32,20 +32,25 @@ FOR_GATE = OPEN & quarantinable_q()
 VIOLATING = OPEN & ~quarantinable_q()
 READY_TO_CLEAR = OPEN & Q(ready_to_clear=True)
 
+# An entry's filters read its node's tier through the join, or through ``tier_field``:
+# an annotation of the tier (``ledger.selectors.with_node_tier``) that a count of a whole
+# suite's entries reads a node at a time.
 
-def entry_state_q(state: rules.EntryState, today: date) -> Q:
+
+def entry_state_q(state: rules.EntryState, today: date, tier_field: str = "node__tier") -> Q:
     """Entries in ``state`` today, as rules.entry_state decides it."""
     match state:
         case rules.EntryState.CLEARED:
             return CLEARED
         case rules.EntryState.TIER_VIOLATION:
-            return VIOLATING
-    return FOR_GATE & window_q("expires", rules.STATE_WINDOWS[state], today)
+            return OPEN & ~quarantinable_q(tier_field)
+    return (OPEN & quarantinable_q(tier_field)
+            & window_q("expires", rules.STATE_WINDOWS[state], today))
 
 
-def live_entry_q(today: date) -> Q:
+def live_entry_q(today: date, tier_field: str = "node__tier") -> Q:
     """Entries that freeze their node and count toward the share (rules.entry_is_live)."""
-    return FOR_GATE & window_q("expires", rules.LIVE, today)
+    return OPEN & quarantinable_q(tier_field) & window_q("expires", rules.LIVE, today)
 
 
 def ci_run_q(today: date, branch: str) -> Q:
@@ -54,9 +59,19 @@ def ci_run_q(today: date, branch: str) -> Q:
     return Q(branch=branch) & window_q("last_day", rules.CI_RUN_WINDOW, today)
 
 
+def seen_node_q(today: date) -> Q:
+    """Nodes seen in an upload within the window: the first way into the test set."""
+    return window_q("last_seen", rules.KNOWN_NODE_WINDOW, today)
+
+
+def held_node_q(entries: QuerySet) -> Q:
+    """Nodes holding an open entry among ``entries`` (the caller's
+    ``QuarantineEntry.objects``: this module builds filters and imports no model): the
+    second way into the test set."""
+    return Q(Exists(entries.filter(OPEN, node=OuterRef("pk"))))
+
+
 def known_node_q(today: date, entries: QuerySet) -> Q:
     """Nodes in the test set (rules.node_is_known): seen within the window, or holding an
-    open entry among ``entries`` (the caller's ``QuarantineEntry.objects``: this module
-    builds filters and imports no model)."""
-    open_entry = entries.filter(OPEN, node=OuterRef("pk"))
-    return window_q("last_seen", rules.KNOWN_NODE_WINDOW, today) | Exists(open_entry)
+    open entry among ``entries``."""
+    return seen_node_q(today) | held_node_q(entries)

@@ -197,6 +197,9 @@ def test_the_sparkline_speaks_its_numbers(counts, spoken, today):
     bars = spark.bars()
     assert [bar["height"] for bar in bars if bar["height"]] == (
         [20, 7] if any(counts) else [])
+    # The chart draws a bar for each day with a count, at its place, and none for the rest.
+    assert spark.rects == ('<rect x="84" y="0" width="2" height="20"/>'
+                           '<rect x="87" y="13" width="2" height="7"/>' if any(counts) else "")
 
 
 # --- beside the page: the node page, the overview's tile, the settings ------------------

@@ -52,8 +52,10 @@ def quarantine_query(request, suite, row, window) -> str:
 
 
 def _context(request, suite, window) -> dict:
+    # The rows' Measure forms post here: reversed once for the page, not twice a row.
     return {"suite": suite, "nav": "flaky", "window": window,
-            "can_edit": can(request.role, Role.OWNER)}
+            "can_edit": can(request.role, Role.OWNER),
+            "measure_url": reverse("flaky_measure", args=[suite.slug])}
 
 
 def _rows(request, suite, window, ranked, shown: dict | None = None, *,

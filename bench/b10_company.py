@@ -29,8 +29,9 @@ from /proc every half second). Meanwhile, each in a thread of its own, through t
 gunicorn: the ledger (``GET /api/v1/suites/{suite}/ledger``, a read token; p95 ≤ 50 ms) ten
 times a second, and once a second each the flaky-tests page, the targets file, a flaky
 test's node page and the overview of the largest suite (signed in as a staff user; median ≤
-150 ms, each page's queries ≤ 12, counted in this process before the load); a GET slower
-than its interval is followed at once by the next. The ledger is also read ten times a
+150 ms, each page's queries ≤ 12, counted in this process before the load), each page a
+quarter of a second after the one before, as readers who do not click in step; a GET
+slower than its interval is followed at once by the next. The ledger is also read ten times a
 second through the uploads' workers, to show what sharing them costs. After the load, one
 more file of the largest suite is ingested in this process under cProfile.
 

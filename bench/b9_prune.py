@@ -59,16 +59,18 @@ def _world(scale: float):
 class Sampler(threading.Thread):
     """Ledger GETs one after another until ``stop`` is set and LEAST_SAMPLES are taken; the
     seconds of each, and any answer that was not 200. ``every``: the seconds from one GET's
-    start to the next's, at least (0: each at once after the last)."""
+    start to the next's, at least (0: each at once after the last); ``phase``: the seconds
+    before the first."""
 
-    def __init__(self, url: str, headers: dict, every: float = 0.0):
+    def __init__(self, url: str, headers: dict, every: float = 0.0, phase: float = 0.0):
         super().__init__(daemon=True)
-        self.url, self.headers, self.every = url, headers, every
+        self.url, self.headers, self.every, self.phase = url, headers, every, phase
         self.stop = threading.Event()
         self.seconds: list[float] = []
         self.bad: list[int] = []
 
     def run(self) -> None:
+        self.stop.wait(self.phase)
         while not self.stop.is_set() or len(self.seconds) < LEAST_SAMPLES:
             started = time.perf_counter()
             status, _, _ = fetch(self.url, self.headers)

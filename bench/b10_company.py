@@ -136,6 +136,38 @@ results (a column of the flaky failures each file added), one sum, not a pass a 
 a pass a commit, the first try took those two pages from 66 and 35 ms to 970 and 739 ms
 idle.
 
+That evening (2026-12-07, 21:00 to 22:00 UTC) the machine ran at about half its earlier
+speed with nothing else running (``sum(range(10**6))`` 33 to 37 ms, 18 ms an hour before;
+the ingest 14,807 to 22,552 testcases a second), so its runs are compared by ratios and by
+the work the pages do, not by their times against the afternoon's. Three findings:
+
+- the four page readers were started together and stayed in step, so each second the
+  four pages were asked for at once and waited on each other in the reads' two processes:
+  with no upload running, the node page's median was 107 to 116 ms read so, 43 to 45 ms
+  with the readers a quarter of a second apart (the flaky-tests page 174 to 197 ms, 115 to
+  135). Each now reads at its own quarter of the second. During the ingest the node page's
+  median went from 6.4 times its idle one to 3.8 and 4.0 times (141 and 146 ms, met);
+- the overview's share counted the known nodes as one "seen or holding an entry" over
+  every node of the suite: PostgreSQL read each node's row (15 to 20 ms), and the
+  estimate of that plan passed ``jit_above_cost``, so it also compiled it (25 ms). Counted
+  in two parts that do not overlap, the seen nodes by their index alone and the unseen ones
+  an entry holds, and the live entries' tiers read a node at a time (the join had walked
+  the node table's key from its start), the overview took 50 to 70 ms idle, 90 to 118
+  before, in runs back to back on the same data. Every upload reads the same share;
+- the flaky-tests page drew each test's 30 sparkline days in a template loop, each number
+  localized: now one string a test. Its request makes 151,366 Python calls, 219,511 before
+  (its template 86,500, 154,900); the targets file sorts the flaky tests before reading
+  their node ids (200 nodes read, not 2,000: its ranking's query 10 to 5 ms).
+
+B10's own idle medians, scaled by the CPU its ingest took per 1,000 testcases (76 ms at the
+commit before, 106 ms in the last run, the same code: the machine's speed), went for the
+overview from 79 to 55 ms and for the flaky-tests page from 91 to 85; the targets file and
+the node page did not change (37 and 35 ms, 25 and 26). The flaky-tests page is still the
+slowest (its template about 25 ms and its diagnoses'
+read of each listed test's results by job about 11 ms, idle), and all four are still
+slowed three to four times by an ingest that keeps both CPUs busy: the remedy stays CPUs of
+their own.
+
 The prune drops a day of the largest suite (1M results) in under 0.2 s (before junit 0013,
 deleting the day's job counts row by row took 20 s) and the ledger does not notice (p95
 under 5 ms). The raw rows take 0.92 times the XML they came from (1.39 before junit 0014,

@@ -26,15 +26,26 @@ def quarantinable_q(tier_field: str = "node__tier") -> Q:
     return Q(**{f"{tier_field}__gte": rules.MIN_QUARANTINABLE_TIER})
 
 
+# An entry's filters read its node's tier through the join (``node__tier``), or through
+# ``tier_field``: an annotation of the tier (``ledger.selectors.with_node_tier``) that a
+# count of a whole suite's entries reads a node at a time.
+
+
+def for_gate_q(tier_field: str = "node__tier") -> Q:
+    """Open entries the gate reads: their node's tier may be quarantined."""
+    return OPEN & quarantinable_q(tier_field)
+
+
+def violating_q(tier_field: str = "node__tier") -> Q:
+    """Open entries whose node's tier may never be quarantined."""
+    return OPEN & ~quarantinable_q(tier_field)
+
+
 OPEN = Q(cleared_at__isnull=True)
 CLEARED = Q(cleared_at__isnull=False)
-FOR_GATE = OPEN & quarantinable_q()
-VIOLATING = OPEN & ~quarantinable_q()
+FOR_GATE = for_gate_q()
+VIOLATING = violating_q()
 READY_TO_CLEAR = OPEN & Q(ready_to_clear=True)
-
-# An entry's filters read its node's tier through the join, or through ``tier_field``:
-# an annotation of the tier (``ledger.selectors.with_node_tier``) that a count of a whole
-# suite's entries reads a node at a time.
 
 
 def entry_state_q(state: rules.EntryState, today: date, tier_field: str = "node__tier") -> Q:
@@ -43,14 +54,13 @@ def entry_state_q(state: rules.EntryState, today: date, tier_field: str = "node_
         case rules.EntryState.CLEARED:
             return CLEARED
         case rules.EntryState.TIER_VIOLATION:
-            return OPEN & ~quarantinable_q(tier_field)
-    return (OPEN & quarantinable_q(tier_field)
-            & window_q("expires", rules.STATE_WINDOWS[state], today))
+            return violating_q(tier_field)
+    return for_gate_q(tier_field) & window_q("expires", rules.STATE_WINDOWS[state], today)
 
 
 def live_entry_q(today: date, tier_field: str = "node__tier") -> Q:
     """Entries that freeze their node and count toward the share (rules.entry_is_live)."""
-    return OPEN & quarantinable_q(tier_field) & window_q("expires", rules.LIVE, today)
+    return for_gate_q(tier_field) & window_q("expires", rules.LIVE, today)
 
 
 def ci_run_q(today: date, branch: str) -> Q:

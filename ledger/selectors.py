@@ -109,10 +109,10 @@ def share_figures(
     # ones and the unseen ones an entry holds: each part reads an index of the suite's
     # nodes, where one count of the whole "or" read every node's row (B10's overview).
     nodes = Node.objects.filter(suite=suite)
-    seen = predicates.seen_node_q(today)
-    held = nodes.exclude(seen).filter(predicates.held_node_q(QuarantineEntry.objects))
+    seen_q = predicates.seen_node_q(today)
+    held = nodes.exclude(seen_q).filter(predicates.held_node_q(QuarantineEntry.objects))
     quarantined, seen, held = Suite.objects.filter(pk=suite.pk).order_by().values_list(
-        _count(live), _count(nodes.filter(seen)), _count(held)).get()
+        _count(live), _count(nodes.filter(seen_q)), _count(held)).get()
     return rules.ShareFigures(quarantined, seen + held + joining, cap,
                               rules.SizeSource.KNOWN_NODES)
 
